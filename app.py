@@ -1,0 +1,21 @@
+"""Entry point: `streamlit run app.py`. Declares the pages and the shared frame."""
+
+import streamlit as st
+
+from ui import frame
+
+st.set_page_config(
+    page_title="Attention, step by step",
+    page_icon=":material/blur_on:",
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
+
+pages = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/walkthrough.py", title="Walkthrough", icon=":material/stairs:", url_path="walkthrough"),
+]
+nav = st.navigation(pages)
+frame.sidebar()
+frame.talk_css()
+nav.run()

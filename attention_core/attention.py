@@ -1,0 +1,210 @@
+"""Scaled dot-product attention, written out in its five steps.
+
+    scores  = Q Kᵀ                      (..., L, S)
+    scaled  = scores · scale            (..., L, S)   scale = 1/√E by default
+    masked  = scaled, −inf where blocked (or + a float mask)
+    weights = softmax(masked) per row   (..., L, S)
+    output  = weights V                 (..., L, Ev)
+
+Semantics follow ``torch.nn.functional.scaled_dot_product_attention``: shapes
+``(N, ..., L, E)``, ``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast
+leading dims; a boolean mask is ``True`` where attending is allowed; a float
+mask is added to the scores; ``is_causal`` is aligned top-left when L ≠ S;
+``scale`` is keyword-only. One difference from torch's *reference* code: a
+query row whose keys are all masked gets zero weights and a zero output (as
+torch's fused kernels give), never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .masks import causal_mask
+from .validation import check_float, check_tensor
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """Every intermediate of one attention call, named.
+
+    Shapes: ``scores``, ``scaled``, ``masked``, ``weights`` are ``(N, ..., L, S)``;
+    ``output`` is ``(N, ..., L, Ev)``. ``mask`` is the boolean or float mask that
+    was applied (the causal one when ``is_causal``), or ``None``.
+    ``dropout_keep`` is the boolean keep-pattern when dropout ran, else ``None``;
+    ``dropped`` is the weights after dropout and the 1/(1−p) rescaling (equal to
+    ``weights`` when dropout did not run).
+    """
+
+    scores: torch.Tensor
+    scaled: torch.Tensor
+    masked: torch.Tensor
+    weights: torch.Tensor
+    output: torch.Tensor
+    scale: float
+    mask: torch.Tensor | None
+    dropout_p: float
+    dropout_keep: torch.Tensor | None
+    dropped: torch.Tensor
+
+    @property
+    def fully_masked_rows(self) -> torch.Tensor:
+        """Bool ``(N, ..., L)``: rows in which no key may be attended to."""
+        return torch.isneginf(self.masked).all(dim=-1)
+
+
+def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax with the row maximum subtracted first, so ``exp`` never overflows.
+
+    A slice that is entirely −inf (every key masked) gives zeros, not NaN.
+    """
+    check_tensor("x", x, min_dim=1, finite=False)
+    if bool(torch.isnan(x).any()) or bool(torch.isposinf(x).any()):
+        raise ValueError("x must not contain NaN or +inf; −inf (a masked entry) is allowed")
+    row_max = x.amax(dim=dim, keepdim=True)
+    row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    e = torch.exp(x - row_max)  # every exponent ≤ 0, so e ∈ [0, 1]
+    total = e.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, e / total.clamp_min(torch.finfo(x.dtype).tiny), torch.zeros_like(e))
+
+
+def _validate(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+) -> tuple[float, float]:
+    check_tensor("q", q, min_dim=2)
+    check_tensor("k", k, min_dim=2)
+    check_tensor("v", v, min_dim=2)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature size E: q is (..., L, E={q.shape[-1]}), "
+            f"k is (..., S, E={k.shape[-1]})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of keys S: k is (..., S={k.shape[-2]}, E), "
+            f"v is (..., S={v.shape[-2]}, Ev)"
+        )
+    if q.shape[-1] == 0:
+        raise ValueError("the feature size E (d_k) must be > 0")
+    try:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch, head) dims of q {tuple(q.shape[:-2])}, k {tuple(k.shape[:-2])} "
+            f"and v {tuple(v.shape[:-2])} must broadcast"
+        ) from None
+    if attn_mask is not None:
+        if is_causal:
+            raise ValueError("pass either attn_mask or is_causal=True, not both")
+        if not isinstance(attn_mask, torch.Tensor):
+            raise ValueError(f"attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}")
+        if attn_mask.dtype != torch.bool:
+            if not attn_mask.dtype.is_floating_point:
+                raise ValueError(f"attn_mask must be bool (True = may attend) or float (added), got {attn_mask.dtype}")
+            if bool(torch.isnan(attn_mask).any()) or bool(torch.isposinf(attn_mask).any()):
+                raise ValueError("a float attn_mask must not contain NaN or +inf (−inf blocks a key)")
+        if attn_mask.device != q.device:
+            raise ValueError(f"attn_mask must be on {q.device}, got {attn_mask.device}")
+        target = (*batch, q.shape[-2], k.shape[-2])
+        try:
+            if torch.broadcast_shapes(attn_mask.shape, target) != torch.Size(target):
+                raise RuntimeError
+        except RuntimeError:
+            raise ValueError(
+                f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores' "
+                f"shape (..., L, S) = {target}"
+            ) from None
+    p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_float("scale", scale, low=0.0, low_open=True)
+    return s, p
+
+
+def attention_trace(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    generator: torch.Generator | None = None,
+) -> AttentionTrace:
+    """Run attention step by step and keep every intermediate.
+
+    Args:
+        q: ``(N, ..., L, E)`` queries.
+        k: ``(N, ..., S, E)`` keys.
+        v: ``(N, ..., S, Ev)`` values.
+        attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
+        dropout_p: probability of zeroing a weight; dropout runs only when > 0.
+        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
+        scale: multiplier of the scores, default ``1/√E``.
+        generator: seeds the dropout pattern, for reproducible pictures.
+    """
+    s, p = _validate(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    L, S = q.shape[-2], k.shape[-2]
+    mask = causal_mask(L, S, device=q.device) if is_causal else attn_mask  # (L, S) or user's
+
+    scores = q @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
+    scaled = scores * s  # (N, ..., L, S)
+    if mask is None:
+        masked = scaled
+    elif mask.dtype == torch.bool:
+        masked = scaled.masked_fill(~mask, float("-inf"))  # (N, ..., L, S)
+    else:
+        masked = scaled + mask.to(scaled.dtype)  # (N, ..., L, S)
+    weights = stable_softmax(masked, dim=-1)  # (N, ..., L, S)
+
+    keep: torch.Tensor | None = None
+    dropped = weights
+    if p > 0.0:
+        draw = torch.rand(weights.shape, generator=generator, device=weights.device)
+        keep = draw >= p  # (N, ..., L, S)
+        dropped = weights * keep / (1.0 - p)  # survivors rescaled so the expectation is unchanged
+    output = dropped @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
+    return AttentionTrace(
+        scores=scores,
+        scaled=scaled,
+        masked=masked,
+        weights=weights,
+        output=output,
+        scale=s,
+        mask=mask,
+        dropout_p=p,
+        dropout_keep=keep,
+        dropped=dropped,
+    )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """softmax(Q Kᵀ · scale + mask) V, the explained (materialising) path.
+
+    Same arguments and semantics as ``torch.nn.functional.scaled_dot_product_attention``;
+    returns ``(N, ..., L, Ev)``. Fully masked rows give zeros.
+    """
+    return attention_trace(
+        q, k, v, attn_mask, dropout_p, is_causal, scale=scale, generator=generator
+    ).output

@@ -1,0 +1,122 @@
+"""Device selection: the one place that decides where tensors live.
+
+CUDA is used when it is available, the CPU otherwise. The environment variable
+``ATTENTION_DEVICE`` (``cpu``, ``cuda``, ``cuda:1`` …) overrides the automatic
+choice, and an explicit ``device`` argument overrides both.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+ENV_VAR = "ATTENTION_DEVICE"
+
+
+def available_devices() -> list[str]:
+    """Names of the devices this process can compute on, CPU first."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return names
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """Turn ``device`` (or ``None`` for "automatic") into a usable ``torch.device``.
+
+    Raises ``ValueError`` for a malformed name or a device that is not present,
+    so a typo never turns into a silent fallback.
+    """
+    if device is None or (isinstance(device, str) and device.strip().lower() in ("", "auto")):
+        return default_device()
+    try:
+        dev = torch.device(device.strip().lower() if isinstance(device, str) else device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:index]', got {device!r}") from exc
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(dev)!r} was asked for, but CUDA is not available here")
+        index = 0 if dev.index is None else dev.index
+        if index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {str(dev)!r} was asked for, but only {torch.cuda.device_count()} "
+                "CUDA device(s) are present"
+            )
+        return torch.device(dev.type, index)
+    raise ValueError(f"device must be 'cpu' or 'cuda[:index]', got {str(dev)!r}")
+
+
+def default_device() -> torch.device:
+    """CUDA when available, else the CPU; ``$ATTENTION_DEVICE`` overrides."""
+    override = os.environ.get(ENV_VAR, "").strip()
+    if override and override.lower() != "auto":
+        return resolve_device(override)
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the sidebar and the benchmark's environment card show."""
+
+    device: str
+    name: str
+    torch_version: str
+    threads: int
+    cuda_version: str | None
+    cudnn_version: str | None
+    tf32_matmul: bool | None
+    total_memory_bytes: int | None
+
+
+def device_info(device: str | torch.device | None = None) -> DeviceInfo:
+    """Describe ``device`` (default: :func:`default_device`) in plain values."""
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        return DeviceInfo(
+            device=str(dev),
+            name=props.name,
+            torch_version=torch.__version__,
+            threads=torch.get_num_threads(),
+            cuda_version=torch.version.cuda,
+            cudnn_version=str(cudnn) if cudnn is not None else None,
+            tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+            total_memory_bytes=int(props.total_memory),
+        )
+    return DeviceInfo(
+        device="cpu",
+        name=_cpu_name(),
+        torch_version=torch.__version__,
+        threads=torch.get_num_threads(),
+        cuda_version=None,
+        cudnn_version=None,
+        tf32_matmul=None,
+        total_memory_bytes=_total_ram_bytes(),
+    )
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def _total_ram_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None

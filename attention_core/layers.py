@@ -1,0 +1,133 @@
+"""From token vectors to Q, K, V: projections, positions and a self-attention layer."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .attention import AttentionTrace, attention_trace
+from .validation import check_float, check_int, check_tensor
+
+
+def project_qkv(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Q = X W_q, K = X W_k, V = X W_v.
+
+    Args:
+        x: ``(N, ..., L, d_model)`` token vectors.
+        w_q, w_k: ``(d_model, d_k)``; w_v: ``(d_model, d_v)``.
+    Returns:
+        ``q (N, ..., L, d_k)``, ``k (N, ..., L, d_k)``, ``v (N, ..., L, d_v)``.
+    """
+    check_tensor("x", x, min_dim=2)
+    d_model = x.shape[-1]
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        check_tensor(name, w, min_dim=2)
+        if w.dim() != 2 or w.shape[0] != d_model:
+            raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {tuple(w.shape)}")
+        if w.dtype != x.dtype or w.device != x.device:
+            raise ValueError(f"{name} must match x's dtype and device ({x.dtype}, {x.device})")
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ValueError(f"w_q and w_k must give the same d_k, got {w_q.shape[1]} and {w_k.shape[1]}")
+    q = x @ w_q  # (N, ..., L, d_model) @ (d_model, d_k) -> (N, ..., L, d_k)
+    k = x @ w_k  # (N, ..., L, d_k)
+    v = x @ w_v  # (N, ..., L, d_v)
+    return q, k, v
+
+
+def sinusoidal_positions(
+    n: int, d_model: int, *, dtype: torch.dtype = torch.float32, device: str | torch.device | None = None
+) -> torch.Tensor:
+    """The fixed sine/cosine position codes of "Attention Is All You Need".
+
+    Even features get ``sin(pos / 10000^(2i/d_model))``, odd ones the cosine of
+    the same angle. Returns ``(n, d_model)``.
+    """
+    n = check_int("n", n, low=1, high=1 << 20)
+    d_model = check_int("d_model", d_model, low=1, high=1 << 16)
+    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)  # (n, 1)
+    pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
+    angle = pos / torch.pow(10000.0, pair / d_model)  # (n, ceil(d_model/2))
+    pe = torch.zeros(n, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.to(dtype=dtype, device=device)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with W_q, W_k, W_v, W_o (Xavier-initialised).
+
+    Two paths, as in nanoGPT: torch's fused SDPA when no weights are needed, and
+    the explained trace of :mod:`attention_core.attention` when they are. Both
+    compute the same function (a test holds them to it).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int = 1,
+        *,
+        dropout: float = 0.0,
+        is_causal: bool = False,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        d_model = check_int("d_model", d_model, low=1)
+        n_heads = check_int("n_heads", n_heads, low=1)
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.d_model, self.n_heads = d_model, n_heads
+        self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_open=True)
+        self.is_causal = bool(is_causal)
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        for lin in (self.w_q, self.w_k, self.w_v, self.w_o):
+            nn.init.xavier_uniform_(lin.weight)
+            if lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def _heads(self, t: torch.Tensor) -> torch.Tensor:
+        *lead, L, _ = t.shape
+        hs = self.d_model // self.n_heads
+        return t.view(*lead, L, self.n_heads, hs).transpose(-3, -2)  # (N, nh, L, hs)
+
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, AttentionTrace | None]:
+        """``x (N, L, d_model)`` → ``(y (N, L, d_model), trace or None)``.
+
+        ``attn_mask`` broadcasts to ``(N, nh, L, L)``; the trace's tensors carry the
+        head axis: ``weights (N, nh, L, L)``.
+        """
+        check_tensor("x", x, min_dim=2)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (N, L, d_model={self.d_model}), got {tuple(x.shape)}")
+        q = self._heads(self.w_q(x))  # (N, nh, L, hs)
+        k = self._heads(self.w_k(x))  # (N, nh, L, hs)
+        v = self._heads(self.w_v(x))  # (N, nh, L, hs)
+        p = self.dropout if self.training else 0.0
+        trace: AttentionTrace | None = None
+        if need_weights:
+            trace = attention_trace(q, k, v, attn_mask, p, self.is_causal and attn_mask is None)
+            y = trace.output  # (N, nh, L, hs)
+        else:
+            # validate through the explained path's checks, then take the fused kernel
+            if attn_mask is not None and self.is_causal:
+                raise ValueError("pass either attn_mask or is_causal=True, not both")
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask, p, self.is_causal)  # (N, nh, L, hs)
+        y = y.transpose(-3, -2).reshape(*x.shape[:-1], self.d_model)  # (N, L, d_model)
+        return self.w_o(y), trace
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, is_causal={self.is_causal}"
+
+
+def xavier_std(fan_in: int, fan_out: int) -> float:
+    """Standard deviation of Xavier/Glorot initialisation, √(2 / (fan_in + fan_out))."""
+    return math.sqrt(2.0 / (check_int("fan_in", fan_in, low=1) + check_int("fan_out", fan_out, low=1)))

@@ -1,0 +1,269 @@
+"""Inputs for the walkthrough: token labels, X, the projections, and Q, K, V.
+
+Three presets:
+
+* ``tiny``: 3 tokens, d_model = 4, d_k = d_v = 2, small integers you can check by hand;
+* ``sentence``: "The animal didn't cross the street because it was too tired", one token
+  a word, seeded embeddings (plus a few hand-set shared features, so that related words
+  look alike) and, optionally, sinusoidal positions;
+* ``random``: seeded Gaussian inputs of a chosen size.
+
+Each has a cross-attention variant in which the queries come from a second sequence
+(so n_q ≠ n_k), as in an encoder-decoder's cross-attention.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import torch
+
+from .device import resolve_device
+from .layers import project_qkv, sinusoidal_positions
+from .validation import check_choice, check_int
+
+PRESETS = ("tiny", "sentence", "random")
+MAX_TOKENS = 16
+MAX_DIM = 64
+
+SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
+# A French rendering for the cross-attention variant: 13 query tokens over 11 keys.
+SENTENCE_FR = ["L'", "animal", "n'", "a", "pas", "traversé", "la", "rue", "car", "il", "était", "trop", "fatigué"]
+
+
+@dataclass(frozen=True)
+class WalkthroughInputs:
+    """Everything step 0 shows. Shapes: ``x_q (L, d_model)``, ``x_kv (S, d_model)``,
+    ``w_q, w_k (d_model, d_k)``, ``w_v (d_model, d_v)``, ``q (L, d_k)``, ``k (S, d_k)``,
+    ``v (S, d_v)``."""
+
+    name: str
+    query_tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    x_q: torch.Tensor
+    x_kv: torch.Tensor
+    w_q: torch.Tensor
+    w_k: torch.Tensor
+    w_v: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    positions: bool
+    cross: bool
+    note: str
+
+    @property
+    def n_q(self) -> int:
+        return len(self.query_tokens)
+
+    @property
+    def n_k(self) -> int:
+        return len(self.key_tokens)
+
+    @property
+    def d_model(self) -> int:
+        return int(self.x_q.shape[-1])
+
+    @property
+    def d_k(self) -> int:
+        return int(self.q.shape[-1])
+
+    @property
+    def d_v(self) -> int:
+        return int(self.v.shape[-1])
+
+
+def _finish(
+    name: str,
+    q_tokens: list[str],
+    k_tokens: list[str],
+    x_q: torch.Tensor,
+    x_kv: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    *,
+    positions: bool,
+    cross: bool,
+    note: str,
+    device: str | torch.device | None,
+) -> WalkthroughInputs:
+    dev = resolve_device(device)
+    if positions:
+        x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1])  # (L, d_model)
+        x_kv = x_kv + sinusoidal_positions(x_kv.shape[0], x_kv.shape[1])  # (S, d_model)
+    x_q, x_kv, w_q, w_k, w_v = (t.to(dev) for t in (x_q, x_kv, w_q, w_k, w_v))
+    q, _, _ = project_qkv(x_q, w_q, w_k, w_v)  # (L, d_k)
+    _, k, v = project_qkv(x_kv, w_q, w_k, w_v)  # (S, d_k), (S, d_v)
+    return WalkthroughInputs(
+        name=name,
+        query_tokens=tuple(_unique(q_tokens)),
+        key_tokens=tuple(_unique(k_tokens)),
+        x_q=x_q,
+        x_kv=x_kv,
+        w_q=w_q,
+        w_k=w_k,
+        w_v=w_v,
+        q=q,
+        k=k,
+        v=v,
+        positions=positions,
+        cross=cross,
+        note=note,
+    )
+
+
+def _unique(tokens: list[str]) -> list[str]:
+    """Plot axes need distinct labels: a repeated word gets a position suffix ("the·4")."""
+    seen: dict[str, int] = {}
+    for t in tokens:
+        seen[t] = seen.get(t, 0) + 1
+    return [f"{t}·{i}" if seen[t] > 1 else t for i, t in enumerate(tokens)]
+
+
+def tiny_example(
+    *, positions: bool = False, cross: bool = False, device: str | torch.device | None = None
+) -> WalkthroughInputs:
+    """3 tokens, d_model = 4, d_k = d_v = 2, every number a small integer (without positions)."""
+    x = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])  # (3, 4)
+    w_q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (4, 2)
+    w_k = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])  # (4, 2)
+    w_v = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # (4, 2)
+    tokens = ["I", "love", "cats"]
+    x_q, q_tokens = x, tokens
+    if cross:
+        x_q = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # (2, 4)
+        q_tokens = ["J'", "aime"]
+    note = "Small integers, so every product can be checked by hand."
+    if positions:
+        note += " Positions are added, so the inputs are no longer whole numbers."
+    return _finish(
+        "tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
+    )
+
+
+def _word_vector(word: str, d_model: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(word.lower().encode()))
+    return torch.randn(d_model, generator=g)  # (d_model,)
+
+
+# Hand-set shared features: words in one group get a common direction added, so a
+# query from "it" finds "animal" and "tired" more similar than "street".
+_GROUPS = {
+    0: ("animal", "it", "tired", "animal·1", "il", "fatigué"),
+    1: ("street", "cross", "rue", "traversé"),
+    2: ("the", "l'", "la", "the·0", "the·4"),
+}
+
+
+def sentence_example(
+    *,
+    d_model: int = 16,
+    d_k: int = 8,
+    d_v: int = 8,
+    seed: int = 0,
+    positions: bool = True,
+    cross: bool = False,
+    device: str | torch.device | None = None,
+) -> WalkthroughInputs:
+    """The animal sentence with seeded word vectors and a seeded projection."""
+    d_model = check_int("d_model", d_model, low=4, high=MAX_DIM)
+    d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
+    d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
+    seed = check_int("seed", seed, low=0, high=2**31 - 1)
+    group_dirs = torch.eye(d_model)[: len(_GROUPS)] * 2.5  # (G, d_model)
+
+    def embed(words: list[str]) -> torch.Tensor:
+        rows = []
+        for w in words:
+            vec = 0.6 * _word_vector(w, d_model, seed)
+            for g, members in _GROUPS.items():
+                if w.lower() in members:
+                    vec = vec + group_dirs[g]
+            rows.append(vec)
+        return torch.stack(rows)  # (n, d_model)
+
+    g = torch.Generator().manual_seed(seed)
+    # W_q and W_k share a part, so q·k rewards similar words; the rest is noise.
+    shared = torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)  # (d_model, d_k)
+    w_q = shared + 0.5 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
+    w_k = shared + 0.5 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
+    w_v = torch.randn(d_model, d_v, generator=g) / math.sqrt(d_model)
+    keys = SENTENCE
+    queries = SENTENCE_FR if cross else SENTENCE
+    note = (
+        "Word vectors are seeded random numbers plus a few hand-set shared features "
+        "('animal', 'it' and 'tired' share one), so related words look alike. "
+        "The projections are random, not trained."
+    )
+    return _finish(
+        "sentence", queries, keys, embed(queries), embed(keys), w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
+    )
+
+
+def random_example(
+    *,
+    n: int = 6,
+    d_model: int = 8,
+    d_k: int = 4,
+    d_v: int = 4,
+    seed: int = 0,
+    positions: bool = False,
+    cross: bool = False,
+    n_q: int | None = None,
+    device: str | torch.device | None = None,
+) -> WalkthroughInputs:
+    """Seeded Gaussian X and projections. With ``cross``, ``n_q`` queries (default n − 2, ≥ 1)."""
+    n = check_int("n", n, low=1, high=MAX_TOKENS)
+    d_model = check_int("d_model", d_model, low=1, high=MAX_DIM)
+    d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
+    d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
+    seed = check_int("seed", seed, low=0, high=2**31 - 1)
+    if n_q is None:
+        n_q = max(1, n - 2) if n > 1 else 2
+    n_q = check_int("n_q", n_q, low=1, high=MAX_TOKENS)
+    g = torch.Generator().manual_seed(seed)
+    x_kv = torch.randn(n, d_model, generator=g)  # (S, d_model)
+    x_q = torch.randn(n_q, d_model, generator=g) if cross else x_kv  # (L, d_model)
+    w_q = torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)  # (d_model, d_k)
+    w_k = torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)  # (d_model, d_k)
+    w_v = torch.randn(d_model, d_v, generator=g) / math.sqrt(d_model)  # (d_model, d_v)
+    k_tokens = [f"t{i}" for i in range(n)]
+    q_tokens = [f"y{i}" for i in range(n_q)] if cross else k_tokens
+    note = f"Gaussian inputs from seed {seed}; projections scaled by 1/√d_model."
+    return _finish(
+        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
+    )
+
+
+def build_inputs(
+    preset: str,
+    *,
+    n: int = 6,
+    d_model: int = 8,
+    d_k: int = 4,
+    d_v: int = 4,
+    seed: int = 0,
+    positions: bool = True,
+    cross: bool = False,
+    device: str | torch.device | None = None,
+) -> WalkthroughInputs:
+    """One entry point for the page: ``preset`` is one of :data:`PRESETS`.
+
+    ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n``.
+    """
+    check_choice("preset", preset, PRESETS)
+    if preset == "tiny":
+        return tiny_example(positions=positions, cross=cross, device=device)
+    if preset == "sentence":
+        return sentence_example(
+            d_model=max(d_model, 4), d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
+        )
+    return random_example(
+        n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
+    )

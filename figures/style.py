@@ -1,0 +1,63 @@
+"""One look across pages: colours, fonts and the layout every figure starts from.
+
+The same colour means the same thing everywhere: ``UNSCALED`` and ``SCALED`` on the
+walkthrough and on the √d_k explorer; ``IMPL_COLORS`` for each benchmark entry.
+Colours are from the Okabe-Ito palette, which stays distinct under colour blindness
+and on a washed-out projector.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+UNSCALED = "#D55E00"  # vermillion: raw QKᵀ, no ÷√d_k
+SCALED = "#0072B2"  # blue: ÷√d_k
+THEORY = "#444444"  # theory lines
+MASKED = "#BBBBBB"  # blocked cells
+HIGHLIGHT = "#E69F00"  # the chosen query / selected row
+IMPL_COLORS = {
+    "naive": "#D55E00",
+    "sdpa": "#0072B2",
+    "sdpa-math": "#56B4E9",
+    "sdpa-flash": "#009E73",
+    "sdpa-efficient": "#CC79A7",
+    "sdpa-cudnn": "#F0E442",
+    "tiled": "#E69F00",
+    "numpy": "#555555",
+}
+SEQUENTIAL = "Blues"  # weights in [0, 1]
+DIVERGING = "RdBu_r"  # signed scores, centred on 0
+
+BASE_FONT = 15
+TALK_FONT = 22
+FONT_FAMILY = "Inter, 'Source Sans Pro', 'DejaVu Sans', sans-serif"
+
+
+def font_size(talk: bool) -> int:
+    """Axis and label font size: larger in talk mode so the back row can read it."""
+    return TALK_FONT if talk else BASE_FONT
+
+
+def base_layout(
+    fig: go.Figure, *, title: str | None = None, talk: bool = False, height: int | None = None
+) -> go.Figure:
+    """Apply the shared fonts, margins and white background to ``fig`` and return it."""
+    size = font_size(talk)
+    fig.update_layout(
+        title={"text": title, "font": {"size": size + 3}} if title else None,
+        font={"family": FONT_FAMILY, "size": size, "color": "#111111"},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin={"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},
+        legend={"font": {"size": size}},
+        hoverlabel={"font": {"size": size}},
+    )
+    if height is not None:
+        fig.update_layout(height=height)
+    fig.update_xaxes(showgrid=True, gridcolor="#E5E5E5", zeroline=False, automargin=True)
+    fig.update_yaxes(showgrid=True, gridcolor="#E5E5E5", zeroline=False, automargin=True)
+    return fig
+
+
+# Passed as st.plotly_chart(fig, config=PLOTLY_CONFIG): no plotly logo, a clean mode bar.
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}

@@ -1,0 +1,38 @@
+"""Home: what attention is, the formula, and a card for each page."""
+
+import streamlit as st
+
+from ui import urlstate
+
+
+def home() -> None:
+    urlstate.seed([])
+    talk = urlstate.talk_mode()
+    st.title("Scaled dot-product attention, step by step")
+    st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
+    if not talk:
+        st.markdown(
+            "Each token asks a **query**, every token offers a **key**, and the match between them "
+            "(a dot product) decides how much of each token's **value** flows into the answer. "
+            "Dividing by √d_k keeps the scores in a range where softmax still has a gradient; "
+            "softmax turns each row of scores into weights that sum to 1."
+        )
+        st.markdown(
+            "Every number on these pages is computed live by a small tested library, "
+            "`attention_core`, on the device shown in the sidebar."
+        )
+    cards = [
+        ("pages/walkthrough.py", "Walkthrough", ":material/stairs:",
+         "The five steps with real numbers: QKᵀ, ÷√d_k, the mask, softmax and ·V, on a tiny "
+         "example, a sentence, or random inputs."),
+    ]
+    cols = st.columns(len(cards) if len(cards) > 1 else 2)
+    for col, (path, title, icon, text) in zip(cols, cards, strict=False):
+        with col, st.container(border=True):
+            st.subheader(title)
+            st.write(text)
+            st.page_link(path, label=f"Open {title.lower()}", icon=icon)
+    urlstate.publish([])
+
+
+home()

@@ -1,0 +1,5 @@
+"""The five-step walkthrough (being written)."""
+
+import streamlit as st
+
+st.title("Walkthrough")
