@@ -15,16 +15,29 @@ from .presets import (
     sentence_example,
     tiny_example,
 )
+from .walkthrough import (
+    MASK_KINDS,
+    STEP_NAMES,
+    WalkthroughResult,
+    build_mask,
+    run_walkthrough,
+    top_sources,
+    torch_snippet,
+)
 
 __all__ = [
+    "MASK_KINDS",
     "PRESETS",
+    "STEP_NAMES",
     "AttentionTrace",
     "DeviceInfo",
     "SelfAttention",
     "WalkthroughInputs",
+    "WalkthroughResult",
     "attention_trace",
     "available_devices",
     "build_inputs",
+    "build_mask",
     "causal_mask",
     "default_device",
     "device_info",
@@ -33,10 +46,13 @@ __all__ = [
     "project_qkv",
     "random_example",
     "resolve_device",
+    "run_walkthrough",
     "scaled_dot_product_attention",
     "sentence_example",
     "sinusoidal_positions",
     "stable_softmax",
     "tiny_example",
+    "top_sources",
+    "torch_snippet",
     "xavier_std",
 ]

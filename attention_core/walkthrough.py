@@ -1,0 +1,165 @@
+"""What the walkthrough page shows, computed in one place.
+
+:func:`run_walkthrough` builds the inputs of a preset, the mask of the chosen kind
+of attention, the five-step trace, and the live checks (the steps against one call
+of the core and against torch's fused SDPA). :func:`torch_snippet` writes a short
+script that reproduces the same matrices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from .masks import causal_mask, padding_mask
+from .presets import WalkthroughInputs, build_inputs
+from .validation import check_choice, check_float, check_int
+
+MASK_KINDS = ("none", "causal", "padding", "cross")
+STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
+
+
+@dataclass(frozen=True)
+class WalkthroughResult:
+    """Inputs, the mask that was applied (bool ``(L, S)`` or ``None``), the trace and the checks."""
+
+    inputs: WalkthroughInputs
+    mask_kind: str
+    mask: torch.Tensor | None
+    trace: AttentionTrace
+    valid_keys: int
+    delta_core: float  # max |Δ| between the traced output and one call of the core
+    delta_torch: float  # max |Δ| between the traced (dropout-free) output and torch's SDPA
+    row_sums: torch.Tensor  # (L,) sums of each weight row: 1, or 0 for a fully masked row
+
+    @property
+    def fully_masked(self) -> list[int]:
+        """Indices of query rows whose every key is masked."""
+        return [i for i, m in enumerate(self.trace.fully_masked_rows.tolist()) if m]
+
+
+def build_mask(kind: str, n_q: int, n_k: int, pad: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
+    """The boolean mask (``True`` = may attend) of one kind of attention, and the valid key count.
+
+    ``pad`` is how many keys at the end are padding (``padding`` and ``cross`` only).
+    """
+    check_choice("mask", kind, MASK_KINDS)
+    pad = check_int("pad", pad, low=0, high=n_k)
+    if kind == "none":
+        return None, n_k
+    if kind == "causal":
+        return causal_mask(n_q, n_k, device=device), n_k
+    valid = n_k - pad
+    keys_ok = padding_mask([valid], n_k, device=device)[0]  # (1, S): broadcasts over the queries
+    return keys_ok.expand(n_q, n_k), valid  # (L, S)
+
+
+def run_walkthrough(
+    preset: str,
+    *,
+    n: int = 6,
+    d_model: int = 8,
+    d_k: int = 4,
+    d_v: int = 4,
+    seed: int = 0,
+    mask: str = "none",
+    pad: int = 0,
+    scaled: bool = True,
+    positions: bool = True,
+    dropout_p: float = 0.0,
+    device: str | torch.device | None = None,
+) -> WalkthroughResult:
+    """Everything the walkthrough needs, from plain values.
+
+    ``mask="cross"`` switches to the preset's cross-attention inputs (n_q ≠ n_k) with
+    the last ``pad`` source keys padded. With ``scaled=False`` the scale is 1, to show
+    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
+    """
+    check_choice("mask", mask, MASK_KINDS)
+    dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
+    inputs = build_inputs(
+        preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions,
+        cross=(mask == "cross"), device=device,
+    )
+    q, k, v = inputs.q, inputs.k, inputs.v
+    attn_mask, valid = build_mask(mask, inputs.n_q, inputs.n_k, min(pad, inputs.n_k), q.device)
+    scale = None if scaled else 1.0
+    gen = torch.Generator(device=q.device).manual_seed(seed)
+    trace = attention_trace(q, k, v, attn_mask, dropout_p, scale=scale, generator=gen)
+
+    gen = torch.Generator(device=q.device).manual_seed(seed)
+    one_call = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, scale=scale, generator=gen)
+    delta_core = float((trace.output - one_call).abs().max())
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask, 0.0, scale=trace.scale)  # (L, Ev)
+    plain = trace.weights @ v  # (L, S) @ (S, Ev) -> (L, Ev): the output without dropout
+    rows_ok = ~trace.fully_masked_rows  # torch's math path may give NaN on fully masked rows
+    delta_torch = float((plain - fused)[rows_ok].abs().max()) if bool(rows_ok.any()) else 0.0
+    return WalkthroughResult(
+        inputs=inputs,
+        mask_kind=mask,
+        mask=attn_mask,
+        trace=trace,
+        valid_keys=valid,
+        delta_core=delta_core,
+        delta_torch=delta_torch,
+        row_sums=trace.weights.sum(dim=-1),
+    )
+
+
+def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int = 2) -> list[tuple[str, float]]:
+    """The ``k`` keys a query takes most of its value from, as (token, share) pairs."""
+    row = weights_row.detach().to("cpu", torch.float64)
+    if row.dim() != 1 or row.numel() != len(key_tokens):
+        raise ValueError(
+            f"weights_row must be 1-D with one weight per key ({len(key_tokens)}), got {tuple(weights_row.shape)}"
+        )
+    k = check_int("k", k, low=1)
+    order = torch.argsort(row, descending=True)[:k].tolist()
+    return [(key_tokens[j], float(row[j])) for j in order if row[j] > 0]
+
+
+def _literal(t: torch.Tensor) -> str:
+    rows = t.detach().to("cpu", torch.float32).tolist()
+    body = ",\n    ".join("[" + ", ".join(f"{x:.6g}" for x in row) + "]" for row in rows)
+    return f"torch.tensor([\n    {body},\n])"
+
+
+def torch_snippet(result: WalkthroughResult) -> str:
+    """A short, self-contained torch script that reproduces the matrices on screen."""
+    inp, tr = result.inputs, result.trace
+    lines = [
+        "import math",
+        "import torch",
+        "",
+        f"# {inp.name} preset: {inp.n_q} queries, {inp.n_k} keys, d_k = {inp.d_k}, d_v = {inp.d_v}",
+        f"Q = {_literal(inp.q)}",
+        f"K = {_literal(inp.k)}",
+        f"V = {_literal(inp.v)}",
+        "",
+        "scores = Q @ K.T                                  # step 1: (n_q, n_k)",
+    ]
+    if tr.scale == 1.0:
+        lines.append("scaled = scores                                  # step 2: scaling switched off")
+    else:
+        lines.append(f"scaled = scores / math.sqrt({inp.d_k})                # step 2")
+    if result.mask is None:
+        lines.append("masked = scaled                                  # step 3: no mask")
+    else:
+        n_q, n_k = inp.n_q, inp.n_k
+        if result.mask_kind == "causal":
+            lines.append(f"allowed = torch.ones({n_q}, {n_k}, dtype=torch.bool).tril()")
+        else:
+            lines.append(f"allowed = (torch.arange({n_k}) < {result.valid_keys}).expand({n_q}, {n_k})")
+        lines.append("masked = scaled.masked_fill(~allowed, float('-inf'))  # step 3")
+    lines += [
+        "m = masked.amax(-1, keepdim=True).clamp_min(-1e30)  # a fully masked row has max −inf",
+        "e = torch.exp(masked - m)",
+        "weights = torch.nan_to_num(e / e.sum(-1, keepdim=True))  # step 4: rows sum to 1 (or 0)",
+        "output = weights @ V                             # step 5: (n_q, d_v)",
+        "print(weights.round(decimals=3))",
+        "print(output.round(decimals=3))",
+    ]
+    return "\n".join(lines) + "\n"
