@@ -98,6 +98,10 @@ def _validate(
         )
     if q.shape[-1] == 0:
         raise ValueError("the feature size E (d_k) must be > 0")
+    if q.shape[-2] == 0 or k.shape[-2] == 0:
+        raise ValueError(
+            f"q needs at least one query and k at least one key, got L={q.shape[-2]} and S={k.shape[-2]}"
+        )
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
@@ -160,6 +164,12 @@ def attention_trace(
 
     scores = q @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     scaled = scores * s  # (N, ..., L, S)
+    if not bool(torch.isfinite(scaled).all()):
+        # finite inputs can still overflow (float16 tops out near 65504); say so plainly
+        raise ValueError(
+            f"the scaled scores Q·Kᵀ·scale overflowed {scaled.dtype}; "
+            "use a wider dtype, smaller inputs or a smaller scale"
+        )
     if mask is None:
         masked = scaled
     elif mask.dtype == torch.bool:
