@@ -8,7 +8,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import AttentionTrace, attention_trace
+from .attention import AttentionTrace, _validate, attention_trace
+from .device import resolve_device
 from .validation import check_float, check_int, check_tensor
 
 
@@ -45,17 +46,20 @@ def sinusoidal_positions(
     """The fixed sine/cosine position codes of "Attention Is All You Need".
 
     Even features get ``sin(pos / 10000^(2i/d_model))``, odd ones the cosine of
-    the same angle. Returns ``(n, d_model)``.
+    the same angle. Returns ``(n, d_model)`` on ``device`` (default: :func:`default_device`).
     """
     n = check_int("n", n, low=1, high=1 << 20)
     d_model = check_int("d_model", d_model, low=1, high=1 << 16)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    dev = resolve_device(device)
     pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)  # (n, 1)
     pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
     angle = pos / torch.pow(10000.0, pair / d_model)  # (n, ceil(d_model/2))
     pe = torch.zeros(n, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.to(dtype=dtype, device=device)
+    return pe.to(dtype=dtype, device=dev)
 
 
 class SelfAttention(nn.Module):
@@ -114,12 +118,13 @@ class SelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         trace: AttentionTrace | None = None
         if need_weights:
-            trace = attention_trace(q, k, v, attn_mask, p, self.is_causal and attn_mask is None)
+            trace = attention_trace(q, k, v, attn_mask, p, self.is_causal)
             y = trace.output  # (N, nh, L, hs)
         else:
-            # validate through the explained path's checks, then take the fused kernel
-            if attn_mask is not None and self.is_causal:
-                raise ValueError("pass either attn_mask or is_causal=True, not both")
+            # the explained path's checks, so both paths reject the same inputs with a ValueError
+            _validate(q, k, v, attn_mask, p, self.is_causal, None)
+            if attn_mask is not None and attn_mask.dtype != torch.bool:
+                attn_mask = attn_mask.to(q.dtype)  # torch's kernel wants a float mask in q's dtype
             y = F.scaled_dot_product_attention(q, k, v, attn_mask, p, self.is_causal)  # (N, nh, L, hs)
         y = y.transpose(-3, -2).reshape(*x.shape[:-1], self.d_model)  # (N, L, d_model)
         return self.w_o(y), trace

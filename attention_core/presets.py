@@ -92,8 +92,8 @@ def _finish(
 ) -> WalkthroughInputs:
     dev = resolve_device(device)
     if positions:
-        x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1])  # (L, d_model)
-        x_kv = x_kv + sinusoidal_positions(x_kv.shape[0], x_kv.shape[1])  # (S, d_model)
+        x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1], device=x_q.device)  # (L, d_model)
+        x_kv = x_kv + sinusoidal_positions(x_kv.shape[0], x_kv.shape[1], device=x_kv.device)  # (S, d_model)
     x_q, x_kv, w_q, w_k, w_v = (t.to(dev) for t in (x_q, x_kv, w_q, w_k, w_v))
     q, _, _ = project_qkv(x_q, w_q, w_k, w_v)  # (L, d_k)
     _, k, v = project_qkv(x_kv, w_q, w_k, w_v)  # (S, d_k), (S, d_v)
