@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+# The real-browser fixtures (streamlit_server, browser, page, artifacts_dir) live in their own module.
+pytest_plugins = ("browser_harness",)
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param(

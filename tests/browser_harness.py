@@ -1,0 +1,312 @@
+"""Real-browser harness: `streamlit run` on a free localhost port, driven by headless Chromium.
+
+Loaded as a pytest plugin from ``tests/conftest.py``; ``benchmarks/latency.py`` imports the plain
+helpers (``start_server``, ``launch_chromium``, ``wait_idle``) to time a cold start.
+
+Browser tests are marked ``@pytest.mark.browser`` and take the ``streamlit_server`` and ``page``
+fixtures. When Playwright or Chromium is missing they skip locally and FAIL when ``CI=true``; every
+such skip reason starts with "browser:" so CI can also refuse a run where they were skipped.
+
+Environment:
+- ``CHROMIUM_PATH``: the Chromium binary (default: Debian's ``/usr/bin/chromium``).
+- ``ARTIFACTS_DIR``: where screenshots and the server log go (default: a pytest temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # Playwright is imported lazily, so the rest of the suite runs without it.
+    from playwright.sync_api import Browser, Page, Playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"  # Debian's package; override with CHROMIUM_PATH
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+# Streamlit's frontend marks the app root with the script's run state ("initial", "running",
+# "rerunRequested", "notRunning", ...); "notRunning" means the last run has finished.
+APP = "[data-testid='stApp']"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+SPINNER = "[data-testid='stSpinner']"
+EXCEPTION = "[data-testid='stException']"
+ALERT = "[data-testid='stAlert']"
+
+VIEWPORT = {"width": 1400, "height": 1000}
+TALK_VIEWPORT = {"width": 1280, "height": 720}
+
+# Lines the server logs when a page raised (Streamlit logs every uncaught script exception).
+_LOGGED_ERROR = re.compile(r"Uncaught app (exception|execution)|Traceback \(most recent call last\)")
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+
+
+def free_port() -> int:
+    """A port the OS reports free right now (bind to port 0, read it back, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class StreamlitServer:
+    """A running ``streamlit run app.py``; its output goes to ``log_path``."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    _log_file: Any = field(repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    def healthy(self, timeout: float = 2.0) -> bool:
+        """Whether ``/_stcore/health`` answers "ok"."""
+        try:
+            with urllib.request.urlopen(self.url("/_stcore/health"), timeout=timeout) as r:
+                return r.status == 200 and r.read().strip() == b"ok"
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log_mark(self) -> int:
+        """The log's current length, to read only what a test added with :meth:`log_since`."""
+        self._log_file.flush()
+        return self.log_path.stat().st_size
+
+    def log_since(self, mark: int) -> str:
+        self._log_file.flush()
+        with self.log_path.open("rb") as f:
+            f.seek(mark)
+            return f.read().decode("utf-8", "replace")
+
+    def logged_errors(self, mark: int) -> list[str]:
+        """Lines since ``mark`` saying a page raised an uncaught exception."""
+        return [line for line in self.log_since(mark).splitlines() if _LOGGED_ERROR.search(line)]
+
+    def stop(self) -> None:
+        """Terminate, give it a few seconds to exit, then kill."""
+        try:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(timeout=10)
+        finally:
+            self._log_file.close()
+
+
+def start_server(log_path: Path, *, timeout: float = 90.0, env: dict[str, str] | None = None) -> StreamlitServer:
+    """Start ``streamlit run app.py`` from the repo root on a free port; return once it is healthy."""
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    log_file = log_path.open("ab")
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    server = StreamlitServer(proc, port, log_path, log_file)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            server.stop()
+            tail = log_path.read_text("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"streamlit exited with code {proc.returncode} before it was healthy:\n{tail}")
+        if server.healthy(timeout=1.0):
+            return server
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"streamlit did not answer /_stcore/health within {timeout:.0f} s (log: {log_path})")
+
+
+# --------------------------------------------------------------------------------------------
+# The browser
+
+
+def chromium_path() -> str:
+    return os.environ.get("CHROMIUM_PATH", DEFAULT_CHROMIUM)
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when Playwright and Chromium are present."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -r requirements-dev.txt)"
+    path = chromium_path()
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return f"no Chromium at {path} (install Debian's chromium, or set CHROMIUM_PATH)"
+    return None
+
+
+def unavailable(reason: str) -> None:
+    """Skip locally, fail in CI: the browser suite must really run there."""
+    message = f"browser: {reason}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def launch_chromium(playwright: Playwright) -> Browser:
+    return playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+
+
+def _idle_now(page: Page) -> bool:
+    return bool(
+        page.evaluate(
+            """([idle, spinner]) => document.querySelector(idle) !== null
+                                    && document.querySelector(spinner) === null""",
+            [IDLE, SPINNER],
+        )
+    )
+
+
+def wait_idle(page: Page, timeout: float = 60_000, settle_ms: int = 150) -> None:
+    """Wait until the script has finished its run and no spinner is left.
+
+    The state must hold for ``settle_ms`` too, so a rerun that a widget has just requested (and
+    that has not reached the frontend yet) is not mistaken for the end of the previous one.
+    """
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        left = max(1.0, (deadline - time.monotonic()) * 1000)
+        page.wait_for_selector(IDLE, state="attached", timeout=left)
+        page.wait_for_function("sel => document.querySelector(sel) === null", arg=SPINNER, timeout=left, polling=50)
+        page.wait_for_timeout(settle_ms)
+        if _idle_now(page):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("the app did not settle into an idle state")
+
+
+_WATCH_RUNS = """sel => {
+    const app = document.querySelector(sel);
+    window.__stRunSeen = false;
+    if (window.__stRunObserver) window.__stRunObserver.disconnect();
+    window.__stRunObserver = new MutationObserver(() => {
+        if (app.getAttribute('data-test-script-state') !== 'notRunning') window.__stRunSeen = true;
+    });
+    window.__stRunObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def rerun(page: Page, action: Callable[[], object], timeout: float = 60_000) -> None:
+    """Do ``action`` (a click, a key press) and wait for the rerun it triggers to finish.
+
+    A MutationObserver records that the run state left "notRunning", so a fast rerun is not missed;
+    if none is seen within 3 s the action did not rerun the script and we only wait for idle.
+    """
+    page.evaluate(_WATCH_RUNS, APP)
+    action()
+    try:
+        page.wait_for_function("() => window.__stRunSeen === true", timeout=3_000, polling=20)
+    except Exception as exc:  # Playwright's TimeoutError: no rerun was triggered
+        if "Timeout" not in type(exc).__name__:
+            raise
+    wait_idle(page, timeout=timeout)
+
+
+def goto(page: Page, server: StreamlitServer, path: str, timeout: float = 60_000) -> None:
+    """Open ``path`` (e.g. "/walkthrough?step=2") and wait until the page is idle."""
+    page.goto(server.url(path), wait_until="domcontentloaded", timeout=timeout)
+    wait_idle(page, timeout=timeout)
+
+
+def exception_texts(page: Page) -> list[str]:
+    """The text of every exception box on the page (none is the only good answer)."""
+    return [t.strip()[:500] for t in page.locator(EXCEPTION).all_inner_texts()]
+
+
+def screenshot(page: Page, folder: Path, name: str) -> Path:
+    """Save the viewport as ``folder/name.png``, after charts have had a moment to draw."""
+    page.wait_for_timeout(400)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Fixtures
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Screenshots and the server log: $ARTIFACTS_DIR if set, else a pytest temporary folder."""
+    env = os.environ.get("ARTIFACTS_DIR")
+    if env:
+        path = Path(env) / "browser"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("browser-artifacts")
+
+
+@pytest.fixture(scope="session")
+def playwright_instance() -> Iterator[Playwright]:
+    reason = browser_missing()
+    if reason:
+        unavailable(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance: Playwright) -> Iterator[Browser]:
+    try:
+        b = launch_chromium(playwright_instance)
+    except Exception as exc:  # a broken or incompatible binary: same policy as a missing one
+        unavailable(f"Chromium at {chromium_path()} did not start: {exc}")
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def streamlit_server(artifacts_dir: Path, browser: Browser) -> Iterator[StreamlitServer]:
+    """One app server for the whole session (it depends on ``browser`` so a skip costs nothing)."""
+    server = start_server(artifacts_dir / "streamlit.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, streamlit_server: StreamlitServer) -> Iterator[Page]:
+    """A fresh browser context (its own Streamlit session) at 1400×1000.
+
+    After the test, the server must still be healthy and must not have logged an uncaught
+    exception while the test ran.
+    """
+    mark = streamlit_server.log_mark()
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(60_000)
+    p = context.new_page()
+    yield p
+    context.close()
+    assert streamlit_server.healthy(), "the Streamlit server stopped answering its health check"
+    assert not streamlit_server.logged_errors(mark), "\n".join(streamlit_server.logged_errors(mark))
