@@ -150,12 +150,12 @@ def _word_vector(word: str, d_model: int, seed: int) -> torch.Tensor:
     return torch.randn(d_model, generator=g)  # (d_model,)
 
 
-# Hand-set shared features: words in one group get a common direction added, so a
-# query from "it" finds "animal" and "tired" more similar than "street".
-_GROUPS = {
-    0: ("animal", "it", "tired", "animal·1", "il", "fatigué"),
-    1: ("street", "cross", "rue", "traversé"),
-    2: ("the", "l'", "la", "the·0", "the·4"),
+# Hand-set shared features: each word in a group gets that group's direction with its own
+# strength, so "it" (a weak member) finds "animal" (a strong one) more alike than itself.
+_GROUPS: dict[int, dict[str, float]] = {
+    0: {"animal": 3.0, "it": 1.6, "tired": 1.2, "animal·1": 3.0, "il": 1.6, "fatigué": 1.2},
+    1: {"street": 3.0, "cross": 1.5, "rue": 3.0, "traversé": 1.5},
+    2: {"the": 1.0, "l'": 1.0, "la": 1.0},
 }
 
 
@@ -174,23 +174,25 @@ def sentence_example(
     d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
     d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
     seed = check_int("seed", seed, low=0, high=2**31 - 1)
-    group_dirs = torch.eye(d_model)[: len(_GROUPS)] * 2.5  # (G, d_model)
+    group_dirs = torch.eye(d_model)[: len(_GROUPS)]  # (G, d_model)
 
     def embed(words: list[str]) -> torch.Tensor:
         rows = []
         for w in words:
             vec = 0.6 * _word_vector(w, d_model, seed)
             for g, members in _GROUPS.items():
-                if w.lower() in members:
-                    vec = vec + group_dirs[g]
+                vec = vec + members.get(w.lower(), 0.0) * group_dirs[g]
             rows.append(vec)
         return torch.stack(rows)  # (n, d_model)
 
     g = torch.Generator().manual_seed(seed)
     # W_q and W_k share a part, so q·k rewards similar words; the rest is noise.
-    shared = torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)  # (d_model, d_k)
-    w_q = shared + 0.5 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
-    w_k = shared + 0.5 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
+    # ... and the group features pass straight through, so q·k is large within a group.
+    shared = 0.5 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)  # (d_model, d_k)
+    n_pass = min(len(_GROUPS), d_k)
+    shared[:n_pass, :n_pass] += torch.eye(n_pass)
+    w_q = shared + 0.3 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
+    w_k = shared + 0.3 * torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)
     w_v = torch.randn(d_model, d_v, generator=g) / math.sqrt(d_model)
     keys = SENTENCE
     queries = SENTENCE_FR if cross else SENTENCE

@@ -41,6 +41,7 @@ def matrix_heatmap(
     col_title: str = "",
     talk: bool = False,
     height: int | None = None,
+    colorbar: bool = True,
 ) -> go.Figure:
     """A labelled matrix. ``kind``: ``"signed"`` (diverging, centred on 0), ``"weights"`` (0…1),
     or ``"plain"`` (diverging, for inputs). ``blocked`` (bool, same shape) greys out and
@@ -78,6 +79,7 @@ def matrix_heatmap(
             xgap=2,
             ygap=2,
             colorbar={"thickness": 14, "len": 0.9},
+            showscale=colorbar,
             **colour,
         )
     )
@@ -112,7 +114,10 @@ def matrix_heatmap(
             line={"color": HIGHLIGHT, "width": 4},
         )
     fig.update_yaxes(autorange="reversed", title_text=row_title, type="category", tickfont={"size": size})
-    fig.update_xaxes(title_text=col_title, type="category", side="top", tickangle=-35, tickfont={"size": size})
+    long_labels = max((len(str(c)) for c in col_labels), default=0) > 3
+    fig.update_xaxes(
+        title_text=col_title, type="category", side="top", tickangle=-35 if long_labels else 0, tickfont={"size": size}
+    )
     cell = 46 if talk else 40
     default_height = max(260, min(700, 120 + cell * n_rows))
     base_layout(fig, title=title or None, talk=talk, height=height or default_height)

@@ -34,7 +34,7 @@ def sidebar() -> None:
             help="Larger type and less prose, for a projector. Kept in the link.",
         )
         d = _device_summary()
-        st.markdown(f"**Device:** {d['kind']} (`{d['device']}`)  \n{d['name']}")
+        st.markdown(f"**Computing on:** {d['kind']}  \n{d['name']}")
         st.caption(f"torch {d['torch']} · {d['threads']} threads · {d['memory']} memory")
 
 
