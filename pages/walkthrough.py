@@ -29,7 +29,7 @@ PARAMS = [
     FloatParam("drop", 0.0, 0.0, 0.5, label="dropout"),
     ChoiceParam("view", "steps", VIEWS, label="view"),
     IntParam("step", 0, 0, 5, label="step"),
-    IntParam("q", 0, 0, 16, label="query"),
+    IntParam("q", -1, -1, 16, label="query"),  # -1: pick a telling default ("it")
 ]
 PRESET_NAMES = {"tiny": "Tiny worked example", "sentence": "“The animal didn't cross…”", "random": "Random"}
 MASK_NAMES = {

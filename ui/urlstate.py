@@ -41,7 +41,7 @@ def seed(params: Sequence[Param]) -> None:
     left alone. Problems with the link are kept for :func:`notices`.
     """
     problems: list[str] = []
-    for p in params:
+    for p in (*FRAME_PARAMS, *params):  # the frame's too, so a page run on its own still honours them
         if p.key in st.session_state:
             continue
         raw = _raw(p.key)
