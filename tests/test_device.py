@@ -1,0 +1,137 @@
+"""Device selection: automatic choice, the ATTENTION_DEVICE override, bad names, device_info."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from attention_core import (
+    available_devices,
+    causal_mask,
+    default_device,
+    device_info,
+    resolve_device,
+    tiny_example,
+)
+from attention_core.device import ENV_VAR
+
+needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is present, so 'cuda' is valid here")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+
+
+@pytest.fixture
+def no_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+def test_env_var_name() -> None:
+    assert ENV_VAR == "ATTENTION_DEVICE"  # the README and DEVELOPERS notes name it
+
+
+@pytest.mark.usefixtures("no_override")
+def test_default_device_without_override() -> None:
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert default_device().type == expected
+
+
+@pytest.mark.parametrize("raw", ["cpu", "CPU", " cpu "])
+def test_env_override_cpu(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, raw)
+    assert default_device() == torch.device("cpu")
+    assert resolve_device(None) == torch.device("cpu")
+    assert resolve_device("auto") == torch.device("cpu")
+    # everything that takes device=None follows the override
+    assert causal_mask(2, 3).device.type == "cpu"
+    assert tiny_example().q.device.type == "cpu"
+    assert device_info().device == "cpu"
+
+
+@pytest.mark.parametrize("raw", ["auto", "AUTO", "", "  "])
+def test_env_auto_means_automatic(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    automatic = default_device()
+    monkeypatch.setenv(ENV_VAR, raw)
+    assert default_device() == automatic
+
+
+def test_env_override_bad_name_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, "tpu")
+    with pytest.raises(ValueError, match="device must be"):
+        default_device()
+    assert resolve_device("cpu") == torch.device("cpu")  # an explicit argument beats the variable
+
+
+@needs_no_cuda
+def test_env_override_cuda_when_absent_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, "cuda")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        default_device()
+
+
+@pytest.mark.usefixtures("no_override")
+@pytest.mark.parametrize("raw", ["cpu", "CPU", " cpu\n", torch.device("cpu")])
+def test_resolve_cpu_spellings(raw: object) -> None:
+    assert resolve_device(raw) == torch.device("cpu")  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("no_override")
+@pytest.mark.parametrize("raw", [None, "auto", "Auto", ""])
+def test_resolve_auto(raw: str | None) -> None:
+    assert resolve_device(raw) == default_device()
+
+
+@pytest.mark.parametrize("raw", ["gpu", "mps", "meta", "cuda:x", "cpu:cpu", "tpu", 42, 1.5, ["cpu"]])
+def test_resolve_bad_names(raw: object) -> None:
+    with pytest.raises(ValueError, match="device must be"):
+        resolve_device(raw)  # type: ignore[arg-type]
+
+
+@needs_no_cuda
+@pytest.mark.parametrize("raw", ["cuda", "cuda:0", "CUDA:1", torch.device("cuda")])
+def test_resolve_cuda_when_absent(raw: object) -> None:
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        resolve_device(raw)  # type: ignore[arg-type]
+
+
+@needs_cuda
+def test_resolve_cuda_when_present() -> None:
+    assert resolve_device("cuda") == torch.device("cuda", 0)
+    with pytest.raises(ValueError, match="CUDA device\\(s\\) are present"):
+        resolve_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_available_devices() -> None:
+    names = available_devices()
+    assert names[0] == "cpu"
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    assert names[1:] == [f"cuda:{i}" for i in range(count)]
+    for name in names:
+        assert resolve_device(name).type in ("cpu", "cuda")
+
+
+def test_device_info_cpu() -> None:
+    info = device_info("cpu")
+    assert info.device == "cpu"
+    assert isinstance(info.name, str) and info.name.strip()
+    assert info.torch_version == torch.__version__
+    assert info.threads == torch.get_num_threads() >= 1
+    assert info.cuda_version is None and info.cudnn_version is None and info.tf32_matmul is None
+    assert info.total_memory_bytes is None or info.total_memory_bytes > 2**20
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.device = "cuda"  # type: ignore[misc]
+
+
+@needs_cuda
+def test_device_info_cuda() -> None:
+    info = device_info("cuda")
+    assert info.device == "cuda:0"
+    assert info.name == torch.cuda.get_device_name(0)
+    assert info.total_memory_bytes is not None and info.total_memory_bytes > 0
+    assert isinstance(info.tf32_matmul, bool)
+
+
+def test_device_info_rejects_bad_names() -> None:
+    with pytest.raises(ValueError, match="device must be"):
+        device_info("gpu")
