@@ -1,0 +1,135 @@
+"""``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
+
+    python -m attention_core.bench --impl naive sdpa tiled --n 512 1024 2048 4096 \\
+        --d 64 --heads 8 --batch 1 --dtype float32 --device auto [--causal] [--csv out.csv]
+
+With no arguments it runs the dashboard's default sweep (:data:`DEFAULT_SWEEP`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from .impls import DTYPES, IMPLEMENTATIONS
+from .measure import default_cap_bytes, format_bytes
+from .sweep import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MIN_RUN_TIME,
+    DEFAULT_SWEEP,
+    BenchResult,
+    SweepProgress,
+    SweepResult,
+    SweepSpec,
+    run_sweep,
+    scaling_fits,
+    write_csv,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    d = DEFAULT_SWEEP
+    p = argparse.ArgumentParser(
+        prog="python -m attention_core.bench",
+        description="Time and measure attention implementations on this machine.",
+    )
+    p.add_argument("--impl", nargs="+", choices=list(IMPLEMENTATIONS), default=list(d.impls), help="implementations")
+    p.add_argument("--n", nargs="+", type=int, default=list(d.ns), help="sequence lengths")
+    p.add_argument("--d", type=int, default=d.d, help="head dimension")
+    p.add_argument("--heads", type=int, default=d.heads)
+    p.add_argument("--batch", type=int, default=d.batch)
+    p.add_argument("--dtype", choices=list(DTYPES), default=d.dtype)
+    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--causal", action="store_true", help="apply the causal mask")
+    p.add_argument("--csv", metavar="PATH", help="also write the results as CSV")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds before the sweep stops")
+    p.add_argument("--cap-gb", type=float, default=None, help="memory cap per configuration, GiB")
+    p.add_argument("--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME, help="seconds of timing per config")
+    p.add_argument("--quiet", action="store_true", help="no per-configuration progress lines")
+    return p
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def format_table(rows: Sequence[BenchResult]) -> str:
+    """The results as an aligned text table."""
+    head = ("impl", "n", "median ms", "IQR ms", "GFLOP/s", "% peak", "peak mem", "predicted", "max err", "status")
+    lines = [
+        (
+            r.impl,
+            str(r.n),
+            _fmt(r.median_ms, ".3f"),
+            _fmt(r.iqr_ms, ".3f"),
+            _fmt(r.gflops, ".1f"),
+            _fmt(r.pct_of_peak, ".0f"),
+            format_bytes(r.peak_bytes),
+            format_bytes(r.predicted_bytes),
+            _fmt(r.max_error, ".1e"),
+            r.status + (f" ({r.note})" if r.status != "ok" and r.note else ""),
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    return "\n".join(out)
+
+
+def report(result: SweepResult, stream: TextIO) -> None:
+    env = result.env
+    stream.write(
+        f"\n{env.get('device name', '')} · {env.get('device', '')} · torch {env.get('torch', '')} · "
+        f"{env.get('threads', '?')} threads · matmul peak {_fmt(result.peak_gflops, '.1f')} GFLOP/s\n\n"
+    )
+    stream.write(format_table(result.rows) + "\n\n")
+    for fit in scaling_fits(result.rows).values():
+        t = _fmt(fit.time_slope, ".2f")
+        m = _fmt(fit.memory_slope, ".2f")
+        stream.write(f"{fit.impl}: time ∝ n^{t}, memory ∝ n^{m} (n = {fit.n_from}…{fit.n_to})\n")
+    tail = f", stopped: {result.stopped}" if result.stopped else ""
+    stream.write(f"wall time {result.wall_s:.1f} s{tail}\n")
+
+
+def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int:
+    """Parse ``argv`` (default: the command line), run the sweep, print, and write the CSV."""
+    out = sys.stdout if stream is None else stream
+    args = _parser().parse_args(argv)
+    try:
+        spec = SweepSpec(
+            impls=tuple(args.impl),
+            ns=tuple(args.n),
+            d=args.d,
+            heads=args.heads,
+            batch=args.batch,
+            dtype=args.dtype,
+            causal=args.causal,
+            device=args.device,
+        )
+        configs = spec.configs()
+        cap = int(args.cap_gb * 2**30) if args.cap_gb is not None else default_cap_bytes(configs[0].device)
+        if cap <= 0:
+            raise ValueError("--cap-gb must be positive")
+
+        def show(p: SweepProgress) -> None:
+            if p.result is not None and not args.quiet:
+                r = p.result
+                what = f"{_fmt(r.median_ms, '.2f')} ms" if r.status == "ok" else f"{r.status} {r.note}"
+                out.write(f"[{p.done}/{p.total}] {r.impl} n={r.n}: {what}\n")
+                out.flush()
+
+        out.write(f"{len(configs)} configurations on {configs[0].device}, memory cap {format_bytes(cap)}\n")
+        result = run_sweep(spec, cap_bytes=cap, budget_s=args.budget, min_run_time=args.min_run_time, progress=show)
+    except ValueError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    report(result, out)
+    if args.csv:
+        with open(args.csv, "w", encoding="utf-8", newline="") as fh:
+            write_csv(result.rows, fh)
+        out.write(f"wrote {args.csv}\n")
+    return 0

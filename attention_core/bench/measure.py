@@ -1,0 +1,403 @@
+"""How the benchmark measures: time, peak memory, FLOP rates, and the memory it may use.
+
+Timing follows torch's own advice: ``torch.utils.benchmark.Timer.blocked_autorange`` on
+the CPU (with the thread count set and reported), CUDA events on a GPU, a warm-up call
+first, and the median and inter-quartile range of the samples, never a single run.
+
+Peak memory is the growth over the memory in use before the call: on CUDA from the
+caching allocator's peak counter, on Linux CPUs from the process's peak resident set
+(``VmHWM``, reset by writing ``5`` to ``/proc/self/clear_refs``). Elsewhere it is not
+measured and only the prediction is shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import functools
+import gc
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.benchmark import Timer
+
+from ..device import device_info, resolve_device
+from ..validation import check_float, check_int
+from .impls import DTYPES
+
+CLOUD_ENV = "ATTENTION_CLOUD"
+CAP_ENV = "ATTENTION_BENCH_CAP_GB"
+CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and the app itself needs ≈ 1 GB
+LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
+GPU_CAP_FRACTION = 0.8  # of free GPU memory
+
+
+# ---- where we are -------------------------------------------------------------------------
+
+
+def running_on_streamlit_cloud() -> bool:
+    """Whether this process runs on Streamlit Community Cloud.
+
+    ``$ATTENTION_CLOUD`` (1/0) decides when set. Otherwise two public markers of
+    Community Cloud's containers: the host name ``streamlit`` and the repository
+    mounted under ``/mount/src``.
+    """
+    override = os.environ.get(CLOUD_ENV, "").strip().lower()
+    if override in ("1", "true", "yes", "on"):
+        return True
+    if override in ("0", "false", "no", "off"):
+        return False
+    return os.environ.get("HOSTNAME", "") == "streamlit" or Path("/mount/src").is_dir()
+
+
+def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
+    """Memory a new allocation can use now: free GPU memory, or available RAM within any cgroup limit."""
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(dev)
+        return int(free)
+    available = _meminfo_kib("MemAvailable")
+    avail = available * 1024 if available is not None else None
+    limit = _cgroup_headroom()
+    if limit is not None:
+        avail = limit if avail is None else min(avail, limit)
+    return avail
+
+
+def _meminfo_kib(field: str) -> int | None:
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    match = re.search(rf"^{field}:\s+(\d+) kB", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def _cgroup_headroom() -> int | None:
+    """cgroup v2 ``memory.max − memory.current`` of this container, when it has a limit."""
+    base = Path("/sys/fs/cgroup")
+    try:
+        limit = (base / "memory.max").read_text().strip()
+        current = int((base / "memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if not limit.isdigit():
+        return None  # "max": no limit
+    return max(int(limit) - current, 0)
+
+
+def default_cap_bytes(device: str | torch.device | None = None) -> int:
+    """How much memory one configuration may ask for.
+
+    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the
+    free memory (half of the RAM, 80 % of a GPU), and no more than 640 MiB on
+    Streamlit Community Cloud.
+    """
+    override = os.environ.get(CAP_ENV, "").strip()
+    if override:
+        try:
+            gib = check_float(CAP_ENV, float(override), low=0.0, low_open=True)
+        except ValueError:
+            raise ValueError(f"${CAP_ENV} must be a positive number of GiB, got {override!r}") from None
+        return int(gib * 2**30)
+    dev = resolve_device(device)
+    free = free_memory_bytes(dev)
+    if free is None:
+        free = 4 * 2**30  # nothing to go by: assume a small machine
+    cap = int(free * (GPU_CAP_FRACTION if dev.type == "cuda" else LOCAL_CAP_FRACTION))
+    if running_on_streamlit_cloud() and dev.type == "cpu":
+        cap = min(cap, CLOUD_CAP_BYTES)
+    return max(cap, 1)
+
+
+def format_bytes(n: float | None) -> str:
+    """``8589934592`` → ``"8.0 GiB"``; binary units, one decimal."""
+    if n is None:
+        return "–"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def guard_reason(needed_bytes: int, cap_bytes: int) -> str | None:
+    """``None`` if the configuration fits under the cap, else why it is skipped."""
+    if needed_bytes > cap_bytes:
+        return f"needs {format_bytes(needed_bytes)} > cap {format_bytes(cap_bytes)}"
+    return None
+
+
+# ---- the n × n matrix and the FLOPs --------------------------------------------------------
+
+
+def score_matrix_bytes(n: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1) -> int:
+    """Bytes of one ``(batch, heads, n, n)`` score matrix: n²·itemsize·batch·heads."""
+    n = check_int("n", n, low=1)
+    batch = check_int("batch", batch, low=1)
+    heads = check_int("heads", heads, low=1)
+    return n * n * _dtype(dtype).itemsize * batch * heads
+
+
+def _dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    return DTYPES[dtype]
+
+
+TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
+
+
+def memory_table(
+    dtype: str | torch.dtype = "float32",
+    batch: int = 1,
+    heads: int = 1,
+    *,
+    free_bytes: int | None = None,
+    cap_bytes: int | None = None,
+    ns: tuple[int, ...] = TABLE_NS,
+) -> list[dict[str, Any]]:
+    """One row per n: the size of one score matrix, and whether it (and the naive path's
+    six of them) fits in ``free_bytes`` / under ``cap_bytes``."""
+    rows = []
+    for n in ns:
+        size = score_matrix_bytes(n, dtype, batch, heads)
+        rows.append(
+            {
+                "n": n,
+                "score_matrix_bytes": size,
+                "score matrix": format_bytes(size),
+                "fits in free memory": None if free_bytes is None else size <= free_bytes,
+                "naive path under cap": None if cap_bytes is None else 6 * size <= cap_bytes,
+            }
+        )
+    return rows
+
+
+def largest_fitting_n(
+    limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, copies: int = 1
+) -> int:
+    """The largest power-of-two n whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
+    best = 0
+    n = 1
+    while n <= (1 << 22) and copies * score_matrix_bytes(n, dtype, batch, heads) <= limit_bytes:
+        best = n
+        n *= 2
+    return best
+
+
+def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False) -> list[dict[str, Any]]:
+    """FLOPs of each step of attention, per the usual counting (a multiply-add is 2 FLOPs).
+
+    Softmax is counted as 5 per score (max, subtract, exp, sum, divide). Under the
+    causal mask only about half of the scores are needed, so everything is halved.
+    """
+    n = check_int("n", n, low=1)
+    d = check_int("d", d, low=1)
+    bh = check_int("batch", batch, low=1) * check_int("heads", heads, low=1)
+    half = 0.5 if causal else 1.0
+    steps = [
+        ("QKᵀ", "2·B·H·n²·d", 2 * bh * n * n * d),
+        ("scale ÷√d", "B·H·n²", bh * n * n),
+        ("softmax", "≈ 5·B·H·n²", 5 * bh * n * n),
+        ("weights·V", "2·B·H·n²·d", 2 * bh * n * n * d),
+    ]
+    total = sum(f for _, _, f in steps)
+    return [
+        {"operation": op, "formula": formula, "flops": int(f * half), "share": f / total} for op, formula, f in steps
+    ]
+
+
+# ---- timing -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: every sample, their median and inter-quartile range."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples))
+
+    @property
+    def iqr(self) -> float:
+        q1, q3 = np.percentile(self.samples, [25, 75])
+        return float(q3 - q1)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_call(
+    fn: Callable[[], Any],
+    device: str | torch.device = "cpu",
+    *,
+    min_run_time: float = 0.2,
+    min_samples: int = 3,
+    deadline: float | None = None,
+) -> Timing:
+    """Time ``fn()`` (already warmed up) and return per-call seconds.
+
+    CPU: ``Timer.blocked_autorange`` with ``num_threads = torch.get_num_threads()``, then
+    single calls until there are ``min_samples`` samples (a slow call fills
+    ``min_run_time`` with one sample), unless ``deadline`` (``time.perf_counter()``) passes.
+    CUDA: CUDA events around each call, at least ``min_samples`` calls and ``min_run_time`` seconds.
+    """
+    dev = resolve_device(device)
+    min_run_time = check_float("min_run_time", min_run_time, low=0.0)
+    min_samples = check_int("min_samples", min_samples, low=1)
+    if dev.type == "cuda":
+        return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
+    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads(), label="attention")
+    samples = list(timer.blocked_autorange(min_run_time=min_run_time).times)
+    while len(samples) < min_samples:
+        if deadline is not None and time.perf_counter() + samples[-1] > deadline:
+            break
+        samples.extend(timer.timeit(1).times)
+    return Timing(tuple(samples))
+
+
+def _time_cuda(
+    fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int, deadline: float | None
+) -> Timing:
+    samples: list[float] = []
+    with torch.cuda.device(dev):
+        while len(samples) < min_samples or sum(samples) < min_run_time:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1000.0)
+            if len(samples) >= 1000 or (deadline is not None and time.perf_counter() > deadline):
+                break
+    return Timing(tuple(samples))
+
+
+# ---- memory -------------------------------------------------------------------------------
+
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_STATUS = Path("/proc/self/status")
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        text = _STATUS.read_text()
+    except OSError:
+        return None
+    match = re.search(rf"^{field}:\s+(\d+) kB", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+@functools.cache
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
+def _release_free_heap() -> None:
+    """Hand freed heap pages back to the OS, so reusing them shows up as growth again."""
+    gc.collect()
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+
+
+def cpu_peak_supported() -> bool:
+    """Whether this process can reset and read its peak resident set (Linux ``/proc``)."""
+    if _status_kib("VmHWM") is None:
+        return False
+    try:
+        with _CLEAR_REFS.open("w") as fh:
+            fh.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure_peak_extra(fn: Callable[[], Any], device: str | torch.device = "cpu") -> tuple[int | None, str]:
+    """Call ``fn()`` once and return (bytes its peak added to the memory in use before, how measured).
+
+    The result of ``fn`` is held until the peak is read, so the output counts.
+    Returns ``(None, "not measured")`` where the platform gives no way to measure.
+    """
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        _sync(dev)
+        before = torch.cuda.memory_allocated(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        out = fn()
+        _sync(dev)
+        peak = torch.cuda.max_memory_allocated(dev) - before
+        del out
+        return max(int(peak), 0), "CUDA allocator peak"
+    if not cpu_peak_supported():
+        return None, "not measured"
+    _release_free_heap()
+    before = _status_kib("VmRSS")
+    _CLEAR_REFS.write_text("5")  # resets VmHWM to the current RSS
+    out = fn()
+    peak = _status_kib("VmHWM")
+    del out
+    if before is None or peak is None:
+        return None, "not measured"
+    return max(peak - before, 0) * 1024, "peak RSS (VmHWM)"
+
+
+# ---- the device's matmul rate ---------------------------------------------------------------
+
+
+@functools.cache
+def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
+    """GFLOP/s of one large square matmul on this device and dtype, measured once per process."""
+    dev = resolve_device(device)
+    dt = _dtype(dtype)
+    side = 4096 if dev.type == "cuda" else 1024
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
+    b = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
+    fn = lambda: a @ b  # noqa: E731
+    fn()
+    _sync(dev)
+    timing = time_call(fn, dev, min_run_time=0.2, min_samples=3)
+    return 2 * side**3 / timing.median / 1e9
+
+
+# ---- the environment card ------------------------------------------------------------------
+
+
+def environment(device: str | torch.device | None = None) -> dict[str, str]:
+    """What a reader needs to compare numbers across machines, as plain strings."""
+    info = device_info(device)
+    env = {
+        "torch": info.torch_version,
+        "device": info.device,
+        "device name": info.name,
+        "threads": str(info.threads),
+        "CUDA": info.cuda_version or "–",
+        "cuDNN": info.cudnn_version or "–",
+        "TF32 matmul": "–" if info.tf32_matmul is None else ("on" if info.tf32_matmul else "off"),
+        "memory": format_bytes(info.total_memory_bytes),
+        "Streamlit Community Cloud": "yes" if running_on_streamlit_cloud() else "no",
+    }
+    with contextlib.suppress(ValueError):
+        env["benchmark memory cap"] = format_bytes(default_cap_bytes(info.device))
+    return env

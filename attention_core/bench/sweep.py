@@ -1,0 +1,409 @@
+"""Run configurations one after another: guard, warm up, measure, check, record.
+
+Each configuration ends as one :class:`BenchResult` whose ``status`` says what happened:
+
+- ``ok``: timed and measured;
+- ``n/a``: the implementation cannot run on this device, dtype or shape (the note says why);
+- ``skipped``: the memory guard or the time budget refused it before anything was allocated;
+- ``oom``: it was tried and ran out of memory;
+- ``cancelled``: the caller asked the sweep to stop;
+- ``error``: anything else torch raised, with its first line as the note.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import IO, Any
+
+import numpy as np
+import torch
+
+from ..validation import check_float, check_int, check_int_list
+from .impls import BenchConfig, get_impl, make_inputs, reference_attention
+from .measure import (
+    default_cap_bytes,
+    environment,
+    guard_reason,
+    matmul_peak_gflops,
+    measure_peak_extra,
+    time_call,
+)
+
+STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
+CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
+    beyond the inputs; ``None`` where not measured)."""
+
+    impl: str
+    device: str
+    dtype: str
+    batch: int
+    heads: int
+    n: int
+    d: int
+    causal: bool
+    median_ms: float | None
+    iqr_ms: float | None
+    peak_bytes: int | None
+    predicted_bytes: int
+    gflops: float | None
+    status: str
+    pct_of_peak: float | None = None
+    samples: int = 0
+    max_error: float | None = None
+    backend: str = ""
+    memory_source: str = ""
+    note: str = ""
+
+
+CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
+
+
+def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
+    return BenchResult(
+        impl=config.impl,
+        device=config.device,
+        dtype=config.dtype,
+        batch=config.batch,
+        heads=config.heads,
+        n=config.n,
+        d=config.d,
+        causal=config.causal,
+        median_ms=values.pop("median_ms", None),
+        iqr_ms=values.pop("iqr_ms", None),
+        peak_bytes=values.pop("peak_bytes", None),
+        predicted_bytes=predicted,
+        gflops=values.pop("gflops", None),
+        status=status,
+        note=note,
+        **values,
+    )
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch's and Python's out-of-memory errors, and the CPU allocator's RuntimeError."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_config(
+    config: BenchConfig,
+    *,
+    cap_bytes: int | None = None,
+    min_run_time: float = 0.2,
+    min_samples: int = 3,
+    deadline: float | None = None,
+    peak_gflops: float | None = None,
+    max_error: float | None = None,
+) -> BenchResult:
+    """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
+
+    The memory guard runs first: a configuration whose inputs plus predicted extra
+    memory exceed ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before
+    any tensor is made.
+    """
+    impl = get_impl(config.impl)
+    dev = torch.device(config.device)
+    predicted = int(impl.extra_bytes(config))
+    reason = impl.not_here(dev, config.torch_dtype)
+    if reason:
+        return _result(config, predicted, "n/a", reason)
+    cap = default_cap_bytes(dev) if cap_bytes is None else check_int("cap_bytes", cap_bytes, low=1)
+    reason = guard_reason(config.input_bytes() + predicted, cap)
+    if reason:
+        return _result(config, predicted, "skipped", reason)
+
+    inputs: Any = None
+    failure: tuple[str, str] | None = None
+    try:
+        inputs = impl.prepare(*make_inputs(config))
+
+        def call() -> Any:
+            return impl.run(inputs, config.causal)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                call()  # warm-up: kernels chosen, caches filled, lazy initialisation done
+                if dev.type == "cuda":
+                    torch.cuda.synchronize(dev)
+            except RuntimeError as exc:
+                if impl.forced and not is_oom(exc):
+                    told = "; ".join(dict.fromkeys(str(w.message).strip() for w in caught))
+                    why = f"torch cannot run this kernel for {config.device}, {config.dtype}, d = {config.d}"
+                    return _result(config, predicted, "n/a", f"{why}: {told or _first_line(exc)}")
+                raise
+        backend = impl.backend(inputs, config.causal)
+        peak, source = measure_peak_extra(call, dev)
+        timing = time_call(call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline)
+    except (RuntimeError, MemoryError) as exc:
+        failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
+    finally:
+        inputs = None  # the closure `call` sees this too, so the tensors can go
+    _free(dev)  # after the except block: the traceback's frames held the big tensors until now
+    if failure is not None:
+        return _result(config, predicted, *failure)
+    gflops = config.flops() / timing.median / 1e9
+    return _result(
+        config,
+        predicted,
+        "ok",
+        median_ms=timing.median * 1e3,
+        iqr_ms=timing.iqr * 1e3,
+        peak_bytes=peak,
+        gflops=gflops,
+        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops else None,
+        samples=len(timing.samples),
+        max_error=max_error,
+        backend=backend,
+        memory_source=source,
+    )
+
+
+def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
+    """Max |output − float64 reference| of the config's implementation at a small ``n``.
+
+    ``None`` when the implementation cannot run there.
+    """
+    impl = get_impl(config.impl)
+    dev = torch.device(config.device)
+    if impl.not_here(dev, config.torch_dtype):
+        return None
+    q, k, v = make_inputs(config, n=min(n, config.n), seed=1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+    except RuntimeError:
+        return None
+    ref = reference_attention(q, k, v, config.causal)
+    return float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A grid of configurations: every implementation at every n, one shape and dtype."""
+
+    impls: tuple[str, ...] = ("naive", "sdpa", "tiled")
+    ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+    d: int = 64
+    heads: int = 8
+    batch: int = 1
+    dtype: str = "float32"
+    causal: bool = False
+    device: str = "auto"
+
+    def configs(self) -> list[BenchConfig]:
+        """n outermost, so a sweep stopped early still compares every implementation."""
+        if not self.impls:
+            raise ValueError("choose at least one implementation")
+        for name in self.impls:
+            get_impl(name)
+        ns = sorted(set(check_int_list("ns", self.ns, low=1)))
+        return [
+            BenchConfig(name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device)
+            for n in ns
+            for name in dict.fromkeys(self.impls)
+        ]
+
+
+DEFAULT_SWEEP = SweepSpec()
+DEFAULT_BUDGET_S = 18.0  # the default sweep must finish within 20 s on 2 CPU cores
+DEFAULT_MIN_RUN_TIME = 0.1
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Passed to the progress callback before (``result is None``) and after each configuration."""
+
+    done: int
+    total: int
+    config: BenchConfig
+    result: BenchResult | None
+
+
+@dataclass
+class SweepResult:
+    rows: list[BenchResult]
+    wall_s: float
+    peak_gflops: float | None
+    stopped: str | None = None  # "cancelled" or "budget" when the sweep ended early
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def run_sweep(
+    spec: SweepSpec = DEFAULT_SWEEP,
+    *,
+    cap_bytes: int | None = None,
+    budget_s: float | None = DEFAULT_BUDGET_S,
+    min_run_time: float = DEFAULT_MIN_RUN_TIME,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[SweepProgress], None] | None = None,
+    check_correctness: bool = True,
+    cached: Callable[[BenchConfig], BenchResult | None] | None = None,
+) -> SweepResult:
+    """Run every configuration of ``spec`` in order and return the rows.
+
+    Stops cleanly when ``should_stop()`` turns true or when ``budget_s`` seconds are used
+    up; the configurations left are recorded as ``cancelled`` or ``skipped``. A
+    configuration that the budget cannot cover (its time predicted from the same
+    implementation's last n, scaled as n²) is skipped rather than started.
+    ``cached(config)`` may return an earlier result to reuse instead of measuring.
+    """
+    configs = spec.configs()
+    if budget_s is not None:
+        budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
+    min_run_time = check_float("min_run_time", min_run_time, low=0.0)
+    start = time.perf_counter()
+    deadline = None if budget_s is None else start + budget_s
+    peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
+    errors: dict[str, float | None] = {}
+    last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
+    rows: list[BenchResult] = []
+    stopped: str | None = None
+
+    for i, config in enumerate(configs):
+        if progress:
+            progress(SweepProgress(i, len(configs), config, None))
+        reuse = cached(config) if cached else None
+        predicted = int(get_impl(config.impl).extra_bytes(config))
+        if reuse is not None:
+            row = reuse
+        elif stopped == "cancelled" or (should_stop is not None and should_stop()):
+            stopped = "cancelled"
+            row = _result(config, predicted, "cancelled", "the sweep was cancelled")
+        elif (why := _over_budget(config, last_ok, deadline, budget_s, min_run_time)) is not None:
+            stopped = stopped or ("budget" if why.startswith("the time budget") else None)
+            row = _result(config, predicted, "skipped", why)
+        else:
+            if check_correctness and config.impl not in errors:
+                errors[config.impl] = correctness_error(config)
+            row = run_config(
+                config,
+                cap_bytes=cap_bytes,
+                min_run_time=min_run_time,
+                deadline=deadline,
+                peak_gflops=peak,
+                max_error=errors.get(config.impl),
+            )
+        if row.status == "ok" and row.median_ms is not None:
+            last_ok[config.impl] = (config.n, row.median_ms / 1e3)
+        rows.append(row)
+        if progress:
+            progress(SweepProgress(i + 1, len(configs), config, row))
+    return SweepResult(rows, time.perf_counter() - start, peak, stopped, environment(configs[0].device))
+
+
+def _over_budget(
+    config: BenchConfig,
+    last_ok: dict[str, tuple[int, float]],
+    deadline: float | None,
+    budget_s: float | None,
+    min_run_time: float,
+) -> str | None:
+    if deadline is None:
+        return None
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return f"the time budget of {budget_s:g} s was used up"
+    if config.impl in last_ok:
+        n_prev, t_prev = last_ok[config.impl]
+        per_call = t_prev * (config.n / n_prev) ** 2
+        expected = 5 * per_call + min_run_time  # warm-up, memory, three timed calls
+        if expected > left:
+            return f"would take about {expected:.0f} s; {left:.0f} s of the {budget_s:g} s budget is left"
+    return None
+
+
+# ---- scaling fits -------------------------------------------------------------------------
+
+
+def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
+    """Least-squares fit of log(value) = slope·log(n) + intercept; returns (slope, intercept).
+
+    A slope of 2 means the value grows as n², 1 as n.
+    """
+    x = np.asarray(ns, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"ns and values must be two lists of one length, got {x.shape} and {y.shape}")
+    if len(np.unique(x)) < 2:
+        raise ValueError("a slope needs at least two different n")
+    if not (np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("every n and every value must be positive and finite to fit on log-log axes")
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope), float(intercept)
+
+
+@dataclass(frozen=True)
+class ScalingFit:
+    impl: str
+    time_slope: float | None
+    memory_slope: float | None
+    n_from: int
+    n_to: int
+
+
+def scaling_fits(rows: Sequence[BenchResult], tail: int = 3) -> dict[str, ScalingFit]:
+    """Per implementation, the log-log slopes of time and of measured memory against n, fitted
+    over its ``tail`` largest ok n (small n measure overheads, not the algorithm)."""
+    tail = check_int("tail", tail, low=2)
+    fits: dict[str, ScalingFit] = {}
+    for name in dict.fromkeys(r.impl for r in rows):
+        ok = sorted((r for r in rows if r.impl == name and r.status == "ok"), key=lambda r: r.n)[-tail:]
+        if len({r.n for r in ok}) < 2:
+            continue
+        ns = [r.n for r in ok]
+        t_slope = fit_loglog_slope(ns, [r.median_ms for r in ok])[0] if all(r.median_ms for r in ok) else None
+        mem = [r.peak_bytes for r in ok]
+        m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
+        fits[name] = ScalingFit(name, t_slope, m_slope, ns[0], ns[-1])
+    return fits
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+def result_dicts(rows: Sequence[BenchResult]) -> list[dict[str, Any]]:
+    """Rows as plain dicts with the CSV's columns, in order."""
+    return [asdict(r) for r in rows]
+
+
+def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
+    """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
+    writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in result_dicts(rows):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+def speedups(rows: Sequence[BenchResult], baseline: str = "naive") -> list[dict[str, Any]]:
+    """For every ok row that has an ok ``baseline`` row at the same n: baseline time / its time."""
+    base = {r.n: r.median_ms for r in rows if r.impl == baseline and r.status == "ok" and r.median_ms}
+    return [
+        {"impl": r.impl, "n": r.n, "speedup": base[r.n] / r.median_ms}
+        for r in rows
+        if r.status == "ok" and r.median_ms and r.n in base and r.impl != baseline
+    ]
