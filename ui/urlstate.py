@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -87,6 +88,19 @@ def publish(params: Sequence[Param]) -> None:
     current = {k: st.query_params.get_all(k)[-1] for k in st.query_params}
     if current != wanted:
         st.query_params.from_dict(wanted)
+    _link_box(wanted)
+
+
+def view_link(query: dict[str, str]) -> str:
+    """The address of this page with ``query``; relative when the browser's URL is unknown."""
+    base = st.context.url or ""
+    return base + ("?" + urlencode(query) if query else "")
+
+
+def _link_box(query: dict[str, str]) -> None:
+    with st.sidebar, st.popover("Link to this view", icon=":material/link:", width="stretch"):
+        st.code(view_link(query), language=None, wrap_lines=True)
+        st.caption("Copy it with the button at the right of the box. Opening it restores this view exactly.")
 
 
 def talk_mode() -> bool:
