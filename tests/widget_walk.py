@@ -1,0 +1,271 @@
+"""Drive a page's widgets through AppTest, the way a viewer would: find them, list their edge values.
+
+Used by ``tests/test_fuzz_widgets.py`` (edge values and random combinations) and by
+``benchmarks/latency.py`` (rerun time after each kind of widget change).
+
+A widget is named by its key (every widget of this app has one; a keyless one falls back to
+"type:label"). Choices are set by their on-screen label, as the browser sends them, so a
+``format_func`` that is not invertible (``PRESET_NAMES.get``) is no obstacle.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import (
+    Block,
+    Button,
+    ButtonGroup,
+    Checkbox,
+    Multiselect,
+    NumberInput,
+    Radio,
+    Selectbox,
+    SelectSlider,
+    Slider,
+    TextInput,
+    Toggle,
+    Widget,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PAGE = re.compile(r"st\.Page\(\s*\"(?P<script>[^\"]+)\"(?P<rest>[^)]*)\)")
+_URL_PATH = re.compile(r"url_path\s*=\s*\"(?P<url>[^\"]*)\"")
+
+
+def discover_pages() -> dict[str, tuple[str, str]]:
+    """Each page of the app's navigation, read from ``app.py``: name → (script path, URL path).
+
+    The name is the script's file stem ("walkthrough"); the default page's URL is "/".
+    """
+    pages: dict[str, tuple[str, str]] = {}
+    for m in _PAGE.finditer((ROOT / "app.py").read_text("utf-8")):
+        script, rest = m["script"], m["rest"]
+        url = _URL_PATH.search(rest)
+        path = "/" if "default=True" in rest.replace(" ", "") else "/" + (url["url"] if url else Path(script).stem)
+        pages[Path(script).stem] = (script, path)
+    return pages
+
+
+# What a viewer types into a free-text box when trying to break it.
+_HOSTILE_TEXT = ["", " ", "<script>alert(1)</script>", "nan", "-1e309", "x" * 500]
+
+
+def open_page(name: str, query: dict[str, str] | None = None, timeout: float = 120) -> AppTest:
+    """An AppTest of ``app.py`` switched to page ``name`` (optionally with a query string), run once."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if query:
+        at.query_params.update(query)
+    script, url = discover_pages()[name]
+    if url != "/":
+        at.run()  # AppTest resolves a st.navigation page only after a first run has registered it
+        at.switch_page(script)
+    at.run()
+    return at
+
+
+def widget_name(w: Widget) -> str:
+    return w.key or f"{w.type}:{getattr(w, 'label', '?')}"
+
+
+def widgets(at: AppTest) -> dict[str, Widget]:
+    """Every widget on screen (main area and sidebar), by name, in page order."""
+    found: dict[str, Widget] = {}
+    for root in (at.sidebar, at.main):
+        for node in root:
+            if isinstance(node, Widget):
+                found.setdefault(widget_name(node), node)
+    return found
+
+
+def walk_nodes(block: Block) -> Iterator[tuple[Any, Block]]:
+    """Every node with the block that holds it (for "is there an explanation next to it?")."""
+    for child in block.children.values():
+        yield child, block
+        if isinstance(child, Block):
+            yield from walk_nodes(child)
+
+
+# --------------------------------------------------------------------------------------------
+# Setting values by on-screen label
+
+
+_PINNED: dict[type, type] = {}
+
+
+def _pin_state(w: Widget, state: WidgetState) -> None:
+    """Make ``w`` report ``state`` on the next run (a one-run subclass; the tree is rebuilt after)."""
+    w._assert_can_interact()
+    cls = type(w)
+    if cls not in _PINNED:
+        _PINNED[cls] = type(f"Pinned{cls.__name__}", (cls,), {"_widget_state": property(lambda self: self._pinned)})
+    w.__class__ = _PINNED[cls]
+    w._pinned = state  # type: ignore[attr-defined]
+
+
+def choose(w: Widget, labels: list[str]) -> None:
+    """Select option(s) of a selectbox, radio, multiselect, pills/segmented control or select_slider."""
+    ws = WidgetState()
+    ws.id = w.id
+    if isinstance(w, Selectbox | Radio):
+        ws.string_value = labels[0]
+    else:  # Multiselect, ButtonGroup and SelectSlider send the labels
+        ws.string_array_value.data[:] = labels
+    _pin_state(w, ws)
+
+
+def options(w: Widget) -> list[str]:
+    return list(getattr(w, "options", []) or [])
+
+
+def is_multi(w: Widget) -> bool:
+    if isinstance(w, Multiselect):
+        return True
+    if isinstance(w, ButtonGroup):
+        return not w._is_single_select
+    return False
+
+
+def selected_labels(w: Widget) -> list[str]:
+    """The labels currently chosen, as the browser would show them."""
+    if isinstance(w, Selectbox | Radio):
+        return [] if w.index is None else [w.options[w.index]]
+    if isinstance(w, ButtonGroup):
+        return list(w.formatted_values)
+    if isinstance(w, Multiselect):
+        return list(w.values)
+    if isinstance(w, SelectSlider):
+        fmt = w.format_func
+        v = w.value
+        vs = list(v) if isinstance(v, list | tuple) else [v]
+        return [str(fmt(x)) for x in vs]
+    return []
+
+
+# --------------------------------------------------------------------------------------------
+# Moves: one change a viewer can make to one widget
+
+
+@dataclass(frozen=True)
+class Move:
+    widget: str  # widget_name
+    what: str  # a readable description, for failure messages and the latency table
+    apply: Callable[[Widget], None]
+
+    def __str__(self) -> str:
+        return f"{self.widget} ← {self.what}"
+
+
+def _set(value: Any) -> Callable[[Widget], None]:
+    return lambda w: w.set_value(value)
+
+
+def _choose(labels: list[str]) -> Callable[[Widget], None]:
+    return lambda w: choose(w, labels)
+
+
+def _click(w: Widget) -> None:
+    w.click()  # type: ignore[attr-defined]
+
+
+def _slider_bounds(w: Slider) -> tuple[Any, Any, bool]:
+    value = w.value
+    ranged = isinstance(value, list | tuple)
+    lo, hi = w.min, w.max
+    if isinstance(value if not ranged else value[0], int) and not isinstance(value, bool):
+        lo, hi = int(lo), int(hi)
+    return lo, hi, ranged
+
+
+def edge_moves(w: Widget) -> list[Move]:
+    """The edge values of one widget: min and max, each option, on and off, a click."""
+    name = widget_name(w)
+    if isinstance(w, Button):
+        return [Move(name, "click", _click)]
+    if isinstance(w, Toggle | Checkbox):
+        return [Move(name, "on", _set(True)), Move(name, "off", _set(False))]
+    if isinstance(w, Slider):
+        lo, hi, ranged = _slider_bounds(w)
+        if ranged:
+            return [Move(name, f"[{lo}, {hi}]", _set([lo, hi])), Move(name, f"[{lo}, {lo}]", _set([lo, lo])),
+                    Move(name, f"[{hi}, {hi}]", _set([hi, hi]))]  # fmt: skip
+        return [Move(name, f"min {lo}", _set(lo)), Move(name, f"max {hi}", _set(hi))]
+    if isinstance(w, NumberInput):
+        value = w.value if w.value is not None else 0
+        lo = w.min if w.min is not None else value - 10**6
+        hi = w.max if w.max is not None else value + 10**6
+        if isinstance(value, int):
+            lo, hi = int(lo), int(hi)
+        return [Move(name, f"min {lo}", _set(lo)), Move(name, f"max {hi}", _set(hi))]
+    if isinstance(w, TextInput):
+        return [Move(name, repr(t[:20]), _set(t)) for t in _HOSTILE_TEXT]
+    opts = options(w)
+    if isinstance(w, SelectSlider):
+        ends = opts if len(opts) <= 8 else [opts[0], opts[-1]]
+        return [Move(name, repr(o), _choose([o])) for o in ends]
+    if is_multi(w):
+        moves = [Move(name, repr(o), _choose([o])) for o in opts]
+        return [*moves, Move(name, "all", _choose(opts)), Move(name, "none", _choose([]))]
+    if opts:  # selectbox, radio, single-select pills / segmented control
+        return [Move(name, repr(o), _choose([o])) for o in opts]
+    return []
+
+
+def _slider_point(w: Slider, lo: Any, hi: Any, rng: random.Random) -> Any:
+    """A random value a viewer could drag to: on the slider's step grid."""
+    if isinstance(lo, int):
+        return rng.randint(lo, hi)
+    step = float(w.step) if w.step else (hi - lo) / 100
+    return round(lo + step * rng.randint(0, math.floor((hi - lo) / step + 1e-9)), 10)
+
+
+def restore_move(w: Widget) -> Move | None:
+    """The move that puts ``w`` back to what it shows now (None for a button)."""
+    name = widget_name(w)
+    if isinstance(w, Button):
+        return None
+    if isinstance(w, Selectbox | Radio | ButtonGroup | Multiselect | SelectSlider):
+        labels = selected_labels(w)
+        return Move(name, f"back to {labels}", _choose(labels))
+    value = w.value
+    return Move(name, f"back to {value!r}", _set(list(value) if isinstance(value, tuple) else value))
+
+
+def random_move(w: Widget, rng: random.Random) -> Move | None:
+    """One random value for ``w`` (anywhere in its range, any option or subset)."""
+    name = widget_name(w)
+    if isinstance(w, Slider):
+        lo, hi, ranged = _slider_bounds(w)
+        a, b = sorted([_slider_point(w, lo, hi, rng), _slider_point(w, lo, hi, rng)])
+        if ranged:
+            return Move(name, f"[{a}, {b}]", _set([a, b]))
+        return Move(name, f"{a}", _set(a))
+    if isinstance(w, NumberInput):
+        if w.min is None or w.max is None:
+            return rng.choice(edge_moves(w))
+        v = rng.randint(int(w.min), int(w.max)) if isinstance(w.value, int) else rng.uniform(w.min, w.max)
+        return Move(name, f"{v}", _set(v))
+    if is_multi(w):
+        opts = options(w)
+        chosen = [o for o in opts if rng.random() < 0.5]
+        return Move(name, repr(chosen), _choose(chosen))
+    moves = edge_moves(w)
+    return rng.choice(moves) if moves else None
+
+
+def apply(at: AppTest, move: Move) -> bool:
+    """Apply ``move`` to the widget it names if it is on screen and enabled; False otherwise."""
+    w = widgets(at).get(move.widget)
+    if w is None or getattr(w.proto, "disabled", False):
+        return False
+    move.apply(w)
+    return True
