@@ -99,6 +99,13 @@ def test_token_labels_are_unique() -> None:
         assert len(set(inp.key_tokens)) == len(inp.key_tokens), inp.key_tokens
 
 
+def test_repeated_words_get_position_suffixes() -> None:
+    # no current preset repeats a word exactly ("The" ≠ "the"), so check the labelling rule directly
+    from attention_core.presets import _unique
+
+    assert _unique(["the", "cat", "the", "mat"]) == ["the·0", "cat", "the·2", "mat"]
+
+
 def test_sentence_reads_the_sentence() -> None:
     inp = sentence_example()
     assert [t.split("·")[0] for t in inp.key_tokens] == SENTENCE
