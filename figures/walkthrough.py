@@ -168,6 +168,7 @@ def query_weights(
     )
     fig.update_xaxes(type="category", title_text="key")
     fig.update_yaxes(title_text="weight", range=[0, 1.12])
+    fig.update_layout(uniformtext={"minsize": font_size(talk) - 3, "mode": "show"})
     return base_layout(fig, talk=talk, height=340 if not talk else 420)
 
 

@@ -41,6 +41,7 @@ def seed(params: Sequence[Param]) -> None:
     A key already in ``st.session_state`` (the viewer has been using the page) is
     left alone. Problems with the link are kept for :func:`notices`.
     """
+    _require_navigation()
     problems: list[str] = []
     for p in (*FRAME_PARAMS, *params):  # the frame's too, so a page run on its own still honours them
         if p.key in st.session_state:
@@ -55,6 +56,21 @@ def seed(params: Sequence[Param]) -> None:
         st.session_state[p.key] = value
     if problems:
         st.session_state[_NOTICES] = problems
+
+
+def _require_navigation() -> None:
+    """Make sure the page runs inside ``app.py``'s ``st.navigation``, never on its own.
+
+    Until some session has run ``app.py``, Streamlit treats a ``pages/`` folder the
+    old way: a first visit to a fresh server at ``/walkthrough`` would run that file
+    alone, without the frame or the page config. Seeing that, switch the server to
+    ``st.navigation`` mode and rerun, which goes through ``app.py``.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def notices() -> None:
