@@ -114,12 +114,12 @@ def matrix_heatmap(
             line={"color": HIGHLIGHT, "width": 4},
         )
     fig.update_yaxes(autorange="reversed", title_text=row_title, type="category", tickfont={"size": size})
-    long_labels = max((len(str(c)) for c in col_labels), default=0) > 3
+    long_labels = sum(len(str(c)) + 1 for c in col_labels) > 36
     fig.update_xaxes(
         title_text=col_title, type="category", side="top", tickangle=-35 if long_labels else 0, tickfont={"size": size}
     )
-    cell = 46 if talk else 40
-    default_height = max(260, min(700, 120 + cell * n_rows))
+    cell = 40 if talk else 40
+    default_height = max(260, min(520 if talk else 700, 120 + cell * n_rows))
     base_layout(fig, title=title or None, talk=talk, height=height or default_height)
     fig.update_layout(margin={"t": 90 if title else 60})
     fig.update_xaxes(showgrid=False)

@@ -112,7 +112,8 @@ def walkthrough_data(
 def controls() -> dict[str, Any]:
     """The input controls; returns their values as plain Python values."""
     s = st.session_state
-    with st.container(border=True):
+    box = st.expander("Settings", icon=":material/tune:") if urlstate.talk_mode() else st.container(border=True)
+    with box:
         c = st.columns([1.3, 1.5, 1, 1])
         c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.get, key="preset")
         c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.get, key="mask")
@@ -329,7 +330,8 @@ def check_panel(d: dict[str, Any]) -> None:
 def walkthrough_page() -> None:
     urlstate.seed(PARAMS)
     talk = urlstate.talk_mode()
-    st.title("The five steps of attention")
+    if not talk:
+        st.title("The five steps of attention")
     urlstate.notices()
     params = controls()
     try:

@@ -173,10 +173,6 @@ def test_round_trip_through_the_url(values: dict) -> None:
     assert parsed == values
 
 
-@pytest.mark.xfail(
-    reason="FloatParam.encode uses '{:g}' (6 significant digits), so 0.1234567 comes back as 0.123457",
-    strict=True,
-)
 @PROPS
 @given(value=st.floats(TEMP.low, TEMP.high))
 def test_float_round_trip_is_exact(value: float) -> None:

@@ -43,8 +43,9 @@ def talk_css() -> None:
     if urlstate.talk_mode():
         st.html(
             "<style>"
-            "section.main p, section.main li, [data-testid='stMarkdownContainer'] p {font-size: 1.35rem;}"
-            "[data-testid='stMetricValue'] {font-size: 2.6rem;}"
-            ".katex {font-size: 1.6em !important;}"
+            "[data-testid='stMain'] [data-testid='stMarkdown'] p,"
+            "[data-testid='stMain'] [data-testid='stMarkdown'] li {font-size: 1.3rem; line-height: 1.45;}"
+            "[data-testid='stMetricValue'] {font-size: 2.4rem;}"
+            ".katex {font-size: 1.5em !important;}"
             "</style>"
         )

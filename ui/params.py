@@ -71,7 +71,7 @@ class FloatParam:
         return value, None
 
     def encode(self, value: Any) -> str:
-        return f"{float(value):g}"
+        return repr(float(value))  # shortest text that reads back to the same float
 
 
 @dataclass(frozen=True)
