@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import re
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -102,6 +103,11 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
+def _torch_says(message: Warning | str) -> str:
+    """A torch warning without its "(Triggered internally at <file>:<line>.)" tail."""
+    return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
+
+
 def _free(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
@@ -151,7 +157,7 @@ def run_config(
                     torch.cuda.synchronize(dev)
             except RuntimeError as exc:
                 if impl.forced and not is_oom(exc):
-                    told = "; ".join(dict.fromkeys(str(w.message).strip() for w in caught))
+                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught))
                     why = f"torch cannot run this kernel for {config.device}, {config.dtype}, d = {config.d}"
                     return _result(config, predicted, "n/a", f"{why}: {told or _first_line(exc)}")
                 raise
