@@ -19,7 +19,10 @@ def _cell_text(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
             return "−∞"
         if abs(x - round(x)) < 1e-6 and abs(x) < 1000:
             return f"{round(x):d}".replace("-", "−")
-        return f"{x:.2f}".replace("-", "−")
+        text = f"{x:.2f}"
+        if abs(x) < 1:  # ".94" rather than "0.94": narrower cells stay readable
+            text = text.replace("0.", ".", 1)
+        return text.replace("-", "−")
 
     text = np.vectorize(fmt, otypes=[object])(values) if values.size else np.empty(values.shape, dtype=object)
     if blocked is not None:

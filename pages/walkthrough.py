@@ -163,7 +163,10 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
         f"{n_q}×{n_k}, each row sums to 1",
         f"{n_q}×{n_k} · {n_k}×{d['d_v']} → {n_q}×{d['d_v']}",
     ]
-    left, right = st.columns([1, 2] if not talk else [1, 3], gap="large")
+    if talk:  # the matrix gets the full width on a projector; the shape goes above it
+        left, right = st.container(), st.container()
+    else:
+        left, right = st.columns([1, 2], gap="large")
     with left:
         st.markdown(f"**Shape:** {shapes[step]}")
         if not talk:
