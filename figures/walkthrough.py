@@ -26,7 +26,7 @@ def _cell_text(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
 
     text = np.vectorize(fmt, otypes=[object])(values) if values.size else np.empty(values.shape, dtype=object)
     if blocked is not None:
-        text[blocked] = "−∞"
+        text[blocked] = ""  # the grey "blocked" layer writes these cells' label
     return text
 
 
@@ -60,6 +60,7 @@ def matrix_heatmap(
     blocked_cells = np.isneginf(z) if blocked is None else (np.asarray(blocked, dtype=bool) | np.isneginf(z))
     shown = np.where(blocked_cells, np.nan, z)
     annotate = max(z.shape) <= ANNOTATE_MAX
+    blocked_text = "0" if kind == "weights" else "−∞"  # after softmax a blocked cell is an exact zero
     text = _cell_text(z, blocked_cells)
     if dropped is not None:
         text = np.where(np.asarray(dropped, dtype=bool), "×", text)
@@ -96,7 +97,7 @@ def matrix_heatmap(
                 y=list(row_labels),
                 colorscale=[[0, MASKED], [1, MASKED]],
                 showscale=False,
-                text=np.where(blocked_cells, "−∞", ""),
+                text=np.where(blocked_cells, blocked_text, ""),
                 texttemplate="%{text}" if annotate else None,
                 textfont={"size": size - (1 if talk else 2), "color": "#555555"},
                 hovertemplate="masked: may not attend<extra></extra>",
