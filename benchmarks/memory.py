@@ -1,0 +1,69 @@
+"""Resident memory of the whole app after a visitor has seen every page.
+
+Starts ``streamlit run app.py`` on a free port, opens every page (and every view of the
+walkthrough) in headless Chromium, waits for each to go idle, then reads the server
+process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 600 MB.
+
+    python benchmarks/memory.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser_harness import goto, launch_chromium, start_server  # noqa: E402
+
+GOAL_MB = 600
+VISITS = [
+    "/",
+    "/walkthrough",
+    "/walkthrough?view=all&preset=sentence&mask=causal",
+    "/walkthrough?view=query&preset=sentence",
+    "/walkthrough?view=compare&preset=random&n=16",
+    "/scaling",
+    "/benchmark",
+]
+
+
+def status_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of ``pid`` in MB (Linux)."""
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(rest.split()[0]) / 1024
+    return out
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp) / "server.log")
+        try:
+            print(f"{'after visiting':60} {'RSS MB':>8} {'peak MB':>8}")
+            print(f"{'(server started, no page opened)':60} {status_mb(server.process.pid)['VmRSS']:8.0f}")
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                for path in VISITS:
+                    goto(page, server, path)
+                    m = status_mb(server.process.pid)
+                    print(f"{path:60} {m['VmRSS']:8.0f} {m['VmHWM']:8.0f}")
+                browser.close()
+            final = status_mb(server.process.pid)
+        finally:
+            server.stop()
+    verdict = "meets" if final["VmRSS"] <= GOAL_MB else "MISSES"
+    print(f"\nRSS after every page: {final['VmRSS']:.0f} MB ({verdict} the {GOAL_MB} MB goal)")
+    print(f"peak RSS: {final['VmHWM']:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
