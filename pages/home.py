@@ -25,6 +25,9 @@ def home() -> None:
         ("pages/walkthrough.py", "Walkthrough", ":material/stairs:",
          "The five steps with real numbers: QKᵀ, ÷√d_k, the mask, softmax and ·V, on a tiny "
          "example, a sentence, or random inputs."),
+        ("pages/benchmark.py", "Benchmark", ":material/speed:",
+         "What attention costs on this machine: time, memory and FLOP rate against n for the naive "
+         "path, torch's fused kernels and a tiled online softmax, with the n² theory beside them."),
     ]
     cols = st.columns(len(cards) if len(cards) > 1 else 2)
     for col, (path, title, icon, text) in zip(cols, cards, strict=False):

@@ -3,6 +3,7 @@
 - :mod:`.impls`: the registry of implementations (naive, sdpa and its forced kernels, tiled, numpy);
 - :mod:`.measure`: timing, peak memory, the matmul rate, the memory cap and tables;
 - :mod:`.sweep`: running configurations with a memory guard, a time budget and fits;
+- :mod:`.runlock`: one run at a time per server, and the rows measured so far;
 - :mod:`.cli`: ``python -m attention_core.bench``.
 
 It is a package rather than one module so that ``python -m attention_core.bench`` runs
@@ -39,6 +40,7 @@ from .measure import (
     score_matrix_bytes,
     time_call,
 )
+from .runlock import BenchLock
 from .sweep import (
     CSV_COLUMNS,
     DEFAULT_BUDGET_S,
@@ -46,6 +48,7 @@ from .sweep import (
     DEFAULT_SWEEP,
     STATUSES,
     BenchResult,
+    PlannedConfig,
     ScalingFit,
     SweepProgress,
     SweepResult,
@@ -53,6 +56,7 @@ from .sweep import (
     correctness_error,
     fit_loglog_slope,
     is_oom,
+    plan,
     result_dicts,
     run_config,
     run_sweep,
@@ -71,8 +75,10 @@ __all__ = [
     "STATUSES",
     "TABLE_NS",
     "BenchConfig",
+    "BenchLock",
     "BenchResult",
     "Impl",
+    "PlannedConfig",
     "ScalingFit",
     "SweepProgress",
     "SweepResult",
@@ -97,6 +103,7 @@ __all__ = [
     "memory_table",
     "naive_extra_bytes",
     "numpy_attention",
+    "plan",
     "reference_attention",
     "result_dicts",
     "run_config",

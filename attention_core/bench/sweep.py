@@ -343,6 +343,28 @@ def _over_budget(
     return None
 
 
+@dataclass(frozen=True)
+class PlannedConfig:
+    """A configuration before it runs: the memory it will need, and why it will not run (if so)."""
+
+    config: BenchConfig
+    needed_bytes: int
+    refusal: str | None
+
+
+def plan(spec: SweepSpec, cap_bytes: int | None = None) -> list[PlannedConfig]:
+    """What :func:`run_sweep` would do about memory, without running anything."""
+    configs = spec.configs()
+    cap = default_cap_bytes(configs[0].device) if cap_bytes is None else check_int("cap_bytes", cap_bytes, low=1)
+    out = []
+    for c in configs:
+        impl = get_impl(c.impl)
+        need = c.input_bytes() + int(impl.extra_bytes(c))
+        why = impl.not_here(torch.device(c.device), c.torch_dtype) or guard_reason(need, cap)
+        out.append(PlannedConfig(c, need, why))
+    return out
+
+
 # ---- scaling fits -------------------------------------------------------------------------
 
 
@@ -365,11 +387,14 @@ def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[floa
 
 @dataclass(frozen=True)
 class ScalingFit:
+    """log(ms) = time_slope·log(n) + time_intercept, and the slope of measured memory, over n_from…n_to."""
+
     impl: str
     time_slope: float | None
     memory_slope: float | None
     n_from: int
     n_to: int
+    time_intercept: float | None = None
 
 
 def scaling_fits(rows: Sequence[BenchResult], tail: int = 3) -> dict[str, ScalingFit]:
@@ -382,10 +407,12 @@ def scaling_fits(rows: Sequence[BenchResult], tail: int = 3) -> dict[str, Scalin
         if len({r.n for r in ok}) < 2:
             continue
         ns = [r.n for r in ok]
-        t_slope = fit_loglog_slope(ns, [r.median_ms for r in ok])[0] if all(r.median_ms for r in ok) else None
+        t_slope = t_icpt = None
+        if all(r.median_ms for r in ok):
+            t_slope, t_icpt = fit_loglog_slope(ns, [r.median_ms for r in ok])
         mem = [r.peak_bytes for r in ok]
         m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
-        fits[name] = ScalingFit(name, t_slope, m_slope, ns[0], ns[-1])
+        fits[name] = ScalingFit(name, t_slope, m_slope, ns[0], ns[-1], t_icpt)
     return fits
 
 

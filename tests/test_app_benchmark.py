@@ -1,0 +1,152 @@
+"""AppTest of the benchmark page: every widget, the Run button, the queue, the cache, bad links.
+
+Sweeps here use n = 128 with tiny shapes, no matmul probe and no minimum timing time, so a
+run takes a second or two. Nothing asserts a speed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import bench
+from attention_core.bench import IMPLEMENTATIONS, BenchLock
+from attention_core.bench import sweep as sweep_mod
+
+PAGE = "pages/benchmark.py"
+TINY = {"bm_nmax": "128", "bm_d": "16", "bm_heads": "1"}
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch):
+    monkeypatch.setattr(bench, "DEFAULT_MIN_RUN_TIME", 0.0)
+    monkeypatch.setattr(sweep_mod, "matmul_peak_gflops", lambda device, dtype: 100.0)
+
+
+def open_page(query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    if query:
+        at.query_params.update(query)
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
+    parts += [i.value for i in at.info] + [e.value for e in at.error]
+    return "\n".join(str(p) for p in parts)
+
+
+def results_frame(at: AppTest):
+    frames = [df.value for df in at.dataframe if "status" in df.value.columns]
+    assert frames, "no results table"
+    return frames[0]
+
+
+def forget(at: AppTest) -> AppTest:
+    at.button(key="bm_forget").click().run()
+    return at
+
+
+def test_the_page_opens_with_the_theory_and_runs_nothing():
+    at = open_page()
+    assert "Press **Run** to measure" in text(at)
+    tables = [df.value for df in at.dataframe]
+    memory = next(t for t in tables if "score matrix" in t.columns)
+    assert list(memory["n"]) == [2**p for p in range(9, 18)]
+    expected = [bench.format_bytes(n * n * 4 * 8) for n in memory["n"]]  # float32, 8 heads by default
+    assert list(memory["score matrix"]) == expected and expected[-1] == "512.0 GiB"
+    flops = next(t for t in tables if "step" in t.columns)
+    assert list(flops["step"]) == ["QKᵀ", "scale ÷√d", "softmax", "weights·V"]
+    assert "threads" in text(at) and "Largest n whose score matrix fits" in text(at)
+
+
+def test_every_widget_then_run_gives_a_table_a_csv_and_no_exception():
+    at = forget(open_page())
+    at.multiselect(key="bm_impl").set_value(list(IMPLEMENTATIONS)).run()
+    at.select_slider(key="bm_nmin").set_value(128).run()
+    at.select_slider(key="bm_nmax").set_value(128).run()
+    at.select_slider(key="bm_d").set_value(16).run()
+    at.slider(key="bm_heads").set_value(1).run()
+    at.slider(key="bm_batch").set_value(2).run()
+    at.selectbox(key="bm_dtype").set_value("bfloat16").run()
+    at.selectbox(key="bm_device").set_value("cpu").run()
+    at.toggle(key="bm_causal").set_value(True).run()
+    at.slider(key="bm_budget").set_value(60).run()
+    assert not at.exception, at.exception
+    assert at.query_params["bm_dtype"] == "bfloat16" and at.query_params["bm_causal"] == "1"
+
+    at.button(key="bm_run").click().run()
+    assert not at.exception, at.exception
+    frame = results_frame(at)
+    assert list(frame["impl"]) == list(IMPLEMENTATIONS)
+    by_impl = dict(zip(frame["impl"], frame["status"], strict=True))
+    assert by_impl["naive"] == by_impl["tiled"] == by_impl["sdpa"] == "ok"
+    assert by_impl["sdpa-efficient"] == "n/a" and by_impl["numpy"] == "n/a"  # CUDA only; no bfloat16 in numpy
+    assert len(at.get("download_button")) == 1
+    assert "Results" in [h.value for h in at.subheader]
+
+
+def test_the_same_sweep_again_comes_from_the_servers_cache():
+    at = forget(open_page(TINY))
+    at.button(key="bm_run").click().run()
+    first = results_frame(at)
+    second = open_page(TINY)  # another viewer, same server
+    second.button(key="bm_run").click().run()
+    assert "all measured earlier on this server" in text(second)
+    assert list(results_frame(second)["median ms"]) == list(first["median ms"])
+
+
+def test_a_busy_server_queues_the_run_and_gives_up_without_an_exception(monkeypatch):
+    monkeypatch.setattr(BenchLock, "try_acquire", lambda self, timeout=0.0: False)
+    monkeypatch.setattr(BenchLock, "wait_s", 0.2)
+    at = forget(open_page(TINY))
+    at.button(key="bm_run").click().run()
+    assert not at.exception, at.exception
+    labels = [s.label for s in at.status]
+    assert any("Still busy" in label for label in labels), labels
+    assert "Press **Run** to measure" in text(at)
+
+
+def test_an_over_cap_configuration_is_reported_as_skipped(monkeypatch):
+    monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.0001")  # 105 KiB: the naive path at n = 128 needs more
+    at = forget(open_page({**TINY, "bm_impl": "naive"}))
+    assert "will be skipped" in text(at)
+    at.button(key="bm_run").click().run()
+    frame = results_frame(at)
+    assert list(frame["status"]) == ["skipped"] and "> cap" in frame["note"][0]
+
+
+def test_cancel_without_a_run_is_harmless():
+    at = open_page(TINY)
+    at.button(key="bm_cancel").click().run()
+    assert not at.exception
+
+
+def test_no_implementation_chosen_disables_run():
+    at = open_page()
+    at.multiselect(key="bm_impl").set_value([]).run()
+    assert not at.exception
+    assert at.button(key="bm_run").disabled
+    assert "Choose at least one implementation" in text(at)
+
+
+@pytest.mark.parametrize(("raw", "expect"), [("3000", 4096), ("lots", 2048), ("1000000", "largest")])
+def test_bad_links_are_snapped_or_clamped(raw, expect):
+    """3000 is nearer 4096 than 2048 on the log scale the lengths live on."""
+    at = open_page({"bm_nmax": raw})
+    slider = at.select_slider(key="bm_nmax")
+    largest = max(int(o) for o in slider.options)
+    assert slider.value == (largest if expect == "largest" else expect)
+    if raw != "3000":
+        assert "out of range" in text(at)
+
+
+def test_talk_mode_shows_less_prose():
+    normal = open_page()
+    talk = open_page({"talk": "1"})
+    assert not talk.exception
+    assert "Attention compares every query" in text(normal)
+    assert "Attention compares every query" not in text(talk)
