@@ -304,7 +304,7 @@ def page(browser: Browser, streamlit_server: StreamlitServer) -> Iterator[Page]:
     """
     mark = streamlit_server.log_mark()
     context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(60_000)
+    context.set_default_timeout(20_000)  # page loads and reruns pass their own, longer, timeouts
     p = context.new_page()
     yield p
     context.close()

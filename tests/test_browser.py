@@ -1,0 +1,154 @@
+"""The app in a real browser: Debian's Chromium, driven by Playwright, against `streamlit run`.
+
+Each test opens its own browser context (so its own Streamlit session) on one shared server; the
+``page`` fixture also checks that the server is still healthy and logged no uncaught exception.
+Screenshots of every page, at 1400×1000 and in talk mode at 1280×720, are saved as artefacts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from browser_harness import (
+    ALERT,
+    TALK_VIEWPORT,
+    StreamlitServer,
+    exception_texts,
+    goto,
+    rerun,
+    screenshot,
+    start_server,
+    wait_idle,
+)
+
+if TYPE_CHECKING:  # Playwright is imported lazily, so a machine without it skips (or, in CI, fails)
+    from playwright.sync_api import Browser, Locator, Page
+
+pytestmark = pytest.mark.browser
+
+# URL path of each page, and a text its body must show once it has rendered.
+PAGES = {
+    "home": ("/", "Scaled dot-product attention"),
+    "walkthrough": ("/walkthrough", "The five steps of attention"),
+}
+
+
+def query(page: Page) -> dict[str, str]:
+    """The current URL's query string as a flat dict (last value wins, as in the app)."""
+    return {k: v[-1] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def main_text(page: Page) -> str:
+    return page.locator("[data-testid='stMain']").inner_text()
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_loads_without_exception(
+    name: str, page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path
+) -> None:
+    path, expected = PAGES[name]
+    goto(page, streamlit_server, path)
+    assert exception_texts(page) == []
+    assert expected.lower() in main_text(page).lower()
+    screenshot(page, artifacts_dir, name)
+
+    page.set_viewport_size(TALK_VIEWPORT)
+    goto(page, streamlit_server, f"{path}?talk=1")
+    assert exception_texts(page) == []
+    assert query(page).get("talk") == "1", "talk mode must stay in the URL"
+    screenshot(page, artifacts_dir, f"{name}-talk")
+
+
+def _next_button(page: Page) -> Locator:
+    return page.get_by_role("button", name=re.compile(r"^\s*Next\b"))
+
+
+def test_walkthrough_steps_from_0_to_5_by_clicking_next(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, "/walkthrough")
+    assert "step" not in query(page)
+    for step in range(1, 6):
+        rerun(page, lambda: _next_button(page).click())
+        assert exception_texts(page) == [], f"exception after Next to step {step}"
+        assert query(page).get("step") == str(step)
+    assert query(page).get("step") == "5"
+
+
+def test_walkthrough_arrow_keys_step_back_and_forth(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, "/walkthrough")
+    _next_button(page).wait_for(state="visible")
+    page.evaluate("document.activeElement && document.activeElement.blur()")  # keys go to the page
+    for key, step in [("ArrowRight", "1"), ("ArrowRight", "2"), ("ArrowLeft", "1")]:
+        rerun(page, lambda key=key: page.keyboard.press(key))
+        assert query(page).get("step") == step, f"after {key}"
+    assert exception_texts(page) == []
+
+
+def _choose(page: Page, key: str, index: int) -> str:
+    """Open the selectbox keyed ``key`` and pick its option number ``index``; return the option's text."""
+    page.locator(f".st-key-{key} [data-testid='stSelectbox']").click()
+    option = page.get_by_role("option").nth(index)
+    text = option.inner_text().strip()
+    rerun(page, option.click)
+    return text
+
+
+def _selectbox_shows(page: Page, key: str) -> str:
+    """The option a selectbox shows (1.67 renders it as the value of a combobox input)."""
+    return page.locator(f".st-key-{key} [data-testid='stSelectbox'] input[role='combobox']").input_value().strip()
+
+
+def test_copied_url_restores_the_selectbox_choice(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, "/walkthrough")
+    before = _selectbox_shows(page, "preset")
+    chosen = _choose(page, "preset", 1)  # options: tiny, sentence, random
+    shown = _selectbox_shows(page, "preset")
+    assert shown == chosen != before
+    assert query(page).get("preset") == "sentence"
+    copied = page.url
+
+    other = page.context.browser.new_context(viewport=TALK_VIEWPORT)
+    try:
+        tab = other.new_page()
+        tab.goto(copied, wait_until="domcontentloaded")
+        wait_idle(tab)
+        assert _selectbox_shows(tab, "preset") == shown
+        assert query(tab).get("preset") == "sentence"
+        assert exception_texts(tab) == []
+    finally:
+        other.close()
+
+
+def test_malformed_url_shows_a_notice_and_no_exception(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, "/walkthrough?n=1000000000&d_k=-3&mask=%3Cscript%3E&zzz=1")
+    assert exception_texts(page) == []
+    alerts = page.locator(f"{ALERT} [data-testid='stMarkdownContainer']").all_inner_texts()
+    notices = [t for t in alerts if t.strip().startswith("This link asked for")]
+    assert len(notices) == 1, alerts
+    assert "<script>" not in notices[0]
+    assert "zzz" not in query(page), "unknown keys are dropped from the URL"
+
+
+def test_a_bookmark_opened_first_on_a_fresh_server_gets_the_whole_app(browser: Browser, artifacts_dir: Path) -> None:
+    """The instructor's case: the app was asleep (or just deployed) and the first visit is a bookmark.
+
+    The entry script must run (navigation, the sidebar frame, talk mode), not the page file alone.
+    """
+    server = start_server(artifacts_dir / "streamlit-fresh.log")
+    context = browser.new_context(viewport=TALK_VIEWPORT)
+    try:
+        tab = context.new_page()
+        goto(tab, server, "/walkthrough?talk=1&step=2")
+        assert exception_texts(tab) == []
+        nav = tab.locator("[data-testid='stSidebarNav'] a").all_inner_texts()
+        labels = [t.strip().splitlines()[-1] for t in nav]  # the line before is the icon's name
+        assert labels[:2] == ["Home", "Walkthrough"], labels
+        assert tab.locator(".st-key-talk input").is_checked(), "the frame's talk toggle is missing or off"
+        assert query(tab).get("step") == "2"
+        screenshot(tab, artifacts_dir, "walkthrough-fresh-bookmark")
+    finally:
+        context.close()
+        server.stop()
