@@ -276,7 +276,8 @@ def show_results(talk: bool) -> None:
         if not talk:
             st.caption(
                 "Median of at least three timed calls after a warm-up; bars span the inter-quartile range. "
-                "Slopes are fitted over each implementation's three largest n: 2 means the time grows as n²."
+                f"Slopes are fitted over each implementation's three largest n ≥ {bench.FIT_MIN_N} (below that, "
+                "fixed overheads hide the growth): 2 means the time grows as n²."
             )
     with tabs[1]:
         st.plotly_chart(figs.memory_figure(dicts, talk=talk), width="stretch", config=PLOTLY_CONFIG)
@@ -330,7 +331,7 @@ def _round_mib(free: int | None) -> int | None:
 def show_theory(spec: bench.SweepSpec, cap: int, talk: bool) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
-    cols = st.columns([5, 4, 3])
+    cols = st.columns(2, gap="large")
     with cols[0]:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
         st.latex(r"\text{bytes} = n^2 \cdot \text{itemsize} \cdot B \cdot H")
@@ -370,13 +371,21 @@ def show_theory(spec: bench.SweepSpec, cap: int, talk: bool) -> None:
                 "The two matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
                 "but read and write the whole n×n matrix, which is where the naive path loses time."
             )
-    with cols[2], st.container(border=True):
-        env = _environment(spec.device)
-        peak = _server().peaks.get((spec.device, spec.dtype))
+    environment_card(spec)
+
+
+def environment_card(spec: bench.SweepSpec) -> None:
+    """torch, the device, threads, CUDA and cuDNN, TF32, the cap: what to quote next to a number."""
+    env = dict(_environment(spec.device))
+    peak = _server().peaks.get((spec.device, spec.dtype))
+    env[f"matmul peak ({spec.dtype})"] = f"{peak:.1f} GFLOP/s" if peak else "measured at the first run"
+    items = list(env.items())
+    with st.container(border=True):
         st.markdown("**This machine**")
-        lines = [f"{k}: `{v}`" for k, v in env.items()]
-        lines.append(f"matmul peak: `{peak:.1f} GFLOP/s`" if peak else "matmul peak: measured at the first run")
-        st.markdown("  \n".join(lines))
+        cols = st.columns(4)
+        per = -(-len(items) // len(cols))
+        for i, col in enumerate(cols):
+            col.markdown("  \n".join(f"{k}: `{v}`" for k, v in items[i * per : (i + 1) * per]))
 
 
 def _flag(name: str) -> None:

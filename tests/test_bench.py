@@ -269,7 +269,7 @@ def test_score_matrix_bytes_and_the_theoretical_table():
     rows = memory_table("float32", free_bytes=2**30, cap_bytes=2**30)
     assert [r["n"] for r in rows] == [2**p for p in range(9, 18)]
     assert rows[0]["score matrix"] == "1.0 MiB" and rows[-1]["score matrix"] == "64.0 GiB"
-    assert [r["fits in free memory"] for r in rows] == [r["score_matrix_bytes"] <= 2**30 for r in rows]
+    assert [r["fits here"] for r in rows] == [r["score_matrix_bytes"] <= 2**30 for r in rows]
     assert largest_fitting_n(2**30) == 16384  # 16384² × 4 B = 1 GiB
     assert largest_fitting_n(2**30, copies=6) == 4096  # 6 × 8192² × 4 B = 1.5 GiB
 
@@ -399,13 +399,14 @@ def _row(impl: str, n: int, ms: float | None, mem: int | None, status: str = "ok
 
 def test_scaling_fits_use_the_largest_ok_points_per_implementation():
     rows = [_row("naive", n, 1e-4 * n**2, 24 * n * n) for n in (256, 512, 1024, 2048)]
-    rows += [_row("naive", 128, 50.0, 10)]  # an overhead-dominated small n, left out of the tail
+    rows += [_row("naive", 128, 50.0, 10)]  # an overhead-dominated small n, below min_n
     rows += [_row("tiled", n, 1e-4 * n**2, 4096 * n) for n in (512, 1024)]
     rows += [_row("tiled", 2048, None, None, status="oom")]
-    fits = scaling_fits(rows, tail=3)
+    fits = scaling_fits(rows, tail=3, min_n=256)
     assert fits["naive"].time_slope == pytest.approx(2.0) and fits["naive"].memory_slope == pytest.approx(2.0)
     assert (fits["naive"].n_from, fits["naive"].n_to) == (512, 2048)
     assert fits["tiled"].memory_slope == pytest.approx(1.0)
+    assert "naive" not in scaling_fits(rows[:1] + rows[-4:-3], min_n=256)  # one point is not a fit
     assert speedups(rows)[0] == {"impl": "tiled", "n": 512, "speedup": pytest.approx(1.0)}
 
 

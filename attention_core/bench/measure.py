@@ -168,8 +168,8 @@ def memory_table(
     cap_bytes: int | None = None,
     ns: tuple[int, ...] = TABLE_NS,
 ) -> list[dict[str, Any]]:
-    """One row per n: the size of one score matrix, and whether it (and the naive path's
-    six of them) fits in ``free_bytes`` / under ``cap_bytes``."""
+    """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
+    here"), and whether the naive path's six of them fit under ``cap_bytes``."""
     rows = []
     for n in ns:
         size = score_matrix_bytes(n, dtype, batch, heads)
@@ -178,8 +178,8 @@ def memory_table(
                 "n": n,
                 "score_matrix_bytes": size,
                 "score matrix": format_bytes(size),
-                "fits in free memory": None if free_bytes is None else size <= free_bytes,
-                "naive path under cap": None if cap_bytes is None else 6 * size <= cap_bytes,
+                "fits here": None if free_bytes is None else size <= free_bytes,
+                "naive path under the cap": None if cap_bytes is None else 6 * size <= cap_bytes,
             }
         )
     return rows

@@ -36,6 +36,7 @@ from .measure import (
 )
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
+FIT_MIN_N = 512  # slopes are fitted from here up
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
 
 
@@ -397,13 +398,16 @@ class ScalingFit:
     time_intercept: float | None = None
 
 
-def scaling_fits(rows: Sequence[BenchResult], tail: int = 3) -> dict[str, ScalingFit]:
+def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MIN_N) -> dict[str, ScalingFit]:
     """Per implementation, the log-log slopes of time and of measured memory against n, fitted
-    over its ``tail`` largest ok n (small n measure overheads, not the algorithm)."""
+    over its ``tail`` largest ok n that are at least ``min_n``: below that, fixed overheads
+    (Python, kernel launches, thread wake-ups) hide the algorithm's growth."""
     tail = check_int("tail", tail, low=2)
+    min_n = check_int("min_n", min_n, low=1)
     fits: dict[str, ScalingFit] = {}
     for name in dict.fromkeys(r.impl for r in rows):
-        ok = sorted((r for r in rows if r.impl == name and r.status == "ok"), key=lambda r: r.n)[-tail:]
+        ok = [r for r in rows if r.impl == name and r.status == "ok" and r.n >= min_n]
+        ok = sorted(ok, key=lambda r: r.n)[-tail:]
         if len({r.n for r in ok}) < 2:
             continue
         ns = [r.n for r in ok]
