@@ -33,10 +33,25 @@ def _by_impl(rows: Sequence[Row], *, ok_only: bool = True) -> dict[str, list[Row
     return {k: sorted(v, key=lambda r: r["n"]) for k, v in groups.items()}
 
 
-def _log_axes(fig: go.Figure, ns: Sequence[int], y_title: str, *, log_y: bool = True) -> None:
+def _log_axes(
+    fig: go.Figure, ns: Sequence[int], y_title: str, *, talk: bool, ys: Sequence[float] = (), log_y: bool = True
+) -> None:
     ticks = sorted(set(ns))
-    fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks])
-    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title)
+    size = font_size(talk)
+    fig.update_xaxes(
+        type="log",
+        title_text="sequence length n",
+        tickvals=ticks,
+        ticktext=[str(t) for t in ticks],
+        tickfont={"size": size},
+        title_font={"size": size},
+    )
+    fig.update_yaxes(
+        type="log" if log_y else "linear", title_text=y_title, tickfont={"size": size}, title_font={"size": size}
+    )
+    positive = [y for y in ys if y and y > 0]
+    if log_y and positive and max(positive) / min(positive) >= 100:
+        fig.update_yaxes(dtick=1)  # label the decades only: 0.1, 1, 10, 100
 
 
 def _empty(fig: go.Figure, text: str, talk: bool) -> go.Figure:
@@ -97,7 +112,8 @@ def time_figure(
                     hoverinfo="skip",
                 )
             )
-    _log_axes(fig, [r["n"] for rs in groups.values() for r in rs], "median time per call (ms)")
+    every = [r for rs in groups.values() for r in rs]
+    _log_axes(fig, [r["n"] for r in every], "median time per call (ms)", talk=talk, ys=[r["median_ms"] for r in every])
     return base_layout(fig, title="Time per call (log-log: slope 2 means n²)", talk=talk)
 
 
@@ -133,7 +149,9 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
                     hovertemplate=f"{impl} measured<br>n = %{{x}}<br>%{{y:.3g}} MiB<extra></extra>",
                 )
             )
-    _log_axes(fig, [r["n"] for rs in groups.values() for r in rs], "peak extra memory (MiB)")
+    every = [r for rs in groups.values() for r in rs]
+    ys = [r["predicted_bytes"] / MIB for r in every] + [(r.get("peak_bytes") or 0) / MIB for r in every]
+    _log_axes(fig, [r["n"] for r in every], "peak extra memory (MiB)", talk=talk, ys=ys)
     return base_layout(fig, title="Peak memory beyond the inputs: measured (dots) and predicted (dashes)", talk=talk)
 
 
@@ -166,7 +184,8 @@ def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: 
             annotation_position="top left",
             annotation_font={"size": font_size(talk) - 2},
         )
-    _log_axes(fig, [r["n"] for rs in groups.values() for r in rs], "GFLOP/s (4·B·H·n²·d per call)", log_y=False)
+    ns = [r["n"] for rs in groups.values() for r in rs]
+    _log_axes(fig, ns, "GFLOP/s (4·B·H·n²·d per call)", talk=talk, log_y=False)
     fig.update_yaxes(rangemode="tozero")
     return base_layout(fig, title="Achieved FLOP rate", talk=talk)
 
@@ -194,5 +213,6 @@ def speedup_figure(speedups: Sequence[Row], *, baseline: str = "naive", talk: bo
             )
         )
     fig.add_hline(y=1.0, line={"color": _color(baseline), "dash": "dot", "width": 2})
-    _log_axes(fig, [r["n"] for rs in groups.values() for r in rs], f"× faster than {baseline}")
+    every = [r for rs in groups.values() for r in rs]
+    _log_axes(fig, [r["n"] for r in every], f"× faster than {baseline}", talk=talk, ys=[r["speedup"] for r in every])
     return base_layout(fig, title=f"Speed-up over {baseline} (above 1 = faster)", talk=talk)

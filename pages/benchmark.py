@@ -65,7 +65,7 @@ def _flop_table(n: int, d: int, batch: int, heads: int, causal: bool) -> list[di
     return bench.flop_table(n, d, batch, heads, causal)
 
 
-@st.cache_data(show_spinner=False, ttl=600)
+@st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves
 def _environment(device: str) -> dict[str, str]:
     return bench.environment(device)
 
@@ -450,6 +450,8 @@ def benchmark() -> None:
     urlstate.publish(PARAMS)
     refused = [p for p in planned if p[3]]
     cap_note = " (Streamlit Community Cloud)" if ON_CLOUD else " (set ATTENTION_BENCH_CAP_GB to change)"
+    if talk:
+        cap_note = ""
     st.caption(
         f"{len(planned)} configurations · memory cap per configuration {bench.format_bytes(cap)}{cap_note}"
         + (f" · {len(refused)} will be skipped (over the cap or not available here)" if refused else "")

@@ -150,3 +150,55 @@ def test_talk_mode_shows_less_prose():
     assert not talk.exception
     assert "Attention compares every query" in text(normal)
     assert "Attention compares every query" not in text(talk)
+
+
+# ---- the figure builders, called directly -------------------------------------------------
+
+
+def _rows() -> list[dict]:
+    def row(impl, n, ms, peak, status="ok"):
+        return {
+            "impl": impl, "n": n, "median_ms": ms, "iqr_ms": ms and ms / 10, "peak_bytes": peak,
+            "predicted_bytes": peak or 2**20, "gflops": ms and 1e-6 * n * n / ms, "pct_of_peak": 10.0,
+            "status": status, "samples": 3,
+        }  # fmt: skip
+
+    rows = [row("naive", n, 1e-4 * n * n, 24 * n * n) for n in (512, 1024, 2048)]
+    rows += [row("tiled", n, 1e-4 * n * n, 4096 * n) for n in (512, 1024)]
+    rows += [row("tiled", 2048, None, None, status="oom")]
+    return rows
+
+
+def test_time_figure_draws_ok_rows_and_names_the_fitted_slope():
+    from figures.benchmark import time_figure
+    from figures.style import IMPL_COLORS
+
+    fig = time_figure(_rows(), {"naive": (2.0, -9.2, 512, 2048)})
+    named = {t.name: t for t in fig.data if t.showlegend is not False}
+    assert set(named) == {"naive ∝ n^2.00", "tiled"}
+    assert list(named["tiled"].x) == [512, 1024]  # the oom row is not drawn
+    assert named["naive ∝ n^2.00"].line.color == IMPL_COLORS["naive"]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+
+
+def test_memory_figure_has_measured_points_and_predicted_lines():
+    from figures.benchmark import memory_figure
+
+    fig = memory_figure(_rows())
+    kinds = {t.name: t.mode for t in fig.data}
+    assert kinds["naive measured"] == "markers" and kinds["naive predicted"] == "lines"
+    measured = next(t for t in fig.data if t.name == "naive measured")
+    assert list(measured.y) == [24 * n * n / 2**20 for n in (512, 1024, 2048)]
+
+
+def test_rate_and_speedup_figures_and_empty_inputs():
+    from figures.benchmark import memory_figure, rate_figure, speedup_figure, time_figure
+
+    rate = rate_figure(_rows(), peak_gflops=50.0)
+    assert any("matmul peak 50" in (a.text or "") for a in rate.layout.annotations)
+    speed = speedup_figure([{"impl": "tiled", "n": 512, "speedup": 3.0}])
+    assert list(speed.data[0].y) == [3.0]
+    for fig in (time_figure([]), memory_figure([]), rate_figure([]), speedup_figure([])):
+        assert len(fig.data) == 0 and fig.layout.annotations  # says why it is empty
+    talk = time_figure(_rows(), talk=True)
+    assert talk.layout.font.size > time_figure(_rows()).layout.font.size

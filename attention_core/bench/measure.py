@@ -400,4 +400,6 @@ def environment(device: str | torch.device | None = None) -> dict[str, str]:
     }
     with contextlib.suppress(ValueError):
         env["benchmark memory cap"] = format_bytes(default_cap_bytes(info.device))
+    with contextlib.suppress(OSError, AttributeError):  # other processes on the cores make timings noisy
+        env["load average (1 min)"] = f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     return env

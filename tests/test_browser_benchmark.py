@@ -1,0 +1,56 @@
+"""The benchmark page in a real browser: a tiny sweep shows its table; Cancel stops a run cleanly.
+
+Uses the shared harness (``streamlit run`` + Debian's Chromium). Nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from browser_harness import StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.browser
+
+TINY = "/benchmark?bm_impl=naive,sdpa,tiled&bm_nmax=256&bm_d=16&bm_heads=1"
+
+
+def main_text(page: Page) -> str:
+    return page.locator("[data-testid='stMain']").inner_text()
+
+
+def test_a_tiny_sweep_shows_the_results_table(page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path):
+    goto(page, streamlit_server, TINY)
+    assert "Press Run to measure" in main_text(page)
+    screenshot(page, artifacts_dir, "benchmark-before-run")
+    page.get_by_role("button", name="Forget measurements").click()
+    wait_idle(page)
+    rerun(page, lambda: page.get_by_role("button", name="Run").click(), timeout=300_000)
+    assert exception_texts(page) == []
+    text = main_text(page)
+    assert "Results" in text and "Done in" in text
+    page.get_by_role("tab", name="Table").click()
+    table = page.locator("[role='tabpanel']:visible [data-testid='stDataFrame']")
+    table.wait_for(timeout=10_000)
+    assert table.count() == 1
+    assert page.get_by_role("button", name="Download CSV").is_visible()
+    screenshot(page, artifacts_dir, "benchmark-after-run")
+
+
+def test_cancel_stops_a_run_and_the_next_run_still_works(page: Page, streamlit_server: StreamlitServer):
+    goto(page, streamlit_server, "/benchmark?bm_impl=naive,tiled&bm_nmax=2048&bm_d=16&bm_heads=1&bm_budget=120")
+    page.get_by_role("button", name="Forget measurements").click()
+    wait_idle(page)
+    page.get_by_role("button", name="Run").click()
+    page.get_by_text("n = 256").first.wait_for(timeout=120_000)  # the sweep is under way
+    rerun(page, lambda: page.get_by_role("button", name="Cancel").click(), timeout=300_000)
+    assert exception_texts(page) == []
+    assert "The last run was stopped after" in main_text(page)
+    # The lock was released: a new (tiny) run goes through.
+    goto(page, streamlit_server, TINY)
+    rerun(page, lambda: page.get_by_role("button", name="Run").click(), timeout=300_000)
+    assert exception_texts(page) == [] and "Done in" in main_text(page)
