@@ -50,8 +50,9 @@ def _log_axes(
         type="log" if log_y else "linear", title_text=y_title, tickfont={"size": size}, title_font={"size": size}
     )
     positive = [y for y in ys if y and y > 0]
-    if log_y and positive and max(positive) / min(positive) >= 100:
-        fig.update_yaxes(dtick=1)  # label the decades only: 0.1, 1, 10, 100
+    if log_y and positive:
+        # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps: never every digit.
+        fig.update_yaxes(dtick=1 if max(positive) / min(positive) >= 100 else "D2")
 
 
 def _empty(fig: go.Figure, text: str, talk: bool) -> go.Figure:

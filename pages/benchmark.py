@@ -211,6 +211,8 @@ def _keep(spec: bench.SweepSpec, result: bench.SweepResult, reused_all: bool = F
         "wall": result.wall_s,
         "stopped": result.stopped,
         "reused_all": reused_all,
+        "disturbed": result.disturbed,
+        "load": result.load_per_core,
     }
     st.session_state.pop("bm_partial", None)
 
@@ -263,6 +265,13 @@ def show_results(talk: bool) -> None:
         if saved["stopped"] == "budget":
             what += " · the time budget ran out (raise it to measure more)"
         st.caption(what)
+        if saved.get("disturbed"):
+            st.warning(
+                f"When this run started the CPU was busy with other work (load {saved['load']:.1f} per core), "
+                "so these timings are disturbed, most of all for implementations made of many small steps "
+                "(naive, tiled). Forget measurements and run again when the machine is quiet.",
+                icon=":material/warning:",
+            )
 
     dicts = bench.result_dicts(rows)
     fits = {

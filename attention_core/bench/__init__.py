@@ -26,6 +26,7 @@ from .impls import (
 from .measure import (
     TABLE_NS,
     Timing,
+    cpu_load_per_core,
     default_cap_bytes,
     environment,
     flop_table,
@@ -87,6 +88,7 @@ __all__ = [
     "SweepSpec",
     "Timing",
     "correctness_error",
+    "cpu_load_per_core",
     "default_cap_bytes",
     "environment",
     "fit_loglog_slope",

@@ -93,6 +93,11 @@ def report(result: SweepResult, stream: TextIO) -> None:
         stream.write(f"{fit.impl}: time ∝ n^{t}, memory ∝ n^{m} (n = {fit.n_from}…{fit.n_to})\n")
     tail = f", stopped: {result.stopped}" if result.stopped else ""
     stream.write(f"wall time {result.wall_s:.1f} s{tail}\n")
+    if result.disturbed:
+        stream.write(
+            f"warning: the load average was {result.load_per_core:.1f} per core when the sweep started; "
+            "other processes were competing for the CPU, so these timings are disturbed\n"
+        )
 
 
 def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int:

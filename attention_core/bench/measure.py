@@ -381,6 +381,19 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
     return 2 * side**3 / timing.median / 1e9
 
 
+def cpu_load_per_core() -> float | None:
+    """The 1-minute load average divided by the number of cores, or ``None`` where unknown.
+
+    Above about 1.5, other processes compete for the cores: a kernel made of many small
+    steps then waits at every thread barrier, and its timings say more about the
+    neighbours than about the kernel.
+    """
+    try:
+        return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
+    except (OSError, AttributeError):
+        return None
+
+
 # ---- the environment card ------------------------------------------------------------------
 
 

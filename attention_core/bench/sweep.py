@@ -27,6 +27,7 @@ import torch
 from ..validation import check_float, check_int, check_int_list
 from .impls import BenchConfig, get_impl, make_inputs, reference_attention
 from .measure import (
+    cpu_load_per_core,
     default_cap_bytes,
     environment,
     guard_reason,
@@ -36,6 +37,7 @@ from .measure import (
 )
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
+DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are not to be trusted
 FIT_MIN_N = 512  # slopes are fitted from here up
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
 
@@ -258,6 +260,12 @@ class SweepResult:
     peak_gflops: float | None
     stopped: str | None = None  # "cancelled" or "budget" when the sweep ended early
     env: dict[str, str] = field(default_factory=dict)
+    load_per_core: float | None = None  # 1-minute load average ÷ cores when the sweep started
+
+    @property
+    def disturbed(self) -> bool:
+        """Other work was competing for the cores when the sweep started, so timings are suspect."""
+        return self.load_per_core is not None and self.load_per_core > DISTURBED_LOAD_PER_CORE
 
 
 def run_sweep(
@@ -280,6 +288,7 @@ def run_sweep(
     ``cached(config)`` may return an earlier result to reuse instead of measuring.
     """
     configs = spec.configs()
+    load = cpu_load_per_core()
     if budget_s is not None:
         budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
     min_run_time = check_float("min_run_time", min_run_time, low=0.0)
@@ -320,7 +329,8 @@ def run_sweep(
         rows.append(row)
         if progress:
             progress(SweepProgress(i + 1, len(configs), config, row))
-    return SweepResult(rows, time.perf_counter() - start, peak, stopped, environment(configs[0].device))
+    env = environment(configs[0].device)
+    return SweepResult(rows, time.perf_counter() - start, peak, stopped, env, load)
 
 
 def _over_budget(
