@@ -458,3 +458,13 @@ def test_python_dash_m_runs_the_cli(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "RuntimeWarning" not in done.stderr  # no double import of the module
     assert path.read_text().startswith("impl,device,dtype")
+
+
+def test_a_sweep_started_on_a_busy_cpu_says_its_timings_are_disturbed(monkeypatch):
+    assert sweep_mod.SweepResult([], 0.0, None, load_per_core=3.0).disturbed
+    assert not sweep_mod.SweepResult([], 0.0, None, load_per_core=0.4).disturbed
+    assert not sweep_mod.SweepResult([], 0.0, None).disturbed  # unknown load: no claim either way
+    monkeypatch.setattr(sweep_mod, "cpu_load_per_core", lambda: 9.0)
+    out = io.StringIO()
+    assert main(["--impl", "tiled", "--n", "16", "--d", "4", "--heads", "1", "--min-run-time", "0"], stream=out) == 0
+    assert "disturbed" in out.getvalue()
