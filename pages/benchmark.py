@@ -89,8 +89,8 @@ def _plan(
 # ---- controls -----------------------------------------------------------------------------
 
 
-def sweep_controls(talk: bool) -> tuple[bench.SweepSpec, int]:
-    """Read the widgets; return the sweep they describe and the time budget in seconds."""
+def sweep_controls() -> bench.SweepSpec:
+    """Read the widgets; return the sweep they describe."""
     described = "\n".join(f"- **{i.name}**: {i.description}" for i in bench.IMPLEMENTATIONS.values())
     top = st.columns([4, 2, 2])
     top[0].multiselect("Implementations", IMPLS.options, key=IMPLS.key, help=described)
@@ -122,7 +122,7 @@ def sweep_controls(talk: bool) -> tuple[bench.SweepSpec, int]:
         causal=bool(st.session_state[CAUSAL.key]),
         device=st.session_state[DEVICE.key],
     )
-    return spec, int(st.session_state[BUDGET.key])
+    return spec
 
 
 def _snap_to_power_of_two(key: str) -> None:
@@ -143,14 +143,22 @@ def _line(row: bench.BenchResult, reused: bool) -> str:
     return f":material/block: {head}: **{row.status}**, {row.note}"
 
 
-def _wait_for_lock(server: bench.BenchLock) -> bool:
+class _Holding:
+    """Set the moment the lock is ours, before any Streamlit call that a rerun could interrupt."""
+
+    ours = False
+
+
+def _wait_for_lock(server: bench.BenchLock, holding: _Holding) -> bool:
     """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
     if server.try_acquire():
+        holding.ours = True
         return True
     start = time.perf_counter()
     with st.status("Busy, queued: another viewer's benchmark is running…", state="running") as status:
         while time.perf_counter() - start < server.wait_s:
             if server.try_acquire(timeout=0.5):
+                holding.ours = True
                 status.update(label="Our turn: starting.", state="complete", expanded=False)
                 return True
             status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")
@@ -168,9 +176,10 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
         peak = server.peaks.get((configs[0].device, spec.dtype))
         _keep(spec, bench.SweepResult(rows, 0.0, peak), reused_all=True)
         return
-    if not _wait_for_lock(server):
-        return
+    holding = _Holding()
     try:
+        if not _wait_for_lock(server, holding):
+            return
         server.describe(f"{len(configs)} configurations on {configs[0].device}")
         with st.status(f"Measuring {len(configs)} configurations…", expanded=True) as status:
             bar = st.progress(0.0, text="warming up")
@@ -200,7 +209,8 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
             status.update(label=label, state="complete", expanded=False)
         _keep(spec, result)
     finally:
-        server.release()
+        if holding.ours:  # also when Cancel (a rerun) interrupted the loop at a Streamlit call
+            server.release()
 
 
 def _keep(spec: bench.SweepSpec, result: bench.SweepResult, reused_all: bool = False) -> None:
@@ -413,7 +423,7 @@ def benchmark() -> None:
             "(torch's SDPA) and the **tiled** online softmax do the same arithmetic without keeping "
             "that matrix. Measure all of them on this machine."
         )
-    spec, budget = sweep_controls(talk)
+    spec = sweep_controls()
 
     try:
         cap, _free = _cap_and_free(spec.device)
@@ -423,7 +433,7 @@ def benchmark() -> None:
         return
 
     controls = st.columns([3, 1.2, 1.2, 2])
-    controls[0].slider("Time budget (s)", BUDGET.low, BUDGET.high, step=5, key=BUDGET.key)
+    budget = controls[0].slider("Time budget (s)", BUDGET.low, BUDGET.high, step=5, key=BUDGET.key)
     # Buttons report through callbacks: a callback's flag survives a rerun that a return value would not.
     with controls[1]:
         st.write("")

@@ -30,11 +30,20 @@ class BenchLock:
     running: str = ""
     since: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _owner: threading.Thread | None = field(default=None, repr=False)
 
     def try_acquire(self, timeout: float = 0.0) -> bool:
-        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it."""
+        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it.
+
+        A lock whose owning thread has ended without releasing it (it cannot happen through
+        :meth:`release` in a ``finally``, but a server must not stay blocked if it does) is freed.
+        """
+        owner = self._owner
+        if self._lock.locked() and owner is not None and not owner.is_alive():
+            self.release()
         got = self._lock.acquire(timeout=timeout) if timeout > 0 else self._lock.acquire(blocking=False)
         if got:
+            self._owner = threading.current_thread()
             self.running, self.since = "a benchmark", time.perf_counter()
         return got
 
@@ -44,6 +53,7 @@ class BenchLock:
 
     def release(self) -> None:
         self.running = ""
+        self._owner = None
         self._lock.release()
 
     @property
