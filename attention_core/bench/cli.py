@@ -35,7 +35,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m attention_core.bench",
         description="Time and measure attention implementations on this machine.",
     )
-    p.add_argument("--impl", nargs="+", choices=list(IMPLEMENTATIONS), default=list(d.impls), help="implementations")
+    p.add_argument(
+        "--impl",
+        nargs="+",
+        choices=list(IMPLEMENTATIONS),
+        default=list(d.impls),
+        metavar="NAME",
+        help=f"one or more of: {', '.join(IMPLEMENTATIONS)}",
+    )
     p.add_argument("--n", nargs="+", type=int, default=list(d.ns), help="sequence lengths")
     p.add_argument("--d", type=int, default=d.d, help="head dimension")
     p.add_argument("--heads", type=int, default=d.heads)
@@ -44,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
     p.add_argument("--causal", action="store_true", help="apply the causal mask")
     p.add_argument("--csv", metavar="PATH", help="also write the results as CSV")
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds before the sweep stops")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds before the sweep stops; 0: none")
     p.add_argument("--cap-gb", type=float, default=None, help="memory cap per configuration, GiB")
     p.add_argument("--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME, help="seconds of timing per config")
     p.add_argument("--quiet", action="store_true", help="no per-configuration progress lines")
@@ -128,7 +135,8 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
                 out.flush()
 
         out.write(f"{len(configs)} configurations on {configs[0].device}, memory cap {format_bytes(cap)}\n")
-        result = run_sweep(spec, cap_bytes=cap, budget_s=args.budget, min_run_time=args.min_run_time, progress=show)
+        budget = args.budget if args.budget > 0 else None
+        result = run_sweep(spec, cap_bytes=cap, budget_s=budget, min_run_time=args.min_run_time, progress=show)
     except ValueError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
