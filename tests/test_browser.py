@@ -34,7 +34,12 @@ pytestmark = pytest.mark.browser
 PAGES = {
     "home": ("/", "Scaled dot-product attention"),
     "walkthrough": ("/walkthrough", "The five steps of attention"),
+    "scaling": ("/scaling", "√d_k explorer"),
+    "benchmark": ("/benchmark", "Benchmark"),
 }
+
+# A sweep that takes a few seconds: two implementations at the smallest n, one small head.
+TINY_SWEEP = "bm_impl=sdpa,naive&bm_nmin=128&bm_nmax=128&bm_d=16&bm_heads=1&bm_batch=1&bm_budget=5"
 
 
 def query(page: Page) -> dict[str, str]:
@@ -130,6 +135,34 @@ def test_malformed_url_shows_a_notice_and_no_exception(page: Page, streamlit_ser
     assert len(notices) == 1, alerts
     assert "<script>" not in notices[0]
     assert "zzz" not in query(page), "unknown keys are dropped from the URL"
+
+
+def test_every_scaling_tab_renders(page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path) -> None:
+    goto(page, streamlit_server, "/scaling")
+    labels = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
+    assert len(labels) >= 2, labels
+    for i, label in enumerate(labels):
+        if i > 0:  # the tabs rerun the script (on_change="rerun"): only the open tab is computed
+            rerun(page, page.get_by_role("tab", name=label, exact=True).click, timeout=120_000)
+        assert exception_texts(page) == [], f"exception on the {label} tab"
+        panel = page.get_by_role("tabpanel").filter(visible=True)
+        assert panel.count() == 1
+        assert panel.locator("[data-testid='stElementContainer']").count() > 0, f"the {label} tab is empty"
+        assert i == 0 or query(page).get("sc_tab") == label, "the open tab must be in the URL"
+        screenshot(page, artifacts_dir, f"scaling-tab{i}")
+
+
+def test_benchmark_runs_a_tiny_sweep_and_shows_the_table(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, f"/benchmark?{TINY_SWEEP}")
+    assert "2 configurations" in main_text(page)
+    rerun(page, page.locator(".st-key-bm_run button").click, timeout=180_000)
+    assert exception_texts(page) == []
+    captions = page.locator("[data-testid='stCaptionContainer']").all_inner_texts()
+    assert any(c.startswith("2 configurations · d = 16, 1 heads") for c in captions), captions
+    page.get_by_role("tab", name="Table").click()  # these tabs switch in the browser, without a rerun
+    table = page.locator("[data-testid='stTabs'] [data-testid='stDataFrame']")
+    table.first.wait_for(state="visible")
+    assert table.count() == 1
 
 
 def test_a_bookmark_opened_first_on_a_fresh_server_gets_the_whole_app(browser: Browser, artifacts_dir: Path) -> None:

@@ -2,21 +2,23 @@
 
 For each page of the navigation (read from ``app.py``, so a new page is fuzzed as soon as it lands):
 
-1. **Edge walk.** Each enabled widget is set to each of its edge values: a slider's min and max,
-   every option of a selectbox, radio, segmented control or select_slider (first and last when
-   there are more than 8), all/none/each option of a multiselect, on and off, a button click.
+1. **Edge walk.** Each enabled widget is set to each of its edge values: the two ends of a slider
+   or select_slider, every option of a selectbox, radio or segmented control, every tab of a keyed
+   ``st.tabs``, all/none/each option of a multiselect, on and off, a button click; then put back.
    When a move brings new widgets on screen (or enables them: "Random" enables the size sliders,
    a padding mask the length slider), those are walked at once, in that context, one level deep.
 2. **Random combinations.** Seeded: 1 to 4 widgets changed at a time, until the page's share of the
-   time budget is used (``FUZZ_SECONDS``, 60 s for all pages by default).
+   time budget (``FUZZ_SECONDS``, 60 s for all pages by default, edge walk included) is used; at
+   least 3, at most 25 per widget.
 
 After every rerun the page must show no exception, and no NaN or infinity that is not explained.
 
 What counts as a shown NaN/inf, and as its explanation (the rule, stated once):
 - A *shown value* is the lowercase token ``nan`` or ``inf`` (optionally signed) standing alone, as
   Python, numpy and torch print them (``f"{x:.3f}"`` gives "nan", "-inf"), in any text element
-  (markdown, caption, text, alerts, headings, metric values), a table or dataframe cell (a float
-  NaN/±inf cell counts too), or a plotly chart's cell text (trace ``text``, annotations).
+  (markdown, caption, text, alerts, headings, metric values), a table or dataframe cell (a ±inf
+  float cell counts too; a NaN float does not, since Streamlit shows a missing number as "None"),
+  or a plotly chart's cell text (trace ``text``, annotations).
   Code (``st.code``, and code spans in markdown) is exempt: ``float("-inf")`` there is the lesson.
   The symbol ∞ and prose spellings ("NaN", "infinity") are words, not shown values.
 - It is *explained* when the same element (with the shown values themselves removed) or a
@@ -51,9 +53,20 @@ from streamlit.testing.v1.element_tree import (
 from widget_walk import Move, apply, discover_pages, edge_moves, open_page, random_move, restore_move, widgets
 
 PAGES = discover_pages()
-BUDGET_S = float(os.environ.get("FUZZ_SECONDS", "60"))
+BUDGET_S = float(os.environ.get("FUZZ_SECONDS", "60"))  # shared by the pages; the edge walk always completes
+MIN_COMBOS = 3  # random combinations per page, however slow the page
+COMBOS_PER_WIDGET = 25  # enough for a page with few widgets (home) before its time share is up
 NESTED_DEPTH = 1
 SEED = 20240607
+
+# Where each page's fuzz starts (a URL query). The benchmark starts from a sweep of a few seconds, so
+# the edge walk's click on Run (made with the other controls back at their start values) stays short.
+START = {
+    "benchmark": {"bm_impl": "sdpa,naive", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
+                  "bm_batch": "1", "bm_budget": "5"},
+}  # fmt: skip
+# Never pressed in the random phase: Run with random settings could measure for minutes.
+NOT_RANDOM = {"bm_run"}
 
 _SHOWN = re.compile(r"(?<![A-Za-z_])[-+−]?(?:nan|inf)(?![A-Za-z_])")
 _CUE = re.compile(r"overflow|nan|not a number|infinit|∞|\\infty|undefined", re.IGNORECASE)
@@ -86,7 +99,7 @@ def _cells(node: Any) -> list[str]:
         out: list[str] = []
         for col in df.columns:
             for v in df[col].tolist():
-                if isinstance(v, float) and not math.isfinite(v):
+                if isinstance(v, float) and math.isinf(v):  # NaN is a missing value, shown as "None"
                     out.append(str(v))
                 elif isinstance(v, str):
                     out.append(v)
@@ -196,16 +209,16 @@ def test_widget_fuzz(page: str) -> None:
     start = time.monotonic()
     budget = BUDGET_S / len(PAGES)
     history: list[Move] = []
-    at = open_page(page)
+    at = open_page(page, START.get(page))
     check(at, page, history)
 
     runs = edge_walk(at, page, list(widgets(at)), history, depth=0)
 
     rng = random.Random(f"{SEED}-{page}")
     combos = 0
-    while combos < 5 or time.monotonic() - start < budget:
-        names = sorted(_enabled(at))
-        if not names:
+    while combos < MIN_COMBOS or time.monotonic() - start < budget:
+        names = sorted(_enabled(at) - NOT_RANDOM)
+        if not names or combos >= COMBOS_PER_WIDGET * len(names):
             break
         for name in rng.sample(names, k=min(len(names), rng.randint(1, 4))):
             move = random_move(widgets(at)[name], rng)
@@ -229,7 +242,7 @@ elif mode == "explained":
     st.markdown("max |Δ| = nan")
     st.caption("The scores overflowed float16, so the difference is not a number.")
 elif mode == "table":
-    st.dataframe({"ms": [1.0, float("inf")]})
+    st.dataframe({"ms": [1.0, float("inf")], "MiB": [2.0, float("nan")]})
 else:
     st.code("x.masked_fill(~mask, float('-inf'))")
     st.latex(r"e^{-\\infty} = 0")

@@ -31,6 +31,7 @@ from streamlit.testing.v1.element_tree import (
     Selectbox,
     SelectSlider,
     Slider,
+    Tab,
     TextInput,
     Toggle,
     Widget,
@@ -63,27 +64,56 @@ _HOSTILE_TEXT = ["", " ", "<script>alert(1)</script>", "nan", "-1e309", "x" * 50
 def open_page(name: str, query: dict[str, str] | None = None, timeout: float = 120) -> AppTest:
     """An AppTest of ``app.py`` switched to page ``name`` (optionally with a query string), run once."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-    if query:
-        at.query_params.update(query)
     script, url = discover_pages()[name]
     if url != "/":
         at.run()  # AppTest resolves a st.navigation page only after a first run has registered it
         at.switch_page(script)
+    at.query_params.clear()  # the first run left home's URL; start from the page's own link
+    at.query_params.update(query or {})
     at.run()
     return at
 
 
-def widget_name(w: Widget) -> str:
+class TabGroup:
+    """Keyed ``st.tabs(..., key=..., on_change="rerun")``: the open tab is a widget value.
+
+    AppTest shows the tabs as blocks and sends no state for them, so a choice is made through
+    ``st.session_state[key]``, which the app reads like any other widget value.
+    """
+
+    type = "tabs"
+    proto = None  # never disabled
+
+    def __init__(self, at: AppTest, block: Block) -> None:
+        self.at = at
+        self.key: str = block.key or ""
+        self.options = [c.label for c in block.children.values() if isinstance(c, Tab)]
+        self.label = "tabs"
+
+    @property
+    def value(self) -> str:
+        return str(self.at.session_state[self.key])
+
+    def select(self, label: str) -> None:
+        self.at.session_state[self.key] = label
+
+
+Control = Widget | TabGroup
+
+
+def widget_name(w: Control) -> str:
     return w.key or f"{w.type}:{getattr(w, 'label', '?')}"
 
 
-def widgets(at: AppTest) -> dict[str, Widget]:
-    """Every widget on screen (main area and sidebar), by name, in page order."""
-    found: dict[str, Widget] = {}
+def widgets(at: AppTest) -> dict[str, Control]:
+    """Every widget on screen (main area and sidebar, keyed tab groups too), by name, in page order."""
+    found: dict[str, Control] = {}
     for root in (at.sidebar, at.main):
         for node in root:
             if isinstance(node, Widget):
                 found.setdefault(widget_name(node), node)
+            elif isinstance(node, Block) and node.type == "tab_container" and node.key:
+                found.setdefault(node.key, TabGroup(at, node))
     return found
 
 
@@ -112,8 +142,11 @@ def _pin_state(w: Widget, state: WidgetState) -> None:
     w._pinned = state  # type: ignore[attr-defined]
 
 
-def choose(w: Widget, labels: list[str]) -> None:
-    """Select option(s) of a selectbox, radio, multiselect, pills/segmented control or select_slider."""
+def choose(w: Control, labels: list[str]) -> None:
+    """Select option(s) of a selectbox, radio, multiselect, pills/segmented control, select_slider or tabs."""
+    if isinstance(w, TabGroup):
+        w.select(labels[0])
+        return
     ws = WidgetState()
     ws.id = w.id
     if isinstance(w, Selectbox | Radio):
@@ -123,11 +156,11 @@ def choose(w: Widget, labels: list[str]) -> None:
     _pin_state(w, ws)
 
 
-def options(w: Widget) -> list[str]:
+def options(w: Control) -> list[str]:
     return list(getattr(w, "options", []) or [])
 
 
-def is_multi(w: Widget) -> bool:
+def is_multi(w: Control) -> bool:
     if isinstance(w, Multiselect):
         return True
     if isinstance(w, ButtonGroup):
@@ -135,8 +168,10 @@ def is_multi(w: Widget) -> bool:
     return False
 
 
-def selected_labels(w: Widget) -> list[str]:
+def selected_labels(w: Control) -> list[str]:
     """The labels currently chosen, as the browser would show them."""
+    if isinstance(w, TabGroup):
+        return [w.value]
     if isinstance(w, Selectbox | Radio):
         return [] if w.index is None else [w.options[w.index]]
     if isinstance(w, ButtonGroup):
@@ -159,21 +194,21 @@ def selected_labels(w: Widget) -> list[str]:
 class Move:
     widget: str  # widget_name
     what: str  # a readable description, for failure messages and the latency table
-    apply: Callable[[Widget], None]
+    apply: Callable[[Control], None]
 
     def __str__(self) -> str:
         return f"{self.widget} ← {self.what}"
 
 
-def _set(value: Any) -> Callable[[Widget], None]:
+def _set(value: Any) -> Callable[[Control], None]:
     return lambda w: w.set_value(value)
 
 
-def _choose(labels: list[str]) -> Callable[[Widget], None]:
+def _choose(labels: list[str]) -> Callable[[Control], None]:
     return lambda w: choose(w, labels)
 
 
-def _click(w: Widget) -> None:
+def _click(w: Control) -> None:
     w.click()  # type: ignore[attr-defined]
 
 
@@ -186,8 +221,8 @@ def _slider_bounds(w: Slider) -> tuple[Any, Any, bool]:
     return lo, hi, ranged
 
 
-def edge_moves(w: Widget) -> list[Move]:
-    """The edge values of one widget: min and max, each option, on and off, a click."""
+def edge_moves(w: Control) -> list[Move]:
+    """The edge values of one widget: min and max (sliders), each option (choices, tabs), on and off, a click."""
     name = widget_name(w)
     if isinstance(w, Button):
         return [Move(name, "click", _click)]
@@ -209,9 +244,8 @@ def edge_moves(w: Widget) -> list[Move]:
     if isinstance(w, TextInput):
         return [Move(name, repr(t[:20]), _set(t)) for t in _HOSTILE_TEXT]
     opts = options(w)
-    if isinstance(w, SelectSlider):
-        ends = opts if len(opts) <= 8 else [opts[0], opts[-1]]
-        return [Move(name, repr(o), _choose([o])) for o in ends]
+    if isinstance(w, SelectSlider):  # a slider: its two ends
+        return [Move(name, repr(o), _choose([o])) for o in dict.fromkeys([opts[0], opts[-1]])]
     if is_multi(w):
         moves = [Move(name, repr(o), _choose([o])) for o in opts]
         return [*moves, Move(name, "all", _choose(opts)), Move(name, "none", _choose([]))]
@@ -228,19 +262,19 @@ def _slider_point(w: Slider, lo: Any, hi: Any, rng: random.Random) -> Any:
     return round(lo + step * rng.randint(0, math.floor((hi - lo) / step + 1e-9)), 10)
 
 
-def restore_move(w: Widget) -> Move | None:
+def restore_move(w: Control) -> Move | None:
     """The move that puts ``w`` back to what it shows now (None for a button)."""
     name = widget_name(w)
     if isinstance(w, Button):
         return None
-    if isinstance(w, Selectbox | Radio | ButtonGroup | Multiselect | SelectSlider):
+    if isinstance(w, Selectbox | Radio | ButtonGroup | Multiselect | SelectSlider | TabGroup):
         labels = selected_labels(w)
         return Move(name, f"back to {labels}", _choose(labels))
     value = w.value
     return Move(name, f"back to {value!r}", _set(list(value) if isinstance(value, tuple) else value))
 
 
-def random_move(w: Widget, rng: random.Random) -> Move | None:
+def random_move(w: Control, rng: random.Random) -> Move | None:
     """One random value for ``w`` (anywhere in its range, any option or subset)."""
     name = widget_name(w)
     if isinstance(w, Slider):

@@ -1,0 +1,299 @@
+"""How quickly the app answers: server-side rerun time per widget change, and cold start in Chromium.
+
+For every page of the navigation (home, walkthrough, scaling, benchmark — whichever exist):
+
+1. **Rerun after a widget change** (AppTest, warm). Each enabled widget is switched back and forth
+   between two nearby values (the option next to the current one, the neighbouring slider stop,
+   on/off; a button is clicked and the page put back, untimed). After warm-up, the time of
+   ``at.run()`` is taken for ``--reruns`` changes and reported as median and p90. "no change" is a
+   plain rerun. The benchmark's Run button is left out: it starts a measurement, not a rerun.
+   Goal: median ≤ 100 ms.
+2. **Cold start to first idle paint** (Chromium). A fresh ``streamlit run`` is started, the page
+   opened in headless Chromium, and the clock stops when the app is idle (script finished, no
+   spinner). Median of ``--cold`` starts. Goal: ≤ 5 s.
+
+    python benchmarks/latency.py              # everything
+    python benchmarks/latency.py --pages walkthrough --cold 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.widget_walk import (  # noqa: E402
+    Move,
+    apply,
+    choose,
+    discover_pages,
+    open_page,
+    options,
+    restore_move,
+    selected_labels,
+    widget_name,
+    widgets,
+)
+
+RERUN_GOAL_MS = 100.0
+COLD_GOAL_S = 5.0
+WARMUP = 3
+NOT_TIMED_BUTTONS = {"bm_run"}  # starts a benchmark: its time is the measurement, not a rerun
+
+
+@dataclass
+class Row:
+    widget: str
+    kind: str
+    change: str
+    times_ms: list[float]  # wall time of at.run()
+    cpu_ms: list[float]  # CPU time of this process during at.run() (all threads)
+    parse_ms: list[float]  # of the wall time: AppTest turning the messages into its element tree
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def p90(self) -> float:
+        return statistics.quantiles(self.times_ms, n=10, method="inclusive")[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Reruns
+
+
+def _pair(w: object) -> tuple[Move, Move, str] | None:
+    """Two nearby values for ``w`` (the second is where it is now), or None if it has no pair."""
+    from streamlit.testing.v1.element_tree import Button, Checkbox, NumberInput, Slider, TextInput, Toggle
+
+    name = widget_name(w)
+    if isinstance(w, Toggle | Checkbox):
+        now = bool(w.value)
+        return (Move(name, "flip", lambda x: x.set_value(not now)), Move(name, "back", lambda x: x.set_value(now)),
+                "on ↔ off")  # fmt: skip
+    if isinstance(w, Slider | NumberInput):
+        now = w.value
+        if isinstance(now, list | tuple):
+            return None
+        step = w.step or 1
+        hi = w.max if w.max is not None else now + 10 * step
+        other = now + step if now + step <= hi else now - step
+        if isinstance(now, int):
+            other = int(other)
+        return (Move(name, f"{other}", lambda x: x.set_value(other)), Move(name, f"{now}", lambda x: x.set_value(now)),
+                f"{now} ↔ {other}")  # fmt: skip
+    if isinstance(w, Button | TextInput):
+        return None
+    opts, now = options(w), selected_labels(w)
+    if len(opts) < 2 or len(now) != 1:
+        return None
+    i = opts.index(now[0])
+    other = opts[i + 1] if i + 1 < len(opts) else opts[i - 1]
+    return (Move(name, other, lambda x: choose(x, [other])), Move(name, now[0], lambda x: choose(x, now)),
+            f"{now[0][:18]} ↔ {other[:18]}")  # fmt: skip
+
+
+_PARSE_S = [0.0]
+
+
+def _count_parse_time() -> None:
+    """Time AppTest's own step (messages → element tree), which a real server does not do."""
+    from streamlit.testing.v1 import local_script_runner as lsr
+
+    parse = lsr.parse_tree_from_messages
+
+    def timed(*args: object, **kwargs: object) -> object:
+        t0 = time.perf_counter()
+        try:
+            return parse(*args, **kwargs)
+        finally:
+            _PARSE_S[0] += time.perf_counter() - t0
+
+    lsr.parse_tree_from_messages = timed
+
+
+class Timer:
+    """Collects wall, CPU and AppTest-parse milliseconds of timed reruns."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.parse: list[float] = []
+
+    def run(self, at: object, keep: bool = True) -> None:
+        p0, c0, t0 = _PARSE_S[0], time.process_time(), time.perf_counter()
+        at.run()
+        if keep:
+            self.wall.append((time.perf_counter() - t0) * 1000)
+            self.cpu.append((time.process_time() - c0) * 1000)
+            self.parse.append((_PARSE_S[0] - p0) * 1000)
+
+    def row(self, widget: str, kind: str, change: str) -> Row:
+        return Row(widget, kind, change, self.wall, self.cpu, self.parse)
+
+
+def _assert_clean(at: object, what: str) -> None:
+    if at.exception:
+        raise RuntimeError(f"{what}: the page raised {[e.value for e in at.exception]}")
+
+
+def rerun_rows(page: str, reruns: int) -> list[Row]:
+    at = open_page(page)
+    _assert_clean(at, page)
+    for _ in range(WARMUP):
+        at.run()
+    timer = Timer()
+    for _ in range(reruns):
+        timer.run(at)
+    rows = [timer.row("(none)", "rerun", "no change")]
+
+    from streamlit.testing.v1.element_tree import Button
+
+    for name in list(widgets(at)):
+        w = widgets(at).get(name)
+        if w is None or getattr(w.proto, "disabled", False) or name in NOT_TIMED_BUTTONS:
+            continue
+        kind = type(w).__name__.lower()
+        timer = Timer()
+        if isinstance(w, Button):
+            # Click (timed), then put every changed widget back (untimed), so each click does the same work.
+            restore = [m for v in widgets(at).values() if (m := restore_move(v)) is not None]
+            for i in range(WARMUP + reruns):
+                if not apply(at, Move(name, "click", lambda x: x.click())):
+                    break
+                timer.run(at, keep=i >= WARMUP)
+                _assert_clean(at, f"{page}: {name} click")
+                for m in restore:
+                    apply(at, m)
+                at.run()
+            if timer.wall:
+                rows.append(timer.row(name, kind, "click"))
+            continue
+        pair = _pair(w)
+        if pair is None:
+            continue
+        there, back, change = pair
+        for i in range(2 * (WARMUP + reruns)):
+            if not apply(at, there if i % 2 == 0 else back):
+                break
+            timer.run(at, keep=i >= 2 * WARMUP)
+            _assert_clean(at, f"{page}: {name} {change}")
+        if apply(at, back):  # leave it as found for the next widget
+            at.run()
+        if timer.wall:
+            rows.append(timer.row(name, kind, change))
+    return rows
+
+
+def print_rerun_table(page: str, rows: list[Row]) -> None:
+    print(f"\n## {page}: server-side rerun after a widget change (AppTest, warm, ms)\n")
+    print(
+        f"| {'widget':12} | {'kind':12} | {'change':36} | {'median':>6} | {'p90':>6} | {'CPU':>6} "
+        f"| {'AppTest':>7} | {'n':>3} | goal |"
+    )
+    print(f"|{'-' * 14}|{'-' * 14}|{'-' * 38}|{'-' * 8}|{'-' * 8}|{'-' * 8}|{'-' * 9}|{'-' * 5}|------|")
+    for r in rows:
+        ok = "ok" if r.median <= RERUN_GOAL_MS else "OVER"
+        print(
+            f"| {r.widget:12} | {r.kind:12} | {r.change[:36]:36} | {r.median:6.1f} | {r.p90:6.1f} "
+            f"| {statistics.median(r.cpu_ms):6.1f} | {statistics.median(r.parse_ms):7.1f} | {len(r.times_ms):3d} "
+            f"| {ok:4} |"
+        )
+    worst = max(rows, key=lambda r: r.median)
+    print(
+        f"\nSlowest median: {worst.widget} ({worst.change}) {worst.median:.1f} ms = "
+        f"{worst.median / RERUN_GOAL_MS:.2f}× the {RERUN_GOAL_MS:.0f} ms goal. "
+        "CPU: this process's CPU time during the rerun (all threads). "
+        "AppTest: the part of the wall time spent building AppTest's element tree, which a real server skips."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Cold start
+
+
+def cold_starts(paths: dict[str, str], repeats: int) -> dict[str, list[tuple[float, float]]]:
+    """Per page: (seconds to a healthy server, seconds to the first idle paint), both from launch."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_harness import VIEWPORT, launch_chromium, start_server, wait_idle
+
+    out: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            for rep in range(repeats):
+                for name, path in paths.items():
+                    t0 = time.perf_counter()
+                    server = start_server(Path(tmp) / f"cold-{name}-{rep}.log")
+                    healthy = time.perf_counter() - t0
+                    context = browser.new_context(viewport=VIEWPORT)
+                    try:
+                        page = context.new_page()
+                        page.goto(server.url(path), wait_until="domcontentloaded", timeout=120_000)
+                        wait_idle(page, timeout=120_000, settle_ms=0)
+                        idle = time.perf_counter() - t0
+                    finally:
+                        context.close()
+                        server.stop()
+                    out[name].append((healthy, idle))
+        finally:
+            browser.close()
+    return out
+
+
+def print_cold_table(results: dict[str, list[tuple[float, float]]]) -> None:
+    print("\n## Cold start to first idle paint (fresh `streamlit run`, headless Chromium, s)\n")
+    print(f"| {'page':12} | {'server healthy':>14} | {'idle (median)':>13} | {'idle (max)':>10} | {'n':>2} | goal |")
+    print(f"|{'-' * 14}|{'-' * 16}|{'-' * 15}|{'-' * 12}|{'-' * 4}|------|")
+    for name, runs in results.items():
+        if not runs:
+            continue
+        healthy = statistics.median(h for h, _ in runs)
+        idle = statistics.median(i for _, i in runs)
+        worst = max(i for _, i in runs)
+        ok = "ok" if idle <= COLD_GOAL_S else "OVER"
+        print(f"| {name:12} | {healthy:14.2f} | {idle:13.2f} | {worst:10.2f} | {len(runs):2d} | {ok:4} |")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    pages = discover_pages()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", nargs="+", choices=list(pages), default=list(pages))
+    ap.add_argument("--reruns", type=int, default=20, help="timed reruns per widget (≥ 20 for the goal)")
+    ap.add_argument("--cold", type=int, default=3, help="cold starts per page (0 skips Chromium)")
+    args = ap.parse_args(argv)
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's "no ScriptRunContext" chatter
+
+    _count_parse_time()
+    print(f"# Latency of the dashboard ({', '.join(args.pages)})")
+    print(f"Load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    over = 0
+    for name in args.pages:
+        rows = rerun_rows(name, args.reruns)
+        print_rerun_table(name, rows)
+        over += sum(r.median > RERUN_GOAL_MS for r in rows)
+    if args.cold > 0:
+        cold = cold_starts({n: pages[n][1] for n in args.pages}, args.cold)
+        print_cold_table(cold)
+        over += sum(statistics.median(i for _, i in runs) > COLD_GOAL_S for runs in cold.values() if runs)
+    print(f"\nLoad average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{over} measurement(s) over goal." if over else "All measurements within their goals.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
