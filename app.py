@@ -14,6 +14,7 @@ st.set_page_config(
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/walkthrough.py", title="Walkthrough", icon=":material/stairs:", url_path="walkthrough"),
+    st.Page("pages/scaling.py", title="√d_k explorer", icon=":material/functions:", url_path="scaling"),
     st.Page("pages/benchmark.py", title="Benchmark", icon=":material/speed:", url_path="benchmark"),
 ]
 nav = st.navigation(pages)

@@ -25,6 +25,9 @@ def home() -> None:
         ("pages/walkthrough.py", "Walkthrough", ":material/stairs:",
          "The five steps with real numbers: QKᵀ, ÷√d_k, the mask, softmax and ·V, on a tiny "
          "example, a sentence, or random inputs."),
+        ("pages/scaling.py", "√d_k explorer", ":material/functions:",
+         "Why the scores are divided by √d_k, measured live: variance, saturation, gradients, other "
+         "scalings, initialisation, a stable softmax and a small training run, each beside its theory."),
         ("pages/benchmark.py", "Benchmark", ":material/speed:",
          "What attention costs on this machine: time, memory and FLOP rate against n for the naive "
          "path, torch's fused kernels and a tiled online softmax, with the n² theory beside them."),
