@@ -262,8 +262,9 @@ def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
                          hovertemplate="%{x}<br>Var(q·k) = %{y:.3g}<extra></extra>"))  # fmt: skip
     fig.add_trace(go.Bar(x=labels, y=table["score_var_scaled"], name="Var(q·k/√d_k)", marker={"color": SCALED},
                          hovertemplate="%{x}<br>Var(q·k/√d_k) = %{y:.3g}<extra></extra>"))  # fmt: skip
-    fig.add_hline(y=1.0, line={"color": THEORY, "dash": "dash", "width": 2}, annotation_text="variance 1",
-                  annotation_position="top right")  # fmt: skip
+    goal = {"color": THEORY, "dash": "dash", "width": 2}
+    fig.add_hline(y=1.0, line=goal)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=goal, name="variance 1, the goal"))
     _log_y(fig, title_text="variance of the scores")
     fig.update_xaxes(title_text="initial std of W_q, W_k")
     base_layout(fig, talk=talk, height=420)
@@ -295,7 +296,7 @@ def overflow_figure(
                                  line={"color": color, "width": 3}, customdata=err, hovertemplate=hover))  # fmt: skip
     fig.add_trace(go.Scatter(x=[magnitude, magnitude], y=[LOG_FLOOR, 1], mode="lines", name="your logit size",
                              line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
-    fig.update_xaxes(type="log", title_text="largest logit", range=[0, np.log10(x_max)])
+    fig.update_xaxes(type="log", dtick=1, title_text="largest logit", range=[0, np.log10(x_max)])
     _log_y(fig, title_text="largest |error| vs float64", range=[np.log10(LOG_FLOOR), 0.3])
     fig.update_yaxes(dtick=3)
     base_layout(fig, title=f"{dtype}: error as the logits grow", talk=talk, height=460)

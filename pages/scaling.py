@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core import (
@@ -245,8 +247,19 @@ def snap(key: str, choices: tuple[float, ...]) -> None:
         st.session_state[key] = choices[0]
 
 
-def plot(fig: Any) -> None:
-    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG)
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _figure(key: tuple[Any, ...], _make: Callable[[], go.Figure]) -> go.Figure:
+    return _make()
+
+
+def plot(key: tuple[Any, ...], make: Callable[[], go.Figure]) -> None:
+    """Draw the figure ``make()`` builds, built once per ``key`` (which must name all it depends on).
+
+    Building a plotly figure costs tens of milliseconds, most of a rerun. ``st.cache_resource``
+    keeps the object itself: a figure restored from a pickle (``st.cache_data``) is validated
+    again, which costs as much as building it. Figures are never changed after they are built.
+    """
+    st.plotly_chart(_figure(key, _make=make), width="stretch", config=PLOTLY_CONFIG)
 
 
 def prose(talk: bool, *paragraphs: str) -> None:
@@ -324,8 +337,8 @@ def variance_tab(sh: Shared) -> None:
         ("95% of scores within", f"±{row['abs_p95']:.1f}", "about ±2σ"),
         ("After ÷√d_k, 95% within", f"±{row['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
     )
-    plot(variance_figure(table, sh.d_k, talk=sh.talk))
-    plot(histogram_figure(hist_u, hist_s, sh.d_k, talk=sh.talk))
+    plot(("variance", n, sh.seed, sh.d_k, sh.talk), lambda: variance_figure(table, sh.d_k, talk=sh.talk))
+    plot(("histogram", n, sh.seed, sh.d_k, sh.talk), lambda: histogram_figure(hist_u, hist_s, sh.d_k, talk=sh.talk))
     worst = table.loc[table["rel_error"].abs().idxmax()]
     prose(
         sh.talk,
@@ -366,8 +379,9 @@ def saturation_tab(sh: Shared) -> None:
         ("Largest weight, unscaled", f"{t['max_weight_unscaled']:.2f}", f"mean over {rows} rows"),
         ("Largest weight, ÷√d_k", f"{t['max_weight_scaled']:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"),
     )
-    plot(saturation_figure(table, sh.d_k, talk=sh.talk))
-    plot(row_bars_figure(row["unscaled"], row["scaled"], sh.d_k, talk=sh.talk))
+    key = (sh.d_k, sh.n_keys, sh.seed, sh.talk)
+    plot(("saturation", *key), lambda: saturation_figure(table, sh.d_k, talk=sh.talk))
+    plot(("row", *key), lambda: row_bars_figure(row["unscaled"], row["scaled"], sh.d_k, talk=sh.talk))
     st.subheader("Turn the temperature")
     snap("sc_tau", TAU_CHOICES)
     st.select_slider("Temperature τ (the softmax sees q·k / τ)", options=TAU_CHOICES, key="sc_tau",
@@ -385,9 +399,9 @@ def saturation_tab(sh: Shared) -> None:
     )
     c = st.columns(2)
     with c[0]:
-        plot(temperature_bars_figure(weights, tau, talk=sh.talk))
+        plot(("tau_bars", *key, tau), lambda: temperature_bars_figure(weights, tau, talk=sh.talk))
     with c[1]:
-        plot(temperature_figure(sweep, tau, sh.d_k, talk=sh.talk))
+        plot(("tau_curve", *key, tau), lambda: temperature_figure(sweep, tau, sh.d_k, talk=sh.talk))
     numbers(table, {
         "d_k": NUMBER("d_k"),
         "entropy_pct_unscaled": NUMBER("entropy % (q·k)", format="%.1f"),
@@ -423,7 +437,8 @@ def gradients_tab(sh: Shared) -> None:
         ("Rows passing < 0.01, unscaled", f"{100 * t['dead_unscaled']:.0f}%", None),
         ("Rows passing < 0.01, ÷√d_k", f"{100 * t['dead_scaled']:.0f}%", None),
     )
-    plot(gradient_figure(table, sh.d_k, talk=sh.talk))
+    key = (sh.d_k, sh.n_keys, sh.seed, sh.talk)
+    plot(("gradient", *key), lambda: gradient_figure(table, sh.d_k, talk=sh.talk))
     above = table.loc[table["grad_qk_median_ratio"] > 1, "d_k"]
     crossing = (f"from d_k = {int(above.iloc[0])} on it is larger" if len(above)
                 else "up to d_k = 4096 it stays smaller")  # fmt: skip
@@ -440,7 +455,7 @@ def gradients_tab(sh: Shared) -> None:
         "Each cell is how much weight s_i moves when logit z_j moves. The same query and keys as the bars on "
         "the saturation tab; where a row is one-hot, the whole matrix is (nearly) zero.",
     )
-    plot(jacobian_figure(row["jac_unscaled"], row["jac_scaled"], sh.d_k, talk=sh.talk))
+    plot(("jacobian", *key), lambda: jacobian_figure(row["jac_unscaled"], row["jac_scaled"], sh.d_k, talk=sh.talk))
     numbers(table, {
         "d_k": NUMBER("d_k"),
         "jac_diag_unscaled": NUMBER("mean s(1−s) (q·k)", format="%.3g"),
@@ -483,7 +498,7 @@ def strategies_tab(sh: Shared) -> None:
         f"normalises q and k first, so its scores lie in [−1, 1] and need a small τ "
         f"({cosine['divisor']:.3g} here) to be anything but uniform.",
     )
-    plot(strategies_figure(table, talk=sh.talk))
+    plot(("strategies", sh.d_k, sh.n_keys, sh.seed, target, sh.talk), lambda: strategies_figure(table, talk=sh.talk))
     numbers(table, {
         "strategy": st.column_config.TextColumn("strategy"),
         "divisor": NUMBER("divisor", format="%.4g"),
@@ -524,7 +539,7 @@ def init_tab(sh: Shared) -> None:
         "Too small a std flattens every row; too large saturates it even after ÷√d_k."
         + (" Xavier's √(2/(d_model + d_k)) equals 1/√d_model here, since d_model = d_k." if d_model == sh.d_k else ""),
     )
-    plot(init_figure(table, talk=sh.talk))
+    plot(("init", d_model, sh.d_k, layernorm, sh.seed, custom, sh.talk), lambda: init_figure(table, talk=sh.talk))
     numbers(table, {
         "init": st.column_config.TextColumn("init"), "std": NUMBER("σ", format="%.4g"),
         "q_var": NUMBER("Var(q)", format="%.4g"), "q_var_theory": NUMBER("theory", format="%.4g"),
@@ -579,9 +594,10 @@ def stability_tab(sh: Shared) -> None:
                    icon=":material/check_circle:")  # fmt: skip
     c = st.columns(2)
     with c[0]:
-        plot(overflow_bars_figure(table, talk=sh.talk))
+        plot(("overflow_bars", magnitude, dtype, sh.talk), lambda: overflow_bars_figure(table, talk=sh.talk))
     with c[1]:
-        plot(overflow_figure(sweep, dtype, limit, magnitude, talk=sh.talk))
+        plot(("overflow_curve", magnitude, dtype, sh.talk),
+             lambda: overflow_figure(sweep, dtype, limit, magnitude, talk=sh.talk))
     shown = pd.DataFrame({
         "logit": [f"{x:.4g}" for x in table["logit"]],
         "exp(x)": [_cell(x) for x in table["exp_naive"]],
@@ -649,7 +665,8 @@ def training_tab(sh: Shared) -> None:
         "Both runs start from the same weights and see the same data; only the ÷√d_k differs.",
     )
     optimizer, lr, init, steps = training_controls()
-    runs = training_runs(sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
+    run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
+    runs = training_runs(*run_key)
     summary = training_summary(runs, THRESHOLD)
     st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
     by = summary.set_index("run")
@@ -662,12 +679,13 @@ def training_tab(sh: Shared) -> None:
     uniform = (sh.n_keys - 1) / sh.n_keys
     c = st.columns(2)
     with c[0]:
-        plot(training_figure(runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
-                             smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")],
-                             talk=sh.talk))  # fmt: skip
+        plot(("train_loss", *run_key, sh.talk), lambda: training_figure(
+            runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
+            smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=sh.talk))  # fmt: skip
     with c[1]:
-        plot(training_figure(runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
-                             smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk))  # fmt: skip
+        plot(("train_grad", *run_key, sh.talk), lambda: training_figure(
+            runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
+            smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk))  # fmt: skip
     prose(
         sh.talk,
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
