@@ -79,7 +79,9 @@ def test_walkthrough_steps_from_0_to_5_by_clicking_next(page: Page, streamlit_se
         rerun(page, lambda: _next_button(page).click())
         assert exception_texts(page) == [], f"exception after Next to step {step}"
         assert query(page).get("step") == str(step)
-    assert query(page).get("step") == "5"
+        shown = page.locator(".st-key-step [data-testid='stSliderThumbValue']").inner_text()
+        assert shown.startswith(f"{step} ·"), f"the step control shows {shown!r}"
+    assert _next_button(page).is_disabled(), "Next must stop at the last step"
 
 
 def test_walkthrough_arrow_keys_step_back_and_forth(page: Page, streamlit_server: StreamlitServer) -> None:
