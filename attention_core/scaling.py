@@ -104,13 +104,13 @@ def _generator(seed: int, *salt: object, device: torch.device) -> torch.Generato
     return g
 
 
-def _draw(shape: tuple[int, ...], init: str, g: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Unit-variance, zero-mean entries: Gaussian, uniform on [−√3, √3], or ±1."""
+def _fill(buf: torch.Tensor, init: str, g: torch.Generator) -> torch.Tensor:
+    """Overwrite ``buf`` with unit-variance, zero-mean entries: Gaussian, uniform on [−√3, √3], or ±1."""
     if init == "normal":
-        return torch.randn(shape, generator=g, device=device)
+        return buf.normal_(generator=g)
     if init == "uniform":
-        return (torch.rand(shape, generator=g, device=device) * 2.0 - 1.0) * math.sqrt(3.0)
-    return torch.randint(0, 2, shape, generator=g, device=device).float() * 2.0 - 1.0
+        return buf.uniform_(-math.sqrt(3.0), math.sqrt(3.0), generator=g)
+    return buf.bernoulli_(0.5, generator=g).mul_(2.0).sub_(1.0)
 
 
 def _divisor(rule: str, d_k: int) -> float:
@@ -134,12 +134,16 @@ def _row_scores(
     large d_k never holds more than ``_CHUNK`` numbers per tensor at once.
     """
     g = _generator(seed, "rows", d_k, n_keys, device=device)
-    per_block = max(1, _CHUNK // ((n_keys + 1) * d_k))
+    per_block = max(1, min(n_rows, _CHUNK // ((n_keys + 1) * d_k)))
+    # One pair of buffers refilled block after block: allocating fresh multi-MB tensors per block
+    # lets glibc's heap grow by hundreds of MB (its mmap threshold adapts upwards) and keep it.
+    q_buf = torch.empty(per_block, 1, d_k, device=device)
+    k_buf = torch.empty(per_block, n_keys, d_k, device=device)
     scores, cosines = [], []
     for start in range(0, n_rows, per_block):
         r = min(per_block, n_rows - start)
-        q = torch.randn(r, 1, d_k, generator=g, device=device)  # (r, 1, d_k)
-        k = torch.randn(r, n_keys, d_k, generator=g, device=device)  # (r, n_keys, d_k)
+        q = q_buf[:r].normal_(generator=g)  # (r, 1, d_k)
+        k = k_buf[:r].normal_(generator=g)  # (r, n_keys, d_k)
         s = (q @ k.transpose(-2, -1)).squeeze(-2)  # (r, 1, d_k) @ (r, d_k, n_keys) -> (r, n_keys)
         scores.append(s.double())
         if cosine:
@@ -202,13 +206,15 @@ def dot_products(
     init = check_choice("init", init, INITS)
     dev = resolve_device(device)
     g = _generator(seed, "dot", init, d_k, device=dev)
-    per_block = max(1, _CHUNK // d_k)
+    per_block = max(1, min(n_samples, _CHUNK // d_k))
+    q_buf = torch.empty(per_block, d_k, device=dev)  # refilled block after block (see _row_scores)
+    k_buf = torch.empty(per_block, d_k, device=dev)
     out = []
     for start in range(0, n_samples, per_block):
         r = min(per_block, n_samples - start)
-        q = _draw((r, d_k), init, g, dev)  # (r, d_k)
-        k = _draw((r, d_k), init, g, dev)  # (r, d_k)
-        out.append((q * k).sum(dim=-1))  # (r,)
+        q = _fill(q_buf[:r], init, g)  # (r, d_k)
+        k = _fill(k_buf[:r], init, g)  # (r, d_k)
+        out.append(q.mul_(k).sum(dim=-1))  # (r,)
     return torch.cat(out)  # (n_samples,)
 
 
@@ -596,13 +602,22 @@ def init_effects(
     if layernorm:
         x = F.layer_norm(x, (d_model,))  # (n_tokens, d_model)
     x_var = float((x**2).mean())
-    w_q0 = torch.randn(d_model, d_k, generator=g, device=dev, dtype=torch.float64)  # (d_model, d_k)
-    w_k0 = torch.randn(d_model, d_k, generator=g, device=dev, dtype=torch.float64)  # (d_model, d_k)
+    # W ~ N(0, σ²) is σ·W₀ with W₀ ~ N(0, 1), so q = σ·(x W₀) and scores = σ²·(x W₀)(x W₀')ᵀ: one
+    # projection serves every σ. W₀ is drawn a block of columns at a time into one reused buffer,
+    # so a (1024 × 4096) projection never sits in memory whole.
+    block = max(1, min(d_k, (1 << 18) // d_model))
+    w_buf = torch.empty(d_model, block, dtype=torch.float64, device=dev)
+    q0 = torch.empty(n_tokens, d_k, dtype=torch.float64, device=dev)  # (n_tokens, d_k)
+    k0 = torch.empty(n_tokens, d_k, dtype=torch.float64, device=dev)  # (n_tokens, d_k)
+    for proj in (q0, k0):
+        for j in range(0, d_k, block):
+            w = w_buf[:, : min(block, d_k - j)].normal_(generator=g)  # (d_model, b)
+            proj[:, j : j + w.shape[1]] = x @ w  # (n_tokens, d_model) @ (d_model, b) -> (n_tokens, b)
+    scores0 = q0 @ k0.T  # (n_tokens, d_k) @ (d_k, n_tokens) -> (n_tokens, n_tokens)
     out = []
     for label, std in named:
-        q = x @ (w_q0 * std)  # (n_tokens, d_model) @ (d_model, d_k) -> (n_tokens, d_k)
-        k = x @ (w_k0 * std)  # (n_tokens, d_k)
-        scores = q @ k.T  # (n_tokens, n_tokens)
+        q = q0 * std  # (n_tokens, d_k)
+        scores = scores0 * std**2  # (n_tokens, n_tokens)
         q_theory = d_model * std**2 * x_var
         w = stable_softmax(scores / math.sqrt(d_k))  # (n_tokens, n_tokens)
         out.append(

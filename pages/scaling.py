@@ -62,6 +62,11 @@ MAG_CHOICES = (1, 2, 5, 8, 10, 11, 12, 15, 20, 50, 80, 88, 89, 90, 100, 200, 500
 D_MODEL_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 LR_CHOICES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 STEP_CHOICES = (100, 200, 300, 500)
+# The toy model's cost per step grows with batch × keys × d_k: batch × keys is held at 512 tokens
+# and steps × d_k at 200 × 4096, so the slowest setting costs what 200 steps at d_k = 4096 cost
+# (a few seconds for both runs on 2 cores, ≈ 10 MB of activations).
+TOKENS_PER_STEP = 512
+STEP_BUDGET = 200 * 4096
 TRAIN_INITS = {"lecun": "1/√d_model", "xavier": "Xavier", "0.01": "0.01", "0.5": "0.5"}
 DTYPE_CHOICES = ("float32", "float16")
 VECTORS = 256 * 17  # query + key vectors per d_k: 256 rows of 16 keys; fewer rows when there are more keys
@@ -205,6 +210,14 @@ def _run_store() -> _RunStore:
     return _RunStore()
 
 
+def toy_batch(n_keys: int) -> int:
+    return max(4, TOKENS_PER_STEP // n_keys)
+
+
+def step_choices(d_k: int) -> tuple[int, ...]:
+    return tuple(s for s in STEP_CHOICES if s * d_k <= STEP_BUDGET)
+
+
 def training_runs(
     d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
 ) -> dict[str, pd.DataFrame]:
@@ -224,8 +237,9 @@ def training_runs(
             if step % every == 0 or step == total:
                 bar.progress((i * total + step) / (2 * total), text=f"Training the {name} model: step {step}/{total}")
 
-        runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, steps=steps,
-                               optimizer=optimizer, lr=lr, init_std=std, seed=seed, progress=tick)  # fmt: skip
+        runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
+                               steps=steps, optimizer=optimizer, lr=lr, init_std=std, seed=seed,
+                               progress=tick)  # fmt: skip
     bar.empty()
     store.put(key, runs)
     return runs
@@ -611,18 +625,21 @@ def stability_tab(sh: Shared) -> None:
         st.dataframe(shown, hide_index=True, width="stretch")
 
 
-def training_controls() -> tuple[str, float, str, int]:
+def training_controls(d_k: int) -> tuple[str, float, str, int]:
     def reset_lr() -> None:
         st.session_state["sc_lr"] = DEFAULT_LR[st.session_state["sc_opt"]]
 
+    steps = step_choices(d_k)
     snap("sc_lr", LR_CHOICES)
-    snap("sc_steps", STEP_CHOICES)
+    snap("sc_steps", steps)
     c = st.columns([2, 3, 2, 3])
     c[0].radio("Optimizer", tuple(DEFAULT_LR), key="sc_opt", horizontal=True, on_change=reset_lr,
                format_func=lambda o: {"adam": "Adam", "sgd": "SGD"}[o])  # fmt: skip
     c[1].select_slider("Learning rate", options=LR_CHOICES, key="sc_lr", format_func=lambda x: f"{x:g}")
     c[2].selectbox("Initial std of W_q, W_k", tuple(TRAIN_INITS), key="sc_init", format_func=TRAIN_INITS.get)
-    c[3].select_slider("Steps", options=STEP_CHOICES, key="sc_steps")
+    c[3].select_slider("Steps", options=steps, key="sc_steps",
+                       help=None if steps == STEP_CHOICES else f"At d_k = {d_k}, up to {steps[-1]} steps, "
+                       "so that a run stays within a few seconds.")  # fmt: skip
     s = st.session_state
     return str(s["sc_opt"]), float(s["sc_lr"]), str(s["sc_init"]), int(s["sc_steps"])
 
@@ -664,7 +681,7 @@ def training_tab(sh: Shared) -> None:
         "learn to match it. The loss is on the attention output, so every gradient passes through the softmax. "
         "Both runs start from the same weights and see the same data; only the ÷√d_k differs.",
     )
-    optimizer, lr, init, steps = training_controls()
+    optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
     runs = training_runs(*run_key)
     summary = training_summary(runs, THRESHOLD)
@@ -705,8 +722,8 @@ def training_tab(sh: Shared) -> None:
         "start_logit_std": NUMBER("softmax input std, step 0", format="%.3g"),
         "start_grad_logits": NUMBER("‖∂L/∂z‖, step 0", format="%.3g"),
         "end_grad_logits": NUMBER("‖∂L/∂z‖, last 10%", format="%.3g"),
-    }, f"d_k = {sh.d_k}, n = {sh.n_keys}, d_model = {TOY_D_MODEL}, batch 32, {optimizer}, lr {lr:g}, "
-       f"init {TRAIN_INITS[init]}, seed {sh.seed}. An empty 'steps' cell: the run never got there.")  # fmt: skip
+    }, f"d_k = {sh.d_k}, n = {sh.n_keys}, d_model = {TOY_D_MODEL}, batch {toy_batch(sh.n_keys)}, {optimizer}, "
+       f"lr {lr:g}, init {TRAIN_INITS[init]}, seed {sh.seed}. An empty 'steps' cell: never got there.")  # fmt: skip
 
 
 TAB_BODIES = {

@@ -17,7 +17,7 @@ TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisa
 # test's parameter.
 NOT_WALKED = {"talk", "sc_tab"}
 # Where each tab's edge walk starts: small settings, so that each widget's extreme is tried on
-# its own (d_k = 4096, 50,000 samples, 500 steps …) without every other change paying for it too.
+# its own (d_k = 4096, 20,000 samples, 500 steps …) without every other change paying for it too.
 EDGE_START = {
     "Variance": {"sc_ns": "1000"},
     "Saturation": {"sc_nk": "4"},
@@ -173,6 +173,14 @@ def test_training_tab_states_what_the_run_shows() -> None:
     assert "What this run shows." in text
     assert "The scaled model's loss fell below 0.1" in text
     assert "Final loss, unscaled" in text
+
+
+def test_the_toy_models_cost_is_bounded_at_wide_keys() -> None:
+    """steps × d_k ≤ 200 × 4096: a link asking for 500 steps at d_k = 4096 gets 200."""
+    at = open_tab("Training", {"sc_dk": "4096", "sc_steps": "500", "sc_nk": "128"})
+    steps = at.select_slider(key="sc_steps")
+    assert list(steps.options) == ["100", "200"] and steps.value == 200
+    assert "batch 4," in " ".join(c.value for c in at.caption)  # batch × keys held at 512
 
 
 def test_shared_controls_are_disabled_where_they_do_nothing() -> None:
