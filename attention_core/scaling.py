@@ -95,6 +95,43 @@ def _small_op_mode(device: torch.device) -> Iterator[None]:
                 torch.set_num_threads(_THREADS_SAVED)
 
 
+class _Optimizer:
+    """Plain SGD, or Adam with torch's defaults (β₁ = 0.9, β₂ = 0.999, ε = 1e-8), for a few tensors.
+
+    The same update rules as ``torch.optim.SGD`` and ``torch.optim.Adam`` (a test holds them to
+    it), written out because constructing a ``torch.optim`` optimizer imports ``torch._dynamo``:
+    about 70 MB of resident memory and a second on first use, for a server that trains toys.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], kind: str, lr: float) -> None:
+        self.params = list(params)
+        self.kind = check_choice("optimizer", kind, OPTIMIZERS)
+        self.lr = check_float("lr", lr, low=0.0, low_open=True)
+        self.t = 0
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            g = p.grad
+            if self.kind == "sgd":
+                p.add_(g, alpha=-self.lr)
+                continue
+            m.lerp_(g, 1 - b1)  # m ← β₁m + (1 − β₁)g
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v ← β₂v + (1 − β₂)g²
+            denom = (v.sqrt() / math.sqrt(1 - b2**self.t)).add_(eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))  # p ← p − lr·m̂ / (√v̂ + ε)
+
+
 def _generator(seed: int, *salt: object, device: torch.device) -> torch.Generator:
     """A generator on ``device`` seeded by ``seed`` and a salt (e.g. the d_k and a purpose)."""
     words = [seed] + [zlib.crc32(repr(s).encode()) for s in salt]
@@ -478,7 +515,7 @@ def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: fl
     (mean entropy / log n − target)². Returns (τ, the % reached on these rows).
     """
     log_tau = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
-    opt = torch.optim.Adam([log_tau], lr=lr)
+    opt = _Optimizer([log_tau], "adam", lr)
     log_n = math.log(logits.shape[-1])
     for _ in range(steps):
         opt.zero_grad()
@@ -787,7 +824,7 @@ def train_toy(
     rot, _ = torch.linalg.qr(torch.randn(d_model, d_model, generator=g, device=dev))  # (d_model, d_model)
     w_q = (torch.randn(d_model, d_k, generator=g, device=dev) * std).requires_grad_(True)  # (d_model, d_k)
     w_k = (torch.randn(d_model, d_k, generator=g, device=dev) * std).requires_grad_(True)  # (d_model, d_k)
-    opt = torch.optim.Adam([w_q, w_k], lr=lr) if optimizer == "adam" else torch.optim.SGD([w_q, w_k], lr=lr)
+    opt = _Optimizer([w_q, w_k], optimizer, lr)
     c = math.sqrt(d_k) if scaled else 1.0
     rows = torch.arange(batch, device=dev)
     history = torch.zeros(steps, 5, dtype=torch.float64)

@@ -57,7 +57,7 @@ def main() -> None:
     seeds = range(2 if args.quick else 3)
 
     d = PAGE_DEFAULT
-    train_toy(True, 8, steps=2)  # warm-up: the first Adam step imports torch._dynamo (≈ 1 s, once per process)
+    train_toy(True, 8, steps=2)  # warm-up (first calls of the kernels)
     times = []
     for _ in range(3):
         t0 = time.perf_counter()

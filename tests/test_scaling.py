@@ -36,7 +36,7 @@ from attention_core import (
     training_summary,
     variance_table,
 )
-from attention_core.scaling import DEFAULT_SAMPLES, STRATEGY_NAMES
+from attention_core.scaling import DEFAULT_SAMPLES, STRATEGY_NAMES, _Optimizer
 
 WIDTHS = [1, 4, 16, 64, 256, 1024]
 
@@ -336,6 +336,22 @@ def test_unscaled_starts_saturated_at_large_d_k() -> None:
     s = training_summary(runs).set_index("run")
     assert s.loc["unscaled", "start_logit_std"] > 10 * s.loc["scaled", "start_logit_std"]
     assert s.loc["unscaled", "start_loss"] > s.loc["scaled", "start_loss"]
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd"])
+def test_the_written_out_optimizers_match_torch_optim(kind: str, device: torch.device) -> None:
+    g = torch.Generator(device).manual_seed(0)
+    a = torch.randn(5, 3, generator=g, dtype=torch.float64, device=device).requires_grad_()
+    b = a.detach().clone().requires_grad_()
+    weights = torch.arange(15.0, dtype=torch.float64, device=device).view(5, 3)
+    mine = _Optimizer([a], kind, 0.05)
+    ref = (torch.optim.Adam if kind == "adam" else torch.optim.SGD)([b], lr=0.05)
+    for _ in range(25):
+        for p, opt in ((a, mine), (b, ref)):
+            opt.zero_grad()
+            (p.sin() * weights).sum().backward()
+            opt.step()
+    assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_train_toy_reports_progress_and_restores_threads() -> None:
