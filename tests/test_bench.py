@@ -299,6 +299,12 @@ def test_time_call_tops_up_to_the_minimum_number_of_samples():
     assert timing.iqr >= 0 and min(timing.samples) <= timing.median <= max(timing.samples)
 
 
+def test_a_call_known_to_be_slow_is_timed_in_single_calls_without_a_trial():
+    calls = []
+    timing = time_call(lambda: calls.append(1), "cpu", min_run_time=0.1, min_samples=3, expected_s=0.5)
+    assert len(calls) == len(timing.samples) == 3  # blocked_autorange would have spent a trial call
+
+
 @LINUX_PEAK
 def test_peak_memory_sees_a_known_allocation():
     size = 64 * 2**20
@@ -347,7 +353,7 @@ def test_the_budget_skips_a_config_predicted_to_overrun():
     prev = {"naive": (1024, 2.0)}  # 2 s per call at n = 1024
     config = BenchConfig("naive", 4096, d=64, heads=8)
     why = sweep_mod._over_budget(config, prev, sweep_mod.time.perf_counter() + 10, 10.0, 0.1)
-    assert why is not None and why.startswith("would take about 160 s")
+    assert why is not None and why.startswith("would take about 128 s")  # 4 calls of 2 s × (4096/1024)²
 
 
 def test_cached_rows_are_reused_without_measuring(monkeypatch):

@@ -250,12 +250,15 @@ def time_call(
     min_run_time: float = 0.2,
     min_samples: int = 3,
     deadline: float | None = None,
+    expected_s: float | None = None,
 ) -> Timing:
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
     CPU: ``Timer.blocked_autorange`` with ``num_threads = torch.get_num_threads()``, then
-    single calls until there are ``min_samples`` samples (a slow call fills
-    ``min_run_time`` with one sample), unless ``deadline`` (``time.perf_counter()``) passes.
+    single calls until there are ``min_samples`` samples, unless ``deadline``
+    (``time.perf_counter()``) passes. When one call is already known (``expected_s``) to
+    fill ``min_run_time``, blocked_autorange would time blocks of one call after a trial
+    call of its own, so the single calls are timed directly and that trial is saved.
     CUDA: CUDA events around each call, at least ``min_samples`` calls and ``min_run_time`` seconds.
     """
     dev = resolve_device(device)
@@ -264,7 +267,8 @@ def time_call(
     if dev.type == "cuda":
         return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
     timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads(), label="attention")
-    samples = list(timer.blocked_autorange(min_run_time=min_run_time).times)
+    slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
+    samples = list(timer.timeit(1).times if slow else timer.blocked_autorange(min_run_time=min_run_time).times)
     while len(samples) < min_samples:
         if deadline is not None and time.perf_counter() + samples[-1] > deadline:
             break

@@ -126,12 +126,16 @@ def run_config(
     deadline: float | None = None,
     peak_gflops: float | None = None,
     max_error: float | None = None,
+    warm_up: bool = True,
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
     The memory guard runs first: a configuration whose inputs plus predicted extra
     memory exceed ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before
-    any tensor is made.
+    any tensor is made. Then one warm-up call (``warm_up``; always on CUDA), one call
+    whose peak memory is measured, and the timed calls. A sweep warms each
+    implementation up once, at its first configuration: on the CPU a larger n needs no
+    new initialisation, and the memory-measured call already precedes the timing.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -152,12 +156,23 @@ def run_config(
         def call() -> Any:
             return impl.run(inputs, config.causal)
 
+        first_s = 0.0
+
+        def timed_call() -> Any:  # the call alone, without the memory bookkeeping around it
+            nonlocal first_s
+            started = time.perf_counter()
+            out = call()
+            first_s = time.perf_counter() - started
+            return out
+
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                call()  # warm-up: kernels chosen, caches filled, lazy initialisation done
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
+                if warm_up or dev.type == "cuda":
+                    call()  # warm-up: kernels chosen, caches filled, lazy initialisation done
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize(dev)
+                peak, source = measure_peak_extra(timed_call, dev)  # also a warm-up for this shape
             except RuntimeError as exc:
                 if impl.forced and not is_oom(exc):
                     told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught))
@@ -165,8 +180,9 @@ def run_config(
                     return _result(config, predicted, "n/a", f"{why}: {told or _first_line(exc)}")
                 raise
         backend = impl.backend(inputs, config.causal)
-        peak, source = measure_peak_extra(call, dev)
-        timing = time_call(call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline)
+        timing = time_call(
+            call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline, expected_s=first_s
+        )
     except (RuntimeError, MemoryError) as exc:
         failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
     finally:
@@ -297,6 +313,7 @@ def run_sweep(
     peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
     errors: dict[str, float | None] = {}
     last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
+    warmed: set[str] = set()
     rows: list[BenchResult] = []
     stopped: str | None = None
 
@@ -323,7 +340,10 @@ def run_sweep(
                 deadline=deadline,
                 peak_gflops=peak,
                 max_error=errors.get(config.impl),
+                warm_up=config.impl not in warmed,
             )
+            if row.status == "ok":
+                warmed.add(config.impl)
         if row.status == "ok" and row.median_ms is not None:
             last_ok[config.impl] = (config.n, row.median_ms / 1e3)
         rows.append(row)
@@ -348,7 +368,7 @@ def _over_budget(
     if config.impl in last_ok:
         n_prev, t_prev = last_ok[config.impl]
         per_call = t_prev * (config.n / n_prev) ** 2
-        expected = 5 * per_call + min_run_time  # warm-up, memory, three timed calls
+        expected = 4 * per_call + min_run_time  # memory-measured call, three timed calls
         if expected > left:
             return f"would take about {expected:.0f} s; {left:.0f} s of the {budget_s:g} s budget is left"
     return None
