@@ -255,7 +255,7 @@ def time_call(
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
     CPU: ``Timer.blocked_autorange`` with ``num_threads = torch.get_num_threads()``, then
-    single calls until there are ``min_samples`` samples, unless ``deadline``
+    single timed calls until there are ``min_samples`` samples, unless ``deadline``
     (``time.perf_counter()``) passes. When one call is already known (``expected_s``) to
     fill ``min_run_time``, blocked_autorange would time blocks of one call after a trial
     call of its own, so the single calls are timed directly and that trial is saved.
@@ -266,14 +266,24 @@ def time_call(
     min_samples = check_int("min_samples", min_samples, low=1)
     if dev.type == "cuda":
         return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
-    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads(), label="attention")
     slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
-    samples = list(timer.timeit(1).times if slow else timer.blocked_autorange(min_run_time=min_run_time).times)
+    if slow:
+        samples = [_one_call(fn)]
+    else:
+        timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads(), label="attention")
+        samples = list(timer.blocked_autorange(min_run_time=min_run_time).times)
     while len(samples) < min_samples:
         if deadline is not None and time.perf_counter() + samples[-1] > deadline:
             break
-        samples.extend(timer.timeit(1).times)
+        samples.append(_one_call(fn))
     return Timing(tuple(samples))
+
+
+def _one_call(fn: Callable[[], Any]) -> float:
+    """One call, timed alone (``Timer.timeit`` would add two warm-up calls of its own)."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _time_cuda(
