@@ -90,8 +90,10 @@ def tiled_attention(
                     tile += block_mask
 
             m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
-            # A row with no allowed key so far keeps m' = −inf; subtract 0 there, so exp gives 0, not NaN.
-            shift = torch.where(torch.isneginf(m_new), 0.0, m_new)  # (N, ..., Bq, 1)
+            if mask is None:  # every row has an allowed key in the first tile (key 0, even when causal)
+                shift = m_new
+            else:  # a row with no allowed key so far keeps m' = −inf: subtract 0, so exp gives 0, not NaN
+                shift = torch.where(torch.isneginf(m_new), 0.0, m_new)  # (N, ..., Bq, 1)
             tile.sub_(shift).exp_()  # tile is now exp(score − m'), each entry in [0, 1]
             rescale = (m - shift).exp_()  # exp(m − m') ∈ [0, 1]: re-weights what was gathered so far
             l_sum.mul_(rescale).add_(tile.sum(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
