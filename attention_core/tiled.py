@@ -53,31 +53,43 @@ def tiled_attention(
         block_size: rows of queries and columns of keys per tile.
 
     Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs keep
-    their running max, sum and output in float32, as FlashAttention does.
+    their running max, sum and output in float32, as FlashAttention does. Forward only:
+    inputs that require gradients (with grad mode on) raise ``ValueError``.
     """
     s, p = _validate(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
         raise ValueError(f"tiled_attention does not implement dropout; dropout_p must be 0, got {p}")
     block = check_int("block_size", block_size, low=1, high=1 << 16)
 
-    L, S = q.shape[-2], k.shape[-2]
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise ValueError(
+            "tiled_attention is forward-only (it updates its running sums in place); call it under "
+            "torch.no_grad(), or use scaled_dot_product_attention when gradients are needed"
+        )
+
+    L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     acc_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
     mask = _full_size(attn_mask, L, S)
-    out = torch.empty((*lead, L, v.shape[-1]), dtype=q.dtype, device=q.device)  # (N, ..., L, Ev)
+    out = torch.empty((*lead, L, Ev), dtype=q.dtype, device=q.device)  # (N, ..., L, Ev)
     kt = k.transpose(-2, -1)  # (N, ..., E, S), a view
+    # Two buffers reused by every tile: allocating 2 MiB per tile costs more than the arithmetic around it.
+    bq, bk = min(block, L), min(block, S)
+    scores = torch.empty((*lead, bq, bk), dtype=q.dtype, device=q.device)  # (N, ..., Bq, Bk)
+    pv = torch.empty((*lead, bq, Ev), dtype=v.dtype, device=q.device)  # (N, ..., Bq, Ev)
 
     for i0 in range(0, L, block):
         i1 = min(i0 + block, L)
         q_blk = q[..., i0:i1, :] * s  # (N, ..., Bq, E); scaling q is cheaper than scaling the tile
         m = torch.full((*lead, i1 - i0, 1), float("-inf"), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, 1)
         l_sum = torch.zeros_like(m)  # (N, ..., Bq, 1)
-        o = torch.zeros((*lead, i1 - i0, v.shape[-1]), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Ev)
+        o = torch.zeros((*lead, i1 - i0, Ev), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Ev)
 
         last_key = min(S, i1) if is_causal else S  # causal: row i1−1 sees keys up to i1−1 only
         for j0 in range(0, last_key, block):
             j1 = min(j0 + block, S)
-            tile = (q_blk @ kt[..., j0:j1]).to(acc_dtype)  # (N, ..., Bq, E) @ (N, ..., E, Bk) -> (N, ..., Bq, Bk)
+            tile = torch.matmul(q_blk, kt[..., j0:j1], out=scores[..., : i1 - i0, : j1 - j0])  # (N, ..., Bq, Bk)
+            tile = tile.to(acc_dtype)  # a float32 copy for 16-bit inputs, else the same tensor
             if is_causal and j1 - 1 > i0:  # the tile crosses the diagonal
                 rows = torch.arange(i0, i1, device=q.device).unsqueeze(-1)  # (Bq, 1)
                 cols = torch.arange(j0, j1, device=q.device)  # (Bk,)
@@ -90,14 +102,14 @@ def tiled_attention(
                     tile += block_mask
 
             m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
-            if mask is None:  # every row has an allowed key in the first tile (key 0, even when causal)
-                shift = m_new
-            else:  # a row with no allowed key so far keeps m' = −inf: subtract 0, so exp gives 0, not NaN
-                shift = torch.where(torch.isneginf(m_new), 0.0, m_new)  # (N, ..., Bq, 1)
+            # Under a mask, a row with no allowed key so far keeps m' = −inf: subtract 0, so exp gives 0,
+            # not NaN. Without one, every row has an allowed key in the first tile (key 0, even when causal).
+            shift = m_new if mask is None else torch.where(torch.isneginf(m_new), 0.0, m_new)  # (N, ..., Bq, 1)
             tile.sub_(shift).exp_()  # tile is now exp(score − m'), each entry in [0, 1]
             rescale = (m - shift).exp_()  # exp(m − m') ∈ [0, 1]: re-weights what was gathered so far
             l_sum.mul_(rescale).add_(tile.sum(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
-            o.mul_(rescale).add_(tile.to(v.dtype) @ v[..., j0:j1, :])  # (N, ..., Bq, Bk) @ (N, ..., Bk, Ev)
+            tile_v = torch.matmul(tile.to(v.dtype), v[..., j0:j1, :], out=pv[..., : i1 - i0, :])  # (N, ..., Bq, Ev)
+            o.mul_(rescale).add_(tile_v)
             m = m_new
 
         # l = 0 only when every key of the row was masked: the row's output is 0.
@@ -132,8 +144,9 @@ def tiled_extra_bytes(
     """Predicted peak memory of :func:`tiled_attention` beyond its inputs, in bytes.
 
     The output ``(L, Ev)`` plus, for one query block: the scaled queries, the score
-    tile (and its float32 copy for 16-bit inputs), the tile's product with V, and
-    the float32-or-input-dtype accumulator. Grows as ``n·block``, never ``n²``.
+    tile (and for 16-bit inputs its float32 copy and the copy back for the second
+    matmul), the tile's product with V, and the accumulator and its normalised copy.
+    Grows as ``n·block``, never ``n²``.
     """
     n_q = check_int("n_q", n_q, low=1)
     n_k = check_int("n_k", n_k, low=1)
@@ -147,7 +160,7 @@ def tiled_extra_bytes(
     output = n_q * d_v * itemsize
     per_block = (
         bq * d_k * itemsize  # q_blk
-        + bq * bk * (itemsize + (acc if acc != itemsize else 0))  # the tile, and its upcast copy
+        + bq * bk * (itemsize + (acc + itemsize if acc != itemsize else 0))  # the tile (16-bit: up and back)
         + bq * d_v * (itemsize + 2 * acc)  # tile @ v, the accumulator o and o / l
     )
     return batch_heads * (output + per_block)

@@ -194,3 +194,11 @@ def test_extra_memory_grows_as_n_not_n_squared():
     assert extra(4096) < naive_extra_bytes(BenchConfig("naive", 4096, d=64, heads=8)) / 50
     with pytest.raises(ValueError, match="itemsize"):
         tiled_extra_bytes(16, 16, 8, itemsize=0)
+
+
+def test_inputs_that_need_gradients_are_refused_with_a_reason():
+    q, k, v = _qkv((1, 8, 4), (1, 8, 4), 4, device="cpu")
+    with pytest.raises(ValueError, match="forward-only"):
+        tiled_attention(q.requires_grad_(), k, v)
+    with torch.no_grad():
+        torch.testing.assert_close(tiled_attention(q, k, v), scaled_dot_product_attention(q, k, v))
