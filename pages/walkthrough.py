@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, run_walkthrough, top_sources, torch_snippet
@@ -15,6 +16,8 @@ from ui import urlstate
 from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
 
 VIEWS = ("steps", "all", "query", "compare")
+# The inputs of walkthrough_data, in its argument order: a view's cache key is this tuple.
+DATA_KEYS = ("preset", "n", "d_model", "d_k", "d_v", "seed", "mask", "pad", "scaled", "pos", "drop")
 PARAMS = [
     ChoiceParam("preset", "tiny", PRESETS, label="preset"),
     ChoiceParam("mask", "none", MASK_KINDS, label="mask"),
@@ -143,8 +146,51 @@ def _step_by(delta: int) -> None:
     st.session_state.step = min(5, max(0, int(st.session_state.step) + delta))
 
 
-def _heatmap(mat: np.ndarray, rows: list[str], cols: list[str], key: str, **kw: Any) -> None:
-    st.plotly_chart(matrix_heatmap(mat, rows, cols, **kw), width="stretch", config=PLOTLY_CONFIG, key=key)
+def _labels(d: dict[str, Any], name: str) -> list[str]:
+    """Axis labels by name: the token lists, or feature indices 0…d-1 of d_k, d_v or d_model."""
+    if name in ("q_tokens", "k_tokens"):
+        return d[name]
+    return [str(i) for i in range(d[name])]
+
+
+# Figures are built once per view and kept: building a Plotly heatmap costs ~30 ms, which
+# would otherwise dominate every rerun. Keys are plain values, so nothing big is hashed.
+@st.cache_resource(max_entries=512, show_spinner=False)
+def heatmap_figure(data_key: tuple, matrix: str, rows: str, cols: str, talk: bool, opts: tuple) -> go.Figure:
+    d = walkthrough_data(*data_key)
+    kw = dict(opts)
+    if kw.pop("use_blocked", False):
+        kw["blocked"] = d["blocked"]
+    if kw.pop("use_dropped", False):
+        kw["dropped"] = ~d["keep"]
+    return matrix_heatmap(d[matrix], _labels(d, rows), _labels(d, cols), talk=talk, **kw)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def query_figure(data_key: tuple, kind: str, i: int, talk: bool) -> go.Figure:
+    d = walkthrough_data(*data_key)
+    kt = d["k_tokens"]
+    if kind == "scores":
+        return query_scores(d["scores"][i], d["scaled"][i], kt, scale=d["scale"], talk=talk)
+    if kind == "weights":
+        return query_weights(d["weights"][i], kt, blocked=d["blocked"][i], talk=talk)
+    return output_blend(d["weights"][i], d["v"], kt, talk=talk)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def compare_figure(data_key: tuple, talk: bool) -> go.Figure:
+    base = dict(zip(DATA_KEYS, data_key, strict=True)) | {"mask": "none", "drop": 0.0}
+    plain = walkthrough_data(**base)
+    causal = walkthrough_data(**{**base, "mask": "causal"})
+    return compare_masks(
+        plain["weights"], causal["weights"], plain["q_tokens"], plain["k_tokens"],
+        left_title="no mask", right_title="causal mask", talk=talk,
+    )
+
+
+def _heatmap(d: dict[str, Any], matrix: str, rows: str, cols: str, key: str, talk: bool, **opts: Any) -> None:
+    fig = heatmap_figure(d["data_key"], matrix, rows, cols, talk, tuple(sorted(opts.items())))
+    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=key)
 
 
 def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
@@ -182,41 +228,37 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
             )
     with right:
         if step == 0:
-            feats = [f"{i}" for i in range(d["q"].shape[1])]
             c = st.columns(3)
             for col, name in zip(c, ("q", "k", "v"), strict=True):
-                labels = qt if name == "q" else kt
-                dims = [f"{i}" for i in range(d[name].shape[1])]
                 with col:
-                    _heatmap(d[name], labels, dims, f"wt_step0_{name}", title=name.upper(), kind="plain",
-                             talk=talk, col_title="feature", colorbar=False)
+                    _heatmap(d, name, "q_tokens" if name == "q" else "k_tokens", "d_v" if name == "v" else "d_k",
+                             f"wt_step0_{name}", talk, title=name.upper(), kind="plain", col_title="feature",
+                             colorbar=False)
             with st.expander("X and the projection matrices W_Q, W_K, W_V"):
-                xdims = [f"{i}" for i in range(d["d_model"])]
-                _heatmap(d["x_kv"], kt, xdims, "wt_x", title="X (keys' tokens)", kind="plain", talk=talk,
+                _heatmap(d, "x_kv", "k_tokens", "d_model", "wt_x", talk, title="X (keys' tokens)", kind="plain",
                          col_title="feature")
                 c = st.columns(3)
                 for col, name in zip(c, ("w_q", "w_k", "w_v"), strict=True):
-                    dims = feats if name != "w_v" else [f"{i}" for i in range(d["d_v"])]
                     with col:
-                        _heatmap(d[name], xdims, dims, f"wt_{name}", title=name.upper().replace("_", "_"),
-                                 kind="plain", talk=talk, colorbar=False)
+                        _heatmap(d, name, "d_model", "d_v" if name == "w_v" else "d_k", f"wt_{name}", talk,
+                                 title=name.upper(), kind="plain", colorbar=False)
             return
         mats = {1: "scores", 2: "scaled", 3: "masked", 4: "weights"}
         if step in mats:
-            _heatmap(d[mats[step]], qt, kt, f"wt_step{step}", kind="weights" if step == 4 else "signed",
-                     blocked=d["blocked"] if step >= 3 else None, row_title="query", col_title="key", talk=talk)
+            _heatmap(d, mats[step], "q_tokens", "k_tokens", f"wt_step{step}", talk,
+                     kind="weights" if step == 4 else "signed", use_blocked=step >= 3, row_title="query",
+                     col_title="key")
         else:
-            dims = [f"{i}" for i in range(d["d_v"])]
-            _heatmap(d["output"], qt, dims, "wt_step5", kind="signed", row_title="query", col_title="feature",
-                     talk=talk)
+            _heatmap(d, "output", "q_tokens", "d_v", "wt_step5", talk, kind="signed", row_title="query",
+                     col_title="feature")
         if step >= 4 and d["keep"] is not None:
             p = st.session_state.drop
             st.markdown(
                 f"**Dropout p = {p:.1f}:** cells marked × were zeroed; the survivors are multiplied by "
                 f"1/(1−p) = {1 / (1 - p):.2f}, so each row's expected total is still 1. The output uses these."
             )
-            _heatmap(d["dropped"], qt, kt, "wt_dropped", kind="signed", dropped=~d["keep"], row_title="query",
-                     col_title="key", talk=talk)
+            _heatmap(d, "dropped", "q_tokens", "k_tokens", "wt_dropped", talk, kind="signed", use_dropped=True,
+                     row_title="query", col_title="key")
 
 
 def steps_view(d: dict[str, Any], talk: bool) -> None:
@@ -233,20 +275,16 @@ def steps_view(d: dict[str, Any], talk: bool) -> None:
 
 
 def all_view(d: dict[str, Any], talk: bool) -> None:
-    qt, kt = d["q_tokens"], d["k_tokens"]
-    dims = [f"{i}" for i in range(d["d_v"])]
     panels = [
-        (1, d["scores"], kt, "signed", None), (2, d["scaled"], kt, "signed", None),
-        (3, d["masked"], kt, "signed", d["blocked"]), (4, d["weights"], kt, "weights", d["blocked"]),
-        (5, d["output"], dims, "signed", None),
+        (1, "scores", "k_tokens", "signed"), (2, "scaled", "k_tokens", "signed"),
+        (3, "masked", "k_tokens", "signed"), (4, "weights", "k_tokens", "weights"), (5, "output", "d_v", "signed"),
     ]
     cols = st.columns(2 if not talk else 1)
-    for i, (step, mat, cols_labels, kind, blocked) in enumerate(panels):
+    for i, (step, matrix, col_labels, kind) in enumerate(panels):
         with cols[i % len(cols)]:
             st.markdown(f"**{step}. {STEP_NAMES[step]}**")
             st.latex(FORMULAS[step])
-            fig = matrix_heatmap(mat, qt, cols_labels, kind=kind, blocked=blocked, talk=talk)
-            st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=f"wt_all{step}")
+            _heatmap(d, matrix, "q_tokens", col_labels, f"wt_all{step}", talk, kind=kind, use_blocked=step in (3, 4))
 
 
 def query_view(d: dict[str, Any], talk: bool) -> None:
@@ -262,14 +300,14 @@ def query_view(d: dict[str, Any], talk: bool) -> None:
     c = st.columns(2)
     with c[0]:
         st.markdown("**Scores of this query against every key**")
-        fig = query_scores(d["scores"][i], d["scaled"][i], kt, scale=d["scale"], talk=talk)
+        fig = query_figure(d["data_key"], "scores", i, talk)
         st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key="wt_qscores")
     with c[1]:
         st.markdown("**Its softmax weights**")
-        fig = query_weights(d["weights"][i], kt, blocked=d["blocked"][i], talk=talk)
+        fig = query_figure(d["data_key"], "weights", i, talk)
         st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key="wt_qweights")
     st.markdown("**Its output, as a blend of the value rows** (each bar is weight × v; the diamond is the sum)")
-    fig = output_blend(d["weights"][i], d["v"], kt, talk=talk)
+    fig = query_figure(d["data_key"], "blend", i, talk)
     st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key="wt_qblend")
 
 
@@ -292,20 +330,13 @@ def _reading(token: str, shares: list[tuple[str, float]]) -> str:
     return first + "."
 
 
-def compare_view(params: dict[str, Any], talk: bool) -> None:
-    base = {**params, "mask": "none", "drop": 0.0}
-    plain = walkthrough_data(**base)
-    causal = walkthrough_data(**{**base, "mask": "causal"})
+def compare_view(d: dict[str, Any], talk: bool) -> None:
     if not talk:
         st.markdown(
             "With the causal mask every query may only look at itself and earlier tokens, so the weights "
             "above the diagonal become 0 and each row shares its 100% among fewer keys."
         )
-    fig = compare_masks(
-        plain["weights"], causal["weights"], plain["q_tokens"], plain["k_tokens"],
-        left_title="no mask", right_title="causal mask", talk=talk,
-    )
-    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key="wt_compare")
+    st.plotly_chart(compare_figure(d["data_key"], talk), width="stretch", config=PLOTLY_CONFIG, key="wt_compare")
 
 
 def check_panel(d: dict[str, Any]) -> None:
@@ -339,6 +370,7 @@ def walkthrough_page() -> None:
     params = controls()
     try:
         d = walkthrough_data(**params)
+        d["data_key"] = tuple(params[k] for k in DATA_KEYS)
     except ValueError as exc:
         st.error(f"These settings can't be computed: {exc}")
         urlstate.publish(PARAMS)
@@ -353,7 +385,7 @@ def walkthrough_page() -> None:
     elif view == "query":
         query_view(d, talk)
     elif view == "compare":
-        compare_view(params, talk)
+        compare_view(d, talk)
     else:
         steps_view(d, talk)
 
