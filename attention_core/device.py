@@ -7,7 +7,10 @@ choice, and an explicit ``device`` argument overrides both.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -120,3 +123,60 @@ def _total_ram_bytes() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Intra-op threads: one process-wide setting that two kinds of work want differently. Tiny
+# tensors (the √d_k explorer's training) run fastest on one thread; a benchmark must time
+# with the configured count. A measurement therefore wins: while one runs, nothing drops
+# the count to one, and a measurement that starts during such a section restores it.
+
+_THREADS_LOCK = threading.Lock()
+_few_users = 0
+_measurements = 0
+_configured = torch.get_num_threads()
+
+
+def intra_op_threads() -> int:
+    """The configured intra-op thread count, even while a one-thread section is running."""
+    with _THREADS_LOCK:
+        return _configured if (_few_users or _measurements) else torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def one_thread(device: torch.device) -> Iterator[None]:
+    """Run many tiny CPU ops on one intra-op thread (no-op on CUDA or during a measurement)."""
+    global _few_users, _configured
+    if device.type != "cpu":
+        yield
+        return
+    with _THREADS_LOCK:
+        if _few_users == 0 and _measurements == 0:
+            _configured = torch.get_num_threads()
+        _few_users += 1
+        if _measurements == 0:
+            torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _few_users -= 1
+            if _few_users == 0:
+                torch.set_num_threads(_configured)
+
+
+@contextlib.contextmanager
+def measuring_threads() -> Iterator[int]:
+    """Hold the configured thread count for a timing; yields that count."""
+    global _measurements, _configured
+    with _THREADS_LOCK:
+        if _few_users == 0 and _measurements == 0:
+            _configured = torch.get_num_threads()
+        _measurements += 1
+        torch.set_num_threads(_configured)
+        count = _configured
+    try:
+        yield count
+    finally:
+        with _THREADS_LOCK:
+            _measurements -= 1

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import torch
 from torch.nn import functional as F
 
 from .attention import stable_softmax
-from .device import resolve_device
+from .device import one_thread, resolve_device
 from .layers import xavier_std
 from .validation import check_choice, check_float, check_int, check_int_list, check_tensor
 
@@ -57,42 +56,27 @@ _CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever 
 # ---------------------------------------------------------------------------------------------
 # Sampling helpers
 
-_THREADS_LOCK = threading.Lock()
-_THREADS_USERS = 0
-_THREADS_SAVED = 1
-
-
 @contextlib.contextmanager
 def _small_op_mode(device: torch.device) -> Iterator[None]:
     """Run many tiny CPU ops fast: one intra-op thread, denormals flushed to zero.
 
     Used by the toy training and the temperature fits: their tensors hold a few thousand
     numbers, and splitting them over threads costs more than it saves (5-20× more on a
-    busy 2-core machine). A saturated
-    softmax also makes gradients of ~1e-40, denormal floats that are 10-100× slower on
-    CPUs; flushing them to zero (as GPU fast paths do) changes nothing visible. The thread
-    count is process-wide, so concurrent runs share one save/restore (counted under a lock);
-    flushing is per calling thread.
+    busy 2-core machine). A saturated softmax also makes gradients of ~1e-40, denormal
+    floats that are 10-100× slower on CPUs; flushing them to zero (as GPU fast paths do)
+    changes nothing visible. The thread count is process-wide and shared with the
+    benchmark (see :func:`attention_core.device.one_thread`); flushing is per thread.
     """
-    global _THREADS_USERS, _THREADS_SAVED
     if device.type != "cpu":
         yield
         return
-    with _THREADS_LOCK:
-        if _THREADS_USERS == 0:
-            _THREADS_SAVED = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _THREADS_USERS += 1
-    flushed = torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        if flushed:
-            torch.set_flush_denormal(False)
-        with _THREADS_LOCK:
-            _THREADS_USERS -= 1
-            if _THREADS_USERS == 0:
-                torch.set_num_threads(_THREADS_SAVED)
+    with one_thread(device):
+        flushed = torch.set_flush_denormal(True)
+        try:
+            yield
+        finally:
+            if flushed:
+                torch.set_flush_denormal(False)
 
 
 class _Optimizer:

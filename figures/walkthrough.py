@@ -122,7 +122,7 @@ def matrix_heatmap(
     fig.update_xaxes(
         title_text=col_title, type="category", side="top", tickangle=-35 if long_labels else 0, tickfont={"size": size}
     )
-    cell = 40 if talk else 40
+    cell = 40
     default_height = max(260, min(520 if talk else 700, 120 + cell * n_rows))
     base_layout(fig, title=title or None, talk=talk, height=height or default_height)
     fig.update_layout(margin={"t": 90 if title else 60})

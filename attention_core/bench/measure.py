@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.utils.benchmark import Timer
 
-from ..device import device_info, resolve_device
+from ..device import device_info, measuring_threads, resolve_device
 from ..validation import check_float, check_int
 from .impls import DTYPES
 
@@ -254,7 +254,7 @@ def time_call(
 ) -> Timing:
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
-    CPU: ``Timer.blocked_autorange`` with ``num_threads = torch.get_num_threads()``, then
+    CPU: ``Timer.blocked_autorange`` with ``the configured thread count held for the whole timing``, then
     single timed calls until there are ``min_samples`` samples, unless ``deadline``
     (``time.perf_counter()``) passes. When one call is already known (``expected_s``) to
     fill ``min_run_time``, blocked_autorange would time blocks of one call after a trial
@@ -267,15 +267,17 @@ def time_call(
     if dev.type == "cuda":
         return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
     slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
-    if slow:
-        samples = [_one_call(fn)]
-    else:
-        timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads(), label="attention")
-        samples = list(timer.blocked_autorange(min_run_time=min_run_time).times)
-    while len(samples) < min_samples:
-        if deadline is not None and time.perf_counter() + samples[-1] > deadline:
-            break
-        samples.append(_one_call(fn))
+    # Hold the configured thread count for the whole timing, whatever else the process runs.
+    with measuring_threads() as threads:
+        if slow:
+            samples = [_one_call(fn)]
+        else:
+            timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label="attention")
+            samples = list(timer.blocked_autorange(min_run_time=min_run_time).times)
+        while len(samples) < min_samples:
+            if deadline is not None and time.perf_counter() + samples[-1] > deadline:
+                break
+            samples.append(_one_call(fn))
     return Timing(tuple(samples))
 
 
