@@ -330,6 +330,7 @@ def _results_table(rows: list[bench.BenchResult]) -> None:
         _table_rows(rows),
         hide_index=True,
         width="stretch",
+        placeholder="—",  # a skipped or n/a row has no timing: show a dash, never "None"
         column_config={
             "median ms": st.column_config.NumberColumn(format="%.3g"),
             "IQR ms": st.column_config.NumberColumn(format="%.2g"),
