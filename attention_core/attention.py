@@ -70,7 +70,7 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.where(total > 0, e / total.clamp_min(torch.finfo(x.dtype).tiny), torch.zeros_like(e))
 
 
-def _validate(
+def check_attention_args(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -79,6 +79,11 @@ def _validate(
     is_causal: bool,
     scale: float | None,
 ) -> tuple[float, float]:
+    """Check the arguments of SDPA-style attention; return ``(scale, dropout_p)`` as floats.
+
+    Shared by every attention path (the trace, the fused layer path, the tiled kernel), so
+    they all reject the same inputs with the same ``ValueError``.
+    """
     check_tensor("q", q, min_dim=2)
     check_tensor("k", k, min_dim=2)
     check_tensor("v", v, min_dim=2)
@@ -158,7 +163,7 @@ def attention_trace(
         scale: multiplier of the scores, default ``1/√E``.
         generator: seeds the dropout pattern, for reproducible pictures.
     """
-    s, p = _validate(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
     mask = causal_mask(L, S, device=q.device) if is_causal else attn_mask  # (L, S) or user's
 

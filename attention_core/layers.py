@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import AttentionTrace, _validate, attention_trace
+from .attention import AttentionTrace, attention_trace, check_attention_args
 from .device import resolve_device
 from .validation import check_float, check_int, check_tensor
 
@@ -122,7 +122,7 @@ class SelfAttention(nn.Module):
             y = trace.output  # (N, nh, L, hs)
         else:
             # the explained path's checks, so both paths reject the same inputs with a ValueError
-            _validate(q, k, v, attn_mask, p, self.is_causal, None)
+            check_attention_args(q, k, v, attn_mask, p, self.is_causal, None)
             if attn_mask is not None and attn_mask.dtype != torch.bool:
                 attn_mask = attn_mask.to(q.dtype)  # torch's kernel wants a float mask in q's dtype
             y = F.scaled_dot_product_attention(q, k, v, attn_mask, p, self.is_causal)  # (N, nh, L, hs)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from .attention import _validate
+from .attention import check_attention_args
 from .validation import check_int
 
 DEFAULT_BLOCK_SIZE = 256  # the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
@@ -56,7 +56,7 @@ def tiled_attention(
     their running max, sum and output in float32, as FlashAttention does. Forward only:
     inputs that require gradients (with grad mode on) raise ``ValueError``.
     """
-    s, p = _validate(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
         raise ValueError(f"tiled_attention does not implement dropout; dropout_p must be 0, got {p}")
     block = check_int("block_size", block_size, low=1, high=1 << 16)
