@@ -26,6 +26,12 @@ VISITS = [
     "/walkthrough?view=query&preset=sentence",
     "/walkthrough?view=compare&preset=random&n=16",
     "/scaling",
+    "/scaling?sc_tab=Saturation",
+    "/scaling?sc_tab=Gradients",
+    "/scaling?sc_tab=Scaling+strategies",
+    "/scaling?sc_tab=Initialisation",
+    "/scaling?sc_tab=Numerical+stability",
+    "/scaling?sc_tab=Training",
     "/benchmark",
 ]
 
