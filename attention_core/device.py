@@ -59,7 +59,7 @@ def default_device() -> torch.device:
     if override and override.lower() != "auto":
         return resolve_device(override)
     if torch.cuda.is_available():
-        return torch.device("cuda", torch.cuda.current_device())
+        return torch.device(torch.cuda.current_device())  # an index alone names a CUDA device
     return torch.device("cpu")
 
 
