@@ -112,10 +112,9 @@ def walkthrough_data(
     }
 
 
-def controls() -> dict[str, Any]:
-    """The input controls; returns their values as plain Python values."""
+def controls(box: Any) -> dict[str, Any]:
+    """The input controls, drawn in ``box``; returns their values as plain Python values."""
     s = st.session_state
-    box = st.expander("Settings", icon=":material/tune:") if urlstate.talk_mode() else st.container(border=True)
     with box:
         c = st.columns([1.3, 1.5, 1, 1])
         c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.get, key="preset")
@@ -367,7 +366,13 @@ def walkthrough_page() -> None:
     if not talk:
         st.title("The five steps of attention")
     urlstate.notices()
-    params = controls()
+    if talk:  # on a projector the settings fold into a popover beside the view switch
+        top = st.columns([1, 4], vertical_alignment="center")
+        params = controls(top[0].popover("Settings", icon=":material/tune:", width="stretch"))
+        view_box = top[1]
+    else:
+        params = controls(st.container(border=True))
+        view_box = None
     try:
         d = walkthrough_data(**params)
         d["data_key"] = tuple(params[k] for k in DATA_KEYS)
@@ -375,9 +380,10 @@ def walkthrough_page() -> None:
         st.error(f"These settings can't be computed: {exc}")
         urlstate.publish(PARAMS)
         return
-    if not talk:
+    if view_box is None:
         st.caption(d["note"])
-    view = st.segmented_control(
+        view_box = st.container()
+    view = view_box.segmented_control(
         "View", VIEWS, format_func=VIEW_NAMES.get, key="view", required=True, label_visibility="collapsed"
     )
     if view == "all":
