@@ -208,12 +208,14 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
         f"{n_q}×{n_k}, each row sums to 1",
         f"{n_q}×{n_k} · {n_k}×{d['d_v']} → {n_q}×{d['d_v']}",
     ]
-    if talk:  # the matrix gets the full width on a projector; the shape goes above it
+    if talk:  # the matrix gets the full width on a projector; the shape goes under the heading
+        head[0].markdown(f"**Shape:** {shapes[step]}")
         left, right = st.container(), st.container()
     else:
         left, right = st.columns([1, 2], gap="large")
     with left:
-        st.markdown(f"**Shape:** {shapes[step]}")
+        if not talk:
+            st.markdown(f"**Shape:** {shapes[step]}")
         if not talk:
             st.markdown(EXPLAIN[step])
         if step == 3 and not d["blocked"].any():
