@@ -46,7 +46,7 @@ def talk_css() -> None:
             "[data-testid='stMain'] [data-testid='stMarkdown'] p,"
             "[data-testid='stMain'] [data-testid='stMarkdown'] li {font-size: 1.3rem; line-height: 1.45;}"
             "[data-testid='stMetricValue'] {font-size: 2.4rem;}"
-            "[data-testid='stMainBlockContainer'] {padding-top: 2.5rem;}"
+            "[data-testid='stMainBlockContainer'] {padding-top: 4.2rem;}"
             ".katex {font-size: 1.5em !important;}"
             "</style>"
         )
