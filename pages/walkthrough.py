@@ -235,7 +235,11 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
                     _heatmap(d, name, "q_tokens" if name == "q" else "k_tokens", "d_v" if name == "v" else "d_k",
                              f"wt_step0_{name}", talk, title=name.upper(), kind="plain", col_title="feature",
                              colorbar=False)
-            with st.expander("X and the projection matrices W_Q, W_K, W_V"):
+            # Lazy: the four extra heatmaps are built and sent only while the expander is open.
+            xw = st.expander("X and the projection matrices W_Q, W_K, W_V", key="wt_xw", on_change="rerun")
+            if not xw.open:
+                return
+            with xw:
                 _heatmap(d, "x_kv", "k_tokens", "d_model", "wt_x", talk, title="X (keys' tokens)", kind="plain",
                          col_title="feature")
                 c = st.columns(3)
@@ -399,14 +403,16 @@ def walkthrough_page() -> None:
 
     st.divider()
     check_panel(d)
-    with st.expander("Reproduce these matrices in torch"):
-        st.code(d["snippet"], language="python")
-    with st.expander("Which mask does each kind of attention use?"):
+    code = st.expander("Reproduce these matrices in torch", key="wt_code", on_change="rerun")
+    if code.open:
+        code.code(d["snippet"], language="python")
+    masks = st.expander("Which mask does each kind of attention use?", key="wt_masks", on_change="rerun")
+    if masks.open:
         chosen = params["mask"]
         styled = MASK_TABLE.style.apply(
             lambda row: ["background-color: #FFE9B3" if row["mask"] == chosen else "" for _ in row], axis=1
         )
-        st.dataframe(styled, hide_index=True, width="stretch")
+        masks.dataframe(styled, hide_index=True, width="stretch")
     urlstate.publish(PARAMS)
 
 

@@ -129,3 +129,21 @@ def test_talk_mode_hides_prose_but_keeps_the_formula() -> None:
     talk = open_page({"step": "2", "talk": "1"})
     assert talk.latex and talk.latex[0].value == normal.latex[0].value
     assert len(talk.markdown) < len(normal.markdown)
+
+
+def test_expanders_render_their_content_only_when_open() -> None:
+    at = open_page({"preset": "sentence", "mask": "causal"})
+    charts_closed = len(at.get("plotly_chart"))
+    assert not any("import torch" in c.value for c in at.code)
+    for key in ("wt_code", "wt_masks", "wt_xw"):
+        at.session_state[key] = True  # as if the viewer opened it
+    at.run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == charts_closed + 4  # X, W_Q, W_K, W_V
+    snippet = next(c.value for c in at.code if "import torch" in c.value)
+    namespace: dict[str, object] = {}
+    exec(snippet, namespace)  # the copyable snippet reproduces the weights the page shows
+    expected = run_walkthrough("sentence", d_model=8, d_k=4, d_v=4, mask="causal", positions=False).trace.weights
+    assert torch.allclose(namespace["weights"], expected, atol=1e-5)  # type: ignore[arg-type]
+    table = at.dataframe[0].value
+    assert "causal" in table["mask"].tolist()
