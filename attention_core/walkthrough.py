@@ -36,6 +36,14 @@ class WalkthroughResult:
     row_sums: torch.Tensor  # (L,) sums of each weight row: 1, or 0 for a fully masked row
 
     @property
+    def row_sum_error(self) -> float | None:
+        """max |Σ_j weights_ij − 1| over rows that may attend somewhere; ``None`` if none may."""
+        live = ~self.trace.fully_masked_rows
+        if not bool(live.any()):
+            return None
+        return float((self.row_sums[live] - 1.0).abs().max())
+
+    @property
     def fully_masked(self) -> list[int]:
         """Indices of query rows whose every key is masked."""
         return [i for i, m in enumerate(self.trace.fully_masked_rows.tolist()) if m]

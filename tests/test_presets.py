@@ -142,3 +142,13 @@ def test_build_inputs_dispatches() -> None:
 def test_preset_errors(call, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_walkthrough_row_sum_error_skips_fully_masked_rows() -> None:
+    from attention_core import run_walkthrough
+
+    r = run_walkthrough("tiny", mask="padding", pad=3)  # every key padded: no row may attend
+    assert r.row_sum_error is None
+    r = run_walkthrough("sentence", mask="causal")
+    expected = float((r.trace.weights.sum(-1) - 1).abs().max())
+    assert r.row_sum_error == expected and r.row_sum_error < 1e-5
