@@ -190,7 +190,9 @@ def compare_figure(data_key: tuple, talk: bool) -> go.Figure:
 
 def _heatmap(d: dict[str, Any], matrix: str, rows: str, cols: str, key: str, talk: bool, **opts: Any) -> None:
     fig = heatmap_figure(d["data_key"], matrix, rows, cols, talk, tuple(sorted(opts.items())))
-    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=key)
+    # Small side-by-side matrices (colorbar off) get no mode bar: it would cover their titles.
+    config = PLOTLY_CONFIG if opts.get("colorbar", True) else {**PLOTLY_CONFIG, "displayModeBar": False}
+    st.plotly_chart(fig, width="stretch", config=config, key=key)
 
 
 def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
