@@ -215,11 +215,48 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """softmax(Q Kᵀ · scale + mask) V, the explained (materialising) path.
+    """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path.
 
     Same arguments and semantics as ``torch.nn.functional.scaled_dot_product_attention``;
-    returns ``(N, ..., L, Ev)``. Fully masked rows give zeros.
+    returns ``(N, ..., L, Ev)``. Fully masked rows give zeros. With the same ``generator``,
+    dropout drops the same weights as :func:`attention_trace`.
+
+    It costs what the arithmetic costs and little more: the inputs are checked (O(L·E),
+    plus one pass over a float mask), never the ``(N, ..., L, S)`` scores; the scale is
+    applied to ``q`` before the product; the mask and dropout work in place; nothing is
+    kept for a walkthrough. Fully masked rows are found from the mask itself and zeroed
+    in the output. A score that overflows its dtype is caught from the output (O(L·Ev)).
+    Use :func:`attention_trace` to see, and validate, every intermediate.
     """
-    return attention_trace(
-        q, k, v, attn_mask, dropout_p, is_causal, scale=scale, generator=generator
-    ).output
+    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    L, S = q.shape[-2], k.shape[-2]
+    scores = (q * s) @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
+    dead: torch.Tensor | None = None  # (..., L): rows whose every key is masked
+    if is_causal:
+        blocked = torch.ones(L, S, dtype=torch.bool, device=q.device).triu_(1)  # (L, S), top-left aligned
+        scores.masked_fill_(blocked, float("-inf"))  # row i keeps key 0, so no row is fully masked
+    elif attn_mask is not None:
+        in_place = torch.broadcast_shapes(scores.shape, attn_mask.shape) == scores.shape
+        if attn_mask.dtype == torch.bool:
+            blocked = ~attn_mask
+            fill = scores.masked_fill_ if in_place else scores.masked_fill
+            scores = fill(blocked, float("-inf"))  # (N, ..., L, S)
+            dead = blocked.all(dim=-1)  # (..., L), from the mask: O(mask), not O(scores)
+        else:
+            added = attn_mask.to(scores.dtype)  # a float64 −1e300 becomes −inf in float32, as in the trace
+            scores = scores.add_(added) if in_place else scores + added  # (N, ..., L, S)
+            dead = torch.isneginf(added).all(dim=-1)  # (..., L)
+    weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S); a fully masked row is NaN until zeroed below
+    del scores
+    if p > 0.0:
+        keep = torch.rand(weights.shape, generator=generator, device=weights.device) >= p  # (N, ..., L, S)
+        weights = weights.mul_(keep).div_(1.0 - p)  # the trace's dropout, in place
+    output = weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
+    if dead is not None and bool(dead.any()):
+        output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)
+    if not bool(torch.isfinite(output).all()):
+        raise ValueError(
+            f"the scaled scores Q·Kᵀ·scale overflowed {output.dtype}; "
+            "use a wider dtype, smaller inputs or a smaller scale"
+        )
+    return output
