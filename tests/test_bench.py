@@ -1,7 +1,8 @@
 """The benchmark engine: every implementation against the reference, the guard, OOM, budget, fits, CLI.
 
 No test here asserts a speed: timings depend on the machine. Speed and memory goals are
-checked by benchmarks/report.py, which prints ratios measured side by side.
+checked by benchmarks/report.py, which prints ratios measured side by side. The memory
+models are checked in fresh worker processes, where the peak does not depend on history.
 """
 
 from __future__ import annotations
@@ -85,13 +86,14 @@ def test_every_implementation_matches_the_float64_reference(device, name, causal
     assert err <= 2 * float((plain.double() - ref).abs().max()) + torch.finfo(torch.float32).eps
 
 
-@pytest.mark.parametrize("name", ["naive", "sdpa", "sdpa-math", "tiled"])
+@pytest.mark.parametrize("name", ["lean", "explained", "sdpa", "sdpa-math", "tiled"])
 def test_rectangular_and_masked_inputs_match_torch(device, name):
     """n_q ≠ n_k and a padding mask, through the functions the registry wraps."""
-    from attention_core import padding_mask, scaled_dot_product_attention, tiled_attention
+    from attention_core import attention_trace, padding_mask, scaled_dot_product_attention, tiled_attention
 
     fns = {
-        "naive": scaled_dot_product_attention,
+        "lean": scaled_dot_product_attention,
+        "explained": lambda *a, **kw: attention_trace(*a, **kw).output,
         "sdpa": F.scaled_dot_product_attention,
         "tiled": tiled_attention,
     }
@@ -314,11 +316,21 @@ def test_peak_memory_sees_a_known_allocation():
 
 
 @LINUX_PEAK
-def test_the_naive_memory_model_is_within_20_percent():
-    config = BenchConfig("naive", 512, d=64, heads=8)
-    row = run_config(config, min_run_time=0.0, cap_bytes=2**32)
-    assert row.status == "ok"
-    assert abs(row.peak_bytes / row.predicted_bytes - 1) < 0.2
+@pytest.mark.parametrize(
+    "name, causal", [("naive", False), ("naive", True), ("explained", False), ("explained", True), ("numpy", False)]
+)
+def test_the_memory_models_hold_in_a_fresh_process(name, causal):
+    """The model against the peak measured in a fresh worker (history cannot move it there).
+
+    Margin: 20 runs per case on a loaded 2-core machine gave measured/predicted between
+    0.976 and 1.000 (naive 0.987–1.000, explained 0.976–0.988, numpy 0.988–0.992), so ±8 %
+    is four times the largest deviation seen, and still fails a model one n×n matrix off
+    (that is 50 % for naive, 17 % for explained).
+    """
+    config = BenchConfig(name, 512, d=64, heads=8, causal=causal)
+    peak = bench.fresh_process_peak(config)
+    assert peak is not None
+    assert abs(peak / IMPLEMENTATIONS[name].extra_bytes(config) - 1) < 0.08
 
 
 # ---- sweeps: budget, cancel, progress, cache ----------------------------------------------
@@ -434,9 +446,19 @@ def test_the_cli_prints_a_table_and_writes_the_csv_columns(tmp_path):
     assert "median ms" in text and "wrote" in text and "tiled" in text
 
 
-def test_the_cli_defaults_are_the_pages_default_sweep():
+def test_the_cli_defaults_are_the_pages_default_sweep(monkeypatch):
+    seen = {}
+
+    def fake_sweep(spec, **kwargs):
+        seen.update(spec=spec, budget=kwargs["budget_s"])
+        return sweep_mod.SweepResult([], 0.0, None)
+
+    monkeypatch.setattr("attention_core.bench.cli.run_sweep", fake_sweep)
+    assert main(["--quiet"], stream=io.StringIO()) == 0
+    assert seen["spec"].ns == DEFAULT_SWEEP.ns and seen["budget"] == bench.DEFAULT_BUDGET_S
+    assert {"naive", "explained"} <= set(DEFAULT_SWEEP.impls)  # both baselines, side by side
     args = _parser().parse_args([])
-    assert tuple(args.impl) == DEFAULT_SWEEP.impls and tuple(args.n) == DEFAULT_SWEEP.ns
+    assert tuple(args.impl) == DEFAULT_SWEEP.impls
     assert (args.d, args.heads, args.batch, args.dtype, args.causal) == (
         DEFAULT_SWEEP.d,
         DEFAULT_SWEEP.heads,
@@ -444,6 +466,36 @@ def test_the_cli_defaults_are_the_pages_default_sweep():
         DEFAULT_SWEEP.dtype,
         DEFAULT_SWEEP.causal,
     )
+
+
+def test_sizes_named_on_the_cli_all_run_unless_a_budget_is_given(monkeypatch):
+    budgets = []
+
+    def fake_sweep(spec, **kwargs):
+        budgets.append(kwargs["budget_s"])
+        return sweep_mod.SweepResult([], 0.0, None)
+
+    monkeypatch.setattr("attention_core.bench.cli.run_sweep", fake_sweep)
+    for argv in (["--n", "1024", "4096"], ["--n", "64", "--budget", "5"], ["--budget", "0"]):
+        assert main([*argv, "--quiet"], stream=io.StringIO()) == 0
+    assert budgets == [None, 5.0, None]
+
+
+def test_a_sweep_with_explicit_sizes_skips_none_of_them(monkeypatch):
+    """The issue's case: tiled at the largest n was dropped by a budget nobody asked for."""
+    monkeypatch.setattr("attention_core.bench.cli.DEFAULT_BUDGET_S", 1e-9)  # a budget would skip them all
+    out = io.StringIO()
+    argv = ["--impl", "naive", "tiled", "--n", "16", "64", "--d", "4", "--heads", "1", "--min-run-time", "0"]
+    assert main([*argv, "--quiet"], stream=out) == 0
+    assert "skipped" not in out.getvalue() and out.getvalue().count(" ok") == 4
+
+
+def test_the_table_marks_rows_timed_from_fewer_than_three_samples():
+    row = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
+    table = bench.format_table([row])
+    assert "1*" in table and "fewer than 3 timed samples" in table
+    full = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
+    assert "fewer than" not in bench.format_table([full])
 
 
 def test_the_cli_explains_a_bad_argument(capsys):

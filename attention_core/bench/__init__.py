@@ -1,8 +1,10 @@
 """The O(n²) benchmark: what attention costs on this CPU or GPU, measured honestly.
 
-- :mod:`.impls`: the registry of implementations (naive, sdpa and its forced kernels, tiled, numpy);
+- :mod:`.impls`: the registry of implementations (naive, explained, sdpa and its forced kernels,
+  tiled, numpy);
 - :mod:`.measure`: timing, peak memory, the matmul rate, the memory cap and tables;
 - :mod:`.sweep`: running configurations with a memory guard, a time budget and fits;
+- :mod:`.isolated`: peak memory measured in a fresh worker process, independent of history;
 - :mod:`.runlock`: one run at a time per server, and the rows measured so far;
 - :mod:`.cli`: ``python -m attention_core.bench``.
 
@@ -16,13 +18,16 @@ from .impls import (
     IMPLEMENTATIONS,
     BenchConfig,
     Impl,
+    explained_extra_bytes,
     get_impl,
     make_inputs,
     naive_extra_bytes,
     numpy_attention,
     reference_attention,
     sdpa_choice,
+    textbook_attention,
 )
+from .isolated import fresh_process_peak
 from .measure import (
     TABLE_NS,
     Timing,
@@ -48,6 +53,7 @@ from .sweep import (
     DEFAULT_MIN_RUN_TIME,
     DEFAULT_SWEEP,
     FIT_MIN_N,
+    MIN_SAMPLES,
     STATUSES,
     BenchResult,
     PlannedConfig,
@@ -75,6 +81,7 @@ __all__ = [
     "DTYPES",
     "FIT_MIN_N",
     "IMPLEMENTATIONS",
+    "MIN_SAMPLES",
     "STATUSES",
     "TABLE_NS",
     "BenchConfig",
@@ -91,11 +98,13 @@ __all__ = [
     "cpu_load_per_core",
     "default_cap_bytes",
     "environment",
+    "explained_extra_bytes",
     "fit_loglog_slope",
     "flop_table",
     "format_bytes",
     "format_table",
     "free_memory_bytes",
+    "fresh_process_peak",
     "get_impl",
     "guard_reason",
     "is_oom",
@@ -117,6 +126,7 @@ __all__ = [
     "score_matrix_bytes",
     "sdpa_choice",
     "speedups",
+    "textbook_attention",
     "time_call",
     "write_csv",
 ]

@@ -1,9 +1,11 @@
 """``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
 
-    python -m attention_core.bench --impl naive sdpa tiled --n 512 1024 2048 4096 \\
+    python -m attention_core.bench --impl naive explained sdpa tiled --n 512 1024 2048 4096 \\
         --d 64 --heads 8 --batch 1 --dtype float32 --device auto [--causal] [--csv out.csv]
 
-With no arguments it runs the dashboard's default sweep (:data:`DEFAULT_SWEEP`).
+With no arguments it runs the dashboard's default sweep (:data:`DEFAULT_SWEEP`) under the
+page's time budget. Sizes named with ``--n`` all run: no budget applies unless ``--budget``
+is given too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .sweep import (
     DEFAULT_BUDGET_S,
     DEFAULT_MIN_RUN_TIME,
     DEFAULT_SWEEP,
+    MIN_SAMPLES,
     BenchResult,
     SweepProgress,
     SweepResult,
@@ -43,7 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=f"one or more of: {', '.join(IMPLEMENTATIONS)}",
     )
-    p.add_argument("--n", nargs="+", type=int, default=list(d.ns), help="sequence lengths")
+    p.add_argument(
+        "--n",
+        nargs="+",
+        type=int,
+        default=None,
+        help=f"sequence lengths (default {' '.join(map(str, d.ns))}); every one named runs unless --budget is given",
+    )
     p.add_argument("--d", type=int, default=d.d, help="head dimension")
     p.add_argument("--heads", type=int, default=d.heads)
     p.add_argument("--batch", type=int, default=d.batch)
@@ -51,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
     p.add_argument("--causal", action="store_true", help="apply the causal mask")
     p.add_argument("--csv", metavar="PATH", help="also write the results as CSV")
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds before the sweep stops; 0: none")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help=f"seconds before the sweep stops; 0: none (default: {DEFAULT_BUDGET_S:g} s for the default sizes, "
+        "none when --n is given)",
+    )
     p.add_argument("--cap-gb", type=float, default=None, help="memory cap per configuration, GiB")
     p.add_argument("--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME, help="seconds of timing per config")
     p.add_argument("--quiet", action="store_true", help="no per-configuration progress lines")
@@ -64,13 +79,26 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def format_table(rows: Sequence[BenchResult]) -> str:
     """The results as an aligned text table."""
-    head = ("impl", "n", "median ms", "IQR ms", "GFLOP/s", "% peak", "peak mem", "predicted", "max err", "status")
+    head = (
+        "impl",
+        "n",
+        "median ms",
+        "IQR ms",
+        "samples",
+        "GFLOP/s",
+        "% peak",
+        "peak mem",
+        "predicted",
+        "max err",
+        "status",
+    )
     lines = [
         (
             r.impl,
             str(r.n),
             _fmt(r.median_ms, ".3f"),
             _fmt(r.iqr_ms, ".3f"),
+            (str(r.samples) + ("*" if r.samples < MIN_SAMPLES else "")) if r.status == "ok" else "–",
             _fmt(r.gflops, ".1f"),
             _fmt(r.pct_of_peak, ".0f"),
             format_bytes(r.peak_bytes),
@@ -84,6 +112,8 @@ def format_table(rows: Sequence[BenchResult]) -> str:
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     out.append("  ".join("-" * w for w in widths))
     out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    if any(r.status == "ok" and r.samples < MIN_SAMPLES for r in rows):
+        out.append(f"* fewer than {MIN_SAMPLES} timed samples: the time budget ran short; rerun without --budget")
     return "\n".join(out)
 
 
@@ -111,10 +141,13 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
     """Parse ``argv`` (default: the command line), run the sweep, print, and write the CSV."""
     out = sys.stdout if stream is None else stream
     args = _parser().parse_args(argv)
+    ns = DEFAULT_SWEEP.ns if args.n is None else tuple(args.n)
+    if args.budget is None:  # sizes the user named all run; the default sweep keeps the page's safety net
+        args.budget = DEFAULT_BUDGET_S if args.n is None else 0.0
     try:
         spec = SweepSpec(
             impls=tuple(args.impl),
-            ns=tuple(args.n),
+            ns=ns,
             d=args.d,
             heads=args.heads,
             batch=args.batch,

@@ -2,7 +2,10 @@
 
 Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``:
 
-- ``naive``: the explained path of this project, which keeps every ``n × n`` step;
+- ``naive``: the textbook code in plain torch ops, ``softmax(q @ kᵀ · scale) @ v``, as
+  tutorials write it: one ``n × n`` score matrix and its softmax, no checks;
+- ``explained``: this project's traced path, :func:`attention_core.attention_trace`, which
+  validates every step and keeps every ``n × n`` intermediate for the walkthrough;
 - ``sdpa``: torch's fused ``scaled_dot_product_attention``, letting torch pick the kernel;
 - ``sdpa-math`` / ``-flash`` / ``-efficient`` / ``-cudnn``: the same call with one kernel
   forced by ``torch.nn.attention.sdpa_kernel``, so it can fail but never fall back;
@@ -22,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ..attention import scaled_dot_product_attention
+from ..attention import attention_trace
 from ..device import resolve_device
 from ..tiled import DEFAULT_BLOCK_SIZE, tiled_attention, tiled_extra_bytes
 from ..validation import check_choice, check_int
@@ -119,9 +122,19 @@ def _output(c: BenchConfig) -> int:
 
 
 def naive_extra_bytes(c: BenchConfig) -> int:
+    """The textbook code holds two ``n × n`` tensors at its peak: the raw scores while they are
+    scaled, then the scaled scores (still named) and the weights while the output is written.
+    Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
+    if c.causal:
+        return 2 * _square(c) + max(2 * c.n * c.n, c.n * c.n + _output(c))
+    return 2 * _square(c) + _output(c)
+
+
+def explained_extra_bytes(c: BenchConfig) -> int:
     """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
     the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
-    six ``n × n`` tensors at the peak, seven plus the boolean mask when causal."""
+    six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
+    overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
     if c.causal:
         return 7 * _square(c) + 2 * c.n * c.n + _output(c)  # + the (n, n) bool mask and its inverse
     return 6 * _square(c) + _output(c)
@@ -140,9 +153,10 @@ def math_extra_bytes(c: BenchConfig) -> int:
 
 
 def numpy_extra_bytes(c: BenchConfig) -> int:
-    """scores, scores − max and exp (the first freed as the third appears), then the division."""
+    """The product, then the scaled scores (max subtracted in place) and their exp (divided in
+    place), both alive while the output is written. Causal adds the ``(n, n)`` boolean mask."""
     mask = c.n * c.n if c.causal else 0
-    return 3 * _square(c) + mask + _output(c)
+    return 2 * _square(c) + mask + _output(c)
 
 
 def tiled_config_bytes(c: BenchConfig) -> int:
@@ -152,9 +166,24 @@ def tiled_config_bytes(c: BenchConfig) -> int:
 # ---- the entries --------------------------------------------------------------------------
 
 
+def textbook_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """softmax(q kᵀ/√d) v for ``(..., n, d)`` tensors, as tutorials write it in torch: no checks."""
+    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.size(-1)))  # (..., n, n)
+    if causal:
+        n_q, n_k = scores.shape[-2:]
+        allowed = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril()  # (n, n)
+        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., n, n)
+    weights = torch.softmax(scores, dim=-1)  # (..., n, n)
+    return weights @ v  # (..., n, n) @ (..., n, d) -> (..., n, d)
+
+
 def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
+    return textbook_attention(*inputs, causal=causal)
+
+
+def _run_explained(inputs: Inputs, causal: bool) -> torch.Tensor:
     q, k, v = inputs
-    return scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return attention_trace(q, k, v, is_causal=causal).output
 
 
 def _run_tiled(inputs: Inputs, causal: bool) -> torch.Tensor:
@@ -259,10 +288,18 @@ def _to_numpy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
 IMPLEMENTATIONS: dict[str, Impl] = {
     "naive": Impl(
         "naive",
-        "The explained path of this app: every n×n step (scores, scaled, weights) is a full tensor.",
+        "The textbook code in plain torch: softmax(q @ kᵀ · scale) @ v, one n×n matrix and its softmax.",
         _run_naive,
         naive_extra_bytes,
-        lambda inputs, causal: "attention_core (explained path)",
+        lambda inputs, causal: "torch ops (textbook)",
+    ),
+    "explained": Impl(
+        "explained",
+        "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
+        "every intermediate (scores, scaled, masked, weights), so it is slower than naive.",
+        _run_explained,
+        explained_extra_bytes,
+        lambda inputs, causal: "attention_core.attention_trace",
     ),
     "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
@@ -310,4 +347,4 @@ def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     """The float64 answer every implementation is checked against (the explained path in float64)."""
-    return scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    return attention_trace(q.double(), k.double(), v.double(), is_causal=causal).output

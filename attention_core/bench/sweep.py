@@ -40,6 +40,7 @@ STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
 DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are not to be trusted
 FIT_MIN_N = 512  # slopes are fitted from here up
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
+MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def run_config(
     *,
     cap_bytes: int | None = None,
     min_run_time: float = 0.2,
-    min_samples: int = 3,
+    min_samples: int = MIN_SAMPLES,
     deadline: float | None = None,
     peak_gflops: float | None = None,
     max_error: float | None = None,
@@ -231,7 +232,7 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
 class SweepSpec:
     """A grid of configurations: every implementation at every n, one shape and dtype."""
 
-    impls: tuple[str, ...] = ("naive", "sdpa", "tiled")
+    impls: tuple[str, ...] = ("naive", "explained", "sdpa", "tiled")
     ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     d: int = 64
     heads: int = 8

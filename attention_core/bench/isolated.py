@@ -1,0 +1,64 @@
+"""Peak memory of one configuration, measured in a fresh worker process.
+
+In a long-lived process the C allocator (glibc) may serve an n×n block from memory freed
+earlier, or keep memory that was freed inside the call resident, depending on what the
+process did before: the same call's peak resident set can then differ by a whole n×n
+matrix from one run to the next. A fresh Python process started with
+``MALLOC_MMAP_THRESHOLD_`` set gives every block of 64 KiB or more pages of its own, handed
+back when the block is freed, so its peak resident set follows the live tensors and the
+figure no longer depends on history. It costs a Python and torch start-up (a second or
+two), so the benchmark page measures in its own process and this is what the tests and
+``benchmarks/report.py`` use to check the memory models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .impls import BenchConfig
+
+FRESH_PAGES_ENV = {"MALLOC_MMAP_THRESHOLD_": str(64 * 2**10), "MALLOC_TRIM_THRESHOLD_": "0"}
+_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds attention_core/
+_WORKER = "from attention_core.bench.isolated import _worker; _worker()"
+
+
+def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int | None:
+    """Bytes the config's call adds at its peak (output included), measured in a fresh process.
+
+    ``None`` where the platform cannot measure a CPU peak. Raises ``RuntimeError`` with the
+    worker's last line when the worker fails.
+    """
+    env = {**os.environ, **FRESH_PAGES_ENV, "ATTENTION_DEVICE": config.device}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, json.dumps(asdict(config))],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        cwd=_ROOT,
+        env=env,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the memory worker failed: {last}")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer["peak_bytes"]
+
+
+def _worker() -> None:
+    """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
+    from .impls import get_impl, make_inputs
+    from .measure import measure_peak_extra
+
+    config = BenchConfig(**json.loads(sys.argv[1]))
+    impl = get_impl(config.impl)
+    inputs = impl.prepare(*make_inputs(config))
+    impl.run(inputs, config.causal)  # warm-up: lazy initialisation is not the call's memory
+    peak, source = measure_peak_extra(lambda: impl.run(inputs, config.causal), config.device)
+    print(json.dumps({"peak_bytes": peak, "source": source}))
