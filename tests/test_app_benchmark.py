@@ -119,6 +119,25 @@ def test_an_over_cap_configuration_is_reported_as_skipped(monkeypatch):
     assert list(frame["status"]) == ["skipped"] and "> cap" in frame["note"][0]
 
 
+def test_the_page_names_both_materialising_baselines_and_says_why_explained_is_slower():
+    at = open_page()
+    assert {"naive", "explained"} <= set(at.multiselect(key="bm_impl").value)
+    page = text(at)
+    assert "slower than naive because it checks every n×n step" in page
+    assert "naive ≈ 3–4× the time of SDPA" in page  # what to expect, per baseline
+
+
+def test_an_old_bookmark_with_impl_naive_still_opens_and_runs():
+    """Before naive meant the textbook code, links said bm_impl=naive for the traced path."""
+    at = forget(open_page({**TINY, "bm_impl": "naive"}))
+    assert at.multiselect(key="bm_impl").value == ["naive"]
+    assert not at.warning or all("ignored" not in w.value for w in at.warning)
+    at.button(key="bm_run").click().run()
+    frame = results_frame(at)
+    assert list(frame["impl"]) == ["naive"] and list(frame["status"]) == ["ok"]
+    assert list(frame["samples"]) == [3] or frame["samples"][0] >= 3
+
+
 def test_cancel_without_a_run_is_harmless():
     at = open_page(TINY)
     at.button(key="bm_cancel").click().run()
