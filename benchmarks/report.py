@@ -1,17 +1,24 @@
-"""The benchmark issue's goals, measured side by side in one run on this machine.
+"""The benchmark's goals and baselines, measured side by side in one run on this machine.
 
-    python benchmarks/report.py [--n 4096] [--repeats 3]
+    python benchmarks/report.py [--ns 1024 2048 4096] [--repeats 5] [--no-sweep]
 
 Prints, with the goal beside each number:
 
 1. the default sweep's wall time, run first in this fresh process, as the CLI would (goal ≤ 20 s);
-2. tiled / SDPA time per call at n = 4096, d = 64, 8 heads, float32, CPU (goal ≤ 1.6), as the
-   median ratio of ``--repeats`` back-to-back pairs, so a burst of load hits both sides;
-3. tiled / naive peak extra memory at the same shape (goal ≤ 1/50);
-4. the naive path's measured peak against its analytic prediction (goal: within 20 %).
+2. a table of ``naive ÷ sdpa``, ``explained ÷ sdpa`` and ``tiled ÷ sdpa`` time per call at each n
+   (d = 64, 8 heads, float32, CPU). ``naive`` is the textbook code, ``explained`` the traced
+   walkthrough path. Each round times every implementation once, in an order that alternates
+   between rounds, and divides by SDPA's time of the same round; the median over ``--repeats``
+   rounds is printed, so a burst of load hits every side alike. Goal: tiled ÷ sdpa ≤ 1.6 at the
+   largest n;
+3. the one-call API ``attention_core.scaled_dot_product_attention`` against the textbook code
+   at the largest n, timed the same way (goal ≤ 1.3);
+4. tiled ÷ naive peak extra memory at the largest n (goal ≤ 1/50);
+5. each materialising path's peak memory against its model, measured in a fresh worker process
+   at n = 1024, where history cannot move it (goal: within 20 %).
 
 Timings need a quiet machine: the load average is printed before and after, and other
-processes competing for the cores make the many small kernels of ``tiled`` (and ``naive``)
+processes competing for the cores make the many small kernels of ``tiled`` and ``explained``
 wait at every thread barrier far more than SDPA's single fused call. Rerun when it is high.
 """
 
@@ -22,13 +29,19 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import attention_core as ac
 from attention_core import bench
+
+BASELINES = ("naive", "explained", "tiled")  # each divided by sdpa
+LEAN = "lean API"  # ac.scaled_dot_product_attention, timed beside the others
+MEMORY_N = 1024
 
 
 def _load() -> str:
@@ -39,107 +52,134 @@ def _load() -> str:
     return f"{one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
-def _time(name: str, config: bench.BenchConfig, min_run_time: float) -> float:
+def _calls(n: int) -> dict[str, Callable[[], object]]:
+    """Every function timed at ``n``, on one set of inputs, each warmed up once."""
+    config = bench.BenchConfig("sdpa", n, d=64, heads=8, batch=1, dtype="float32", device="cpu")
+    q, k, v = bench.make_inputs(config)
+    def registry_call(name: str) -> Callable[[], object]:
+        impl = bench.get_impl(name)
+        return lambda: impl.run((q, k, v), False)
+
+    calls = {name: registry_call(name) for name in ("sdpa", *BASELINES)}
+    calls[LEAN] = lambda: ac.scaled_dot_product_attention(q, k, v)
+    for call in calls.values():
+        call()
+    return calls
+
+
+def _rounds(calls: dict[str, Callable[[], object]], repeats: int, min_run_time: float) -> dict[str, list[float]]:
+    """Seconds per call of every function, one sample per round, the order alternating by round."""
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else reversed(names):
+            timing = bench.time_call(calls[name], "cpu", min_run_time=min_run_time, min_samples=1)
+            seconds[name].append(timing.median)
+    return seconds
+
+
+def _ratio(seconds: dict[str, list[float]], top: str, bottom: str) -> float:
+    """Median over rounds of top ÷ bottom, each round's pair taken together."""
+    return statistics.median(a / b for a, b in zip(seconds[top], seconds[bottom], strict=True))
+
+
+def _peak(name: str, n: int) -> int | None:
+    config = bench.BenchConfig(name, n, d=64, heads=8, batch=1, dtype="float32", device="cpu")
     impl = bench.get_impl(name)
     inputs = impl.prepare(*bench.make_inputs(config))
-
-    def call() -> object:
-        return impl.run(inputs, config.causal)
-
-    call()  # warm-up
-    return bench.time_call(call, config.device, min_run_time=min_run_time, min_samples=3).median
-
-
-def _peak(name: str, config: bench.BenchConfig) -> int | None:
-    impl = bench.get_impl(name)
-    inputs = impl.prepare(*bench.make_inputs(config))
-    impl.run(inputs, config.causal)  # warm-up, so lazy initialisation is not counted
-    peak, _source = bench.measure_peak_extra(lambda: impl.run(inputs, config.causal), config.device)
+    impl.run(inputs, False)  # warm-up, so lazy initialisation is not counted
+    peak, _source = bench.measure_peak_extra(lambda: impl.run(inputs, False), "cpu")
     return peak
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=4096)
-    parser.add_argument("--repeats", type=int, default=3, help="tiled/SDPA pairs; the median ratio is reported")
-    parser.add_argument("--min-run-time", type=float, default=1.0, help="seconds of timing per side per pair")
+    parser.add_argument("--ns", type=int, nargs="+", default=[1024, 2048, 4096], help="sequence lengths")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per n; the median ratio is reported")
+    parser.add_argument("--min-run-time", type=float, default=0.2, help="seconds of timing per sample")
+    parser.add_argument("--no-sweep", action="store_true", help="leave out the default sweep's wall time")
     args = parser.parse_args(argv)
+    ns = sorted(set(args.ns))
+    largest = ns[-1]
 
     print(f"torch {torch.__version__} · {torch.get_num_threads()} threads · {bench.environment('cpu')['device name']}")
     print(f"load average before: {_load()}")
+    rows: list[tuple[str, str, str, bool]] = []
 
     # 1. The default sweep, first, in a fresh process, without a budget: how long it really takes.
-    start = time.perf_counter()
-    sweep = bench.run_sweep(bench.DEFAULT_SWEEP, budget_s=None)
-    sweep_s = time.perf_counter() - start
-    done = sum(r.status == "ok" for r in sweep.rows)
+    if not args.no_sweep:
+        start = time.perf_counter()
+        sweep = bench.run_sweep(bench.DEFAULT_SWEEP, budget_s=None)
+        sweep_s = time.perf_counter() - start
+        done = sum(r.status == "ok" for r in sweep.rows)
+        impls = ", ".join(bench.DEFAULT_SWEEP.impls)
+        what = f"default sweep wall time ({done}/{len(sweep.rows)} configurations ok: {impls})"
+        rows.append((what, f"{sweep_s:.1f} s", "≤ 20 s", sweep_s <= 20))
 
-    # 2. tiled / SDPA at n, back to back.
-    config = bench.BenchConfig("tiled", args.n, d=64, heads=8, batch=1, dtype="float32", device="cpu")
-    ratios, sdpa_s, tiled_s = [], [], []
-    for _ in range(args.repeats):
-        s = _time("sdpa", config, args.min_run_time)
-        t = _time("tiled", config, args.min_run_time)
-        sdpa_s.append(s)
-        tiled_s.append(t)
-        ratios.append(t / s)
-    ratio = statistics.median(ratios)
-
-    # The same pair on one thread: no thread barriers, so far less sensitive to other processes.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one_thread = statistics.median(
-            _time("tiled", config, args.min_run_time) / _time("sdpa", config, args.min_run_time)
-            for _ in range(args.repeats)
+    # 2-3. Every baseline ÷ SDPA at each n, and the lean API ÷ the textbook code, in the same rounds.
+    table: list[str] = []
+    at_largest: dict[str, list[float]] = {}
+    for n in ns:
+        seconds = _rounds(_calls(n), args.repeats, args.min_run_time)
+        ms = {name: statistics.median(s) * 1e3 for name, s in seconds.items()}
+        ratios = [_ratio(seconds, name, "sdpa") for name in BASELINES]
+        table.append(
+            f"{n:>6}  {ms['sdpa']:>9.0f}  "
+            + "  ".join(f"{ms[name]:>12.0f}  {r:>7.2f}" for name, r in zip(BASELINES, ratios, strict=True))
+            + f"  {_ratio(seconds, LEAN, 'naive'):>12.2f}"
         )
-    finally:
-        torch.set_num_threads(threads)
-
-    # 3-4. Peak extra memory of tiled and naive at n, and naive against its prediction.
-    tiled_peak = _peak("tiled", config)
-    naive_peak = _peak("naive", config)
-    predicted = bench.naive_extra_bytes(config)
-
-    print(f"load average after:  {_load()}\n")
-    rows = [
+        if n == largest:
+            at_largest = seconds
+    tiled_ratio = _ratio(at_largest, "tiled", "sdpa")
+    lean_ratio = _ratio(at_largest, LEAN, "naive")
+    rows.append((f"tiled ÷ sdpa time, n = {largest}", f"{tiled_ratio:.2f}", "≤ 1.6", tiled_ratio <= 1.6))
+    rows.append(
         (
-            f"default sweep wall time ({done}/{len(sweep.rows)} configurations ok)",
-            f"{sweep_s:.1f} s",
-            "≤ 20 s",
-            sweep_s <= 20,
-        ),
-        (
-            f"tiled / SDPA time, n = {args.n}, d = 64, 8 heads, fp32 "
-            f"(tiled {statistics.median(tiled_s) * 1e3:.0f} ms, SDPA {statistics.median(sdpa_s) * 1e3:.0f} ms; "
-            f"pairs {', '.join(f'{r:.2f}' for r in ratios)})",
-            f"{ratio:.2f}",
-            "≤ 1.6",
-            ratio <= 1.6,
-        ),
-        ("  the same on 1 thread (for reference: insensitive to thread barriers)", f"{one_thread:.2f}", "–", True),
-    ]
+            f"lean API ÷ textbook time, n = {largest} (lean {statistics.median(at_largest[LEAN]) * 1e3:.0f} ms, "
+            f"textbook {statistics.median(at_largest['naive']) * 1e3:.0f} ms; rounds "
+            f"{', '.join(f'{a / b:.2f}' for a, b in zip(at_largest[LEAN], at_largest['naive'], strict=True))})",
+            f"{lean_ratio:.2f}",
+            "≤ 1.3",
+            lean_ratio <= 1.3,
+        )
+    )
+
+    # 4. Peak extra memory of tiled against the textbook code at the largest n, in this process.
+    tiled_peak, naive_peak = _peak("tiled", largest), _peak("naive", largest)
     if tiled_peak is not None and naive_peak:
         rows.append(
             (
-                f"tiled / naive peak extra memory, n = {args.n} "
+                f"tiled ÷ naive peak extra memory, n = {largest} "
                 f"(tiled {bench.format_bytes(tiled_peak)}, naive {bench.format_bytes(naive_peak)})",
                 f"1/{naive_peak / max(tiled_peak, 1):.0f}",
                 "≤ 1/50",
                 tiled_peak * 50 <= naive_peak,
             )
         )
+
+    # 5. The memory models, against peaks measured in fresh worker processes.
+    for name in ("naive", "explained", "numpy"):
+        config = bench.BenchConfig(name, MEMORY_N, d=64, heads=8, batch=1, dtype="float32", device="cpu")
+        peak = bench.fresh_process_peak(config)
+        predicted = bench.get_impl(name).extra_bytes(config)
+        if peak is None:
+            rows.append((f"{name} peak memory", "not measured on this platform", "–", True))
+            continue
         rows.append(
             (
-                f"naive measured peak / predicted ({bench.format_bytes(predicted)} predicted)",
-                f"{naive_peak / predicted:.3f}",
+                f"{name} measured peak ÷ model, n = {MEMORY_N}, fresh process "
+                f"({bench.format_bytes(predicted)} predicted)",
+                f"{peak / predicted:.3f}",
                 "within 20 %",
-                abs(naive_peak / predicted - 1) <= 0.2,
+                abs(peak / predicted - 1) <= 0.2,
             )
         )
-    else:
-        rows.append(("peak memory", "not measured on this platform", "–", False))
 
+    print(f"load average after:  {_load()}\n")
+    print(f"time per call, d = 64, 8 heads, float32, CPU: median of {args.repeats} rounds, ratios taken per round")
+    head = f"{'n':>6}  {'sdpa ms':>9}  " + "  ".join(f"{name + ' ms':>12}  {'÷ sdpa':>7}" for name in BASELINES)
+    print(head + f"  {'lean ÷ naive':>12}")
+    print("\n".join(table) + "\n")
     width = max(len(r[0]) for r in rows)
     for what, value, goal, ok in rows:
         verdict = "" if goal == "–" else ("met" if ok else "NOT MET")
