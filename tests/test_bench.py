@@ -309,10 +309,15 @@ def test_a_call_known_to_be_slow_is_timed_in_single_calls_without_a_trial():
 
 @LINUX_PEAK
 def test_peak_memory_sees_a_known_allocation():
+    """64 MiB is above glibc's largest mmap threshold (32 MiB), so it always gets fresh pages.
+
+    Margin: 20 runs in one process, with random benchmark calls in between, measured
+    1.000–1.010 × the size; the bounds below leave 5 % below and 15 % above that.
+    """
     size = 64 * 2**20
     peak, source = measure_peak_extra(lambda: torch.ones(size // 4), "cpu")
     assert source == "peak RSS (VmHWM)"
-    assert 0.95 * size <= peak <= 1.25 * size
+    assert 0.95 * size <= peak <= 1.15 * size
 
 
 @LINUX_PEAK
