@@ -13,6 +13,14 @@ mask is added to the scores; ``is_causal`` is aligned top-left when L ≠ S;
 ``scale`` is keyword-only. One difference from torch's *reference* code: a
 query row whose keys are all masked gets zero weights and a zero output (as
 torch's fused kernels give), never NaN.
+
+Two entry points compute the same thing:
+
+- :func:`attention_trace`, the explained path: it keeps every intermediate for the
+  walkthrough and checks the scores themselves for NaN and overflow (several passes over
+  ``(N, ..., L, S)``), so it is several times slower than the textbook code;
+- :func:`scaled_dot_product_attention`, the lean one-call path: it checks only its inputs
+  and costs what the textbook ``softmax(q @ kᵀ · scale) @ v`` costs.
 """
 
 from __future__ import annotations

@@ -180,8 +180,8 @@ def memory_table(
                 "score_matrix_bytes": size,
                 "score matrix": format_bytes(size),
                 "fits here": None if free_bytes is None else size <= free_bytes,
-                "naive under the cap": None if cap_bytes is None else 2 * size <= cap_bytes,
-                "explained under the cap": None if cap_bytes is None else 6 * size <= cap_bytes,
+                "naive ≤ cap": None if cap_bytes is None else 2 * size <= cap_bytes,
+                "explained ≤ cap": None if cap_bytes is None else 6 * size <= cap_bytes,
             }
         )
     return rows
