@@ -245,20 +245,27 @@ def scaled_dot_product_attention(
         scores.masked_fill_(blocked, float("-inf"))  # row i keeps key 0, so no row is fully masked
     elif attn_mask is not None:
         in_place = torch.broadcast_shapes(scores.shape, attn_mask.shape) == scores.shape
+        # Fully masked rows are found from the mask (O(mask), not O(scores)) and left unmasked,
+        # so softmax never sees a row of −inf (NaN, and NaN gradients); their output is zeroed below.
         if attn_mask.dtype == torch.bool:
             blocked = ~attn_mask
+            dead = blocked.all(dim=-1)  # (..., L)
+            if bool(dead.any()):
+                blocked = blocked & ~dead.unsqueeze(-1)
             fill = scores.masked_fill_ if in_place else scores.masked_fill
             scores = fill(blocked, float("-inf"))  # (N, ..., L, S)
-            dead = blocked.all(dim=-1)  # (..., L), from the mask: O(mask), not O(scores)
         else:
             added = attn_mask.to(scores.dtype)  # a float64 −1e300 becomes −inf in float32, as in the trace
-            scores = scores.add_(added) if in_place else scores + added  # (N, ..., L, S)
             dead = torch.isneginf(added).all(dim=-1)  # (..., L)
-    weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S); a fully masked row is NaN until zeroed below
+            if bool(dead.any()):
+                added = added.masked_fill(dead.unsqueeze(-1), 0.0)
+            scores = scores.add_(added) if in_place else scores + added  # (N, ..., L, S)
+    weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
     del scores
     if p > 0.0:
         keep = torch.rand(weights.shape, generator=generator, device=weights.device) >= p  # (N, ..., L, S)
-        weights = weights.mul_(keep).div_(1.0 - p)  # the trace's dropout, in place
+        # in place, unless autograd needs softmax's output as it was
+        weights = weights * keep / (1.0 - p) if weights.requires_grad else weights.mul_(keep).div_(1.0 - p)
     output = weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
     if dead is not None and bool(dead.any()):
         output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)

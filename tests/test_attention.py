@@ -581,6 +581,20 @@ def test_the_one_call_path_handles_a_mask_wider_than_the_scores() -> None:
         assert torch.equal(out[1, 2], torch.zeros(2))
 
 
+def test_the_one_call_path_gives_the_traces_gradients() -> None:
+    """In-place steps must not break autograd, dropout and a fully masked row included."""
+    gen = torch.Generator().manual_seed(23)
+    leaves = [randn(gen, 2, 6, 4).requires_grad_() for _ in range(3)]
+    mask = torch.rand(6, 6, generator=gen) < 0.7
+    mask[3] = False
+    grads = []
+    for fn in (scaled_dot_product_attention, lambda *a, **kw: attention_trace(*a, **kw).output):
+        out = fn(*leaves, mask, dropout_p=0.3, generator=torch.Generator().manual_seed(5))
+        grads.append(torch.autograd.grad(out.square().sum(), leaves))
+    for lean, traced in zip(*grads, strict=True):
+        torch.testing.assert_close(lean, traced)
+
+
 def test_the_one_call_path_rejects_scores_that_overflow_even_under_a_mask() -> None:
     """float16 products past 65504 give inf; the lean path catches them from its output."""
     q = torch.full((1, 3, 4), 300.0, dtype=torch.float16)
