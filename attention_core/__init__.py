@@ -15,7 +15,7 @@ from .bench import (
     running_on_streamlit_cloud,
     score_matrix_bytes,
 )
-from .device import DeviceInfo, available_devices, default_device, device_info, resolve_device
+from .device import DeviceInfo, available_devices, default_device, device_info, new_tensor_device, resolve_device
 from .layers import SelfAttention, project_qkv, sinusoidal_positions, xavier_std
 from .masks import causal_mask, mask_to_additive, padding_mask
 from .presets import (
@@ -94,6 +94,7 @@ __all__ = [
     "mask_to_additive",
     "naive_softmax",
     "named_init_stds",
+    "new_tensor_device",
     "overflow_limit",
     "overflow_logits",
     "overflow_sweep",

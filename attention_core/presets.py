@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .device import resolve_device
+from .device import new_tensor_device
 from .layers import project_qkv, sinusoidal_positions
 from .validation import check_choice, check_int
 
@@ -90,7 +90,7 @@ def _finish(
     note: str,
     device: str | torch.device | None,
 ) -> WalkthroughInputs:
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     if positions:
         x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1], device=x_q.device)  # (L, d_model)
         x_kv = x_kv + sinusoidal_positions(x_kv.shape[0], x_kv.shape[1], device=x_kv.device)  # (S, d_model)

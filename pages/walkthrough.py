@@ -9,13 +9,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, run_walkthrough, top_sources, torch_snippet
+from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, default_device, run_walkthrough, top_sources, torch_snippet
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import urlstate
 from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
 
 VIEWS = ("steps", "all", "query", "compare")
+DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 # The inputs of walkthrough_data, in its argument order: a view's cache key is this tuple.
 DATA_KEYS = ("preset", "n", "d_model", "d_k", "d_v", "seed", "mask", "pad", "scaled", "pos", "drop")
 PARAMS = [
@@ -90,7 +91,7 @@ def walkthrough_data(
     """The trace and its checks as plain numpy arrays, cached on plain values."""
     r = run_walkthrough(
         preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, mask=mask, pad=pad,
-        scaled=scaled, positions=pos, dropout_p=drop,
+        scaled=scaled, positions=pos, dropout_p=drop, device=DEVICE,
     )
     t, inp = r.trace, r.inputs
 

@@ -453,7 +453,7 @@ def test_mask_on_another_device_is_rejected() -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA to put the mask elsewhere")
     q, k, v = (t.cuda() for t in _qkv())
-    with pytest.raises(ValueError, match="attn_mask must be on"):
+    with pytest.raises(ValueError, match="attn_mask is on cpu but q is on cuda"):
         scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
 
 
