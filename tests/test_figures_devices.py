@@ -44,7 +44,7 @@ class OffHostTensor:
 
 
 def test_the_stand_in_refuses_numpy_as_a_cuda_tensor_does() -> None:
-    with pytest.raises(TypeError, match="Tensor.cpu"):
+    with pytest.raises(TypeError, match=r"Tensor\.cpu"):
         np.asarray(OffHostTensor(torch.ones(2)), dtype=float)
 
 
