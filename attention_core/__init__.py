@@ -3,6 +3,7 @@
 Every public name is re-exported here; each submodule holds one concept.
 """
 
+from .accuracy import AccuracyCheck, flash_rule, standard_attention
 from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention, stable_softmax
 from .bench import (
     IMPLEMENTATIONS,
@@ -69,6 +70,7 @@ __all__ = [
     "PRESETS",
     "SCALE_RULES",
     "STEP_NAMES",
+    "AccuracyCheck",
     "AttentionTrace",
     "BenchConfig",
     "BenchResult",
@@ -88,6 +90,7 @@ __all__ = [
     "dot_product_histograms",
     "dot_products",
     "fit_loglog_slope",
+    "flash_rule",
     "gradient_table",
     "histogram_table",
     "init_effects",
@@ -117,6 +120,7 @@ __all__ = [
     "softmax_jacobian",
     "softmax_overflow",
     "stable_softmax",
+    "standard_attention",
     "temperature_sweep",
     "tiled_attention",
     "tiled_extra_bytes",

@@ -284,20 +284,25 @@ def show_results(talk: bool) -> None:
             )
 
     dicts = bench.result_dicts(rows)
+    all_fits = bench.scaling_fits(rows)
     fits = {
         f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to)
-        for f in bench.scaling_fits(rows).values()
+        for f in all_fits.values()
         if f.time_slope is not None and f.time_intercept is not None
     }
+    no_law = [f.describe() for f in all_fits.values() if f.time_slope is None]
     tabs = st.tabs(["Time", "Memory", "FLOP rate", "Speed-up", "Table"])
     with tabs[0]:
         st.plotly_chart(figs.time_figure(dicts, fits, talk=talk), width="stretch", config=PLOTLY_CONFIG)
         if not talk:
             st.caption(
                 "Median of at least three timed calls after a warm-up; bars span the inter-quartile range. "
-                f"Slopes are fitted over each implementation's three largest n ≥ {bench.FIT_MIN_N} (below that, "
-                "fixed overheads hide the growth): 2 means the time grows as n²."
+                f"Slopes are fitted over each implementation's three largest n ≥ {bench.FIT_MIN_N} where the time "
+                "grows at least as fast as n: 2 means the time grows as n². Where doubling n less than doubles "
+                "the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
             )
+        if no_law:
+            st.caption(" · ".join(no_law))
     with tabs[1]:
         st.plotly_chart(figs.memory_figure(dicts, talk=talk), width="stretch", config=PLOTLY_CONFIG)
         if not talk:

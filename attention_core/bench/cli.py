@@ -95,9 +95,7 @@ def report(result: SweepResult, stream: TextIO) -> None:
     )
     stream.write(format_table(result.rows) + "\n\n")
     for fit in scaling_fits(result.rows).values():
-        t = _fmt(fit.time_slope, ".2f")
-        m = _fmt(fit.memory_slope, ".2f")
-        stream.write(f"{fit.impl}: time ∝ n^{t}, memory ∝ n^{m} (n = {fit.n_from}…{fit.n_to})\n")
+        stream.write(fit.describe() + "\n")
     tail = f", stopped: {result.stopped}" if result.stopped else ""
     stream.write(f"wall time {result.wall_s:.1f} s{tail}\n")
     if result.disturbed:

@@ -24,7 +24,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..attention import scaled_dot_product_attention
 from ..device import resolve_device
-from ..tiled import DEFAULT_BLOCK_SIZE, tiled_attention, tiled_extra_bytes
+from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
 from ..validation import check_choice, check_int
 
 DTYPES: dict[str, torch.dtype] = {
@@ -132,11 +132,31 @@ def fused_extra_bytes(c: BenchConfig) -> int:
     return _output(c) + c.batch_heads * c.n * 4
 
 
+def math_accumulation_itemsize(c: BenchConfig) -> int:
+    """Bytes per element inside torch's math backend: float32 for 16-bit inputs, on every device,
+    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)`` keeps them 16-bit."""
+    if c.itemsize >= 4:
+        return c.itemsize
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    return c.itemsize if allowed else 4
+
+
 def math_extra_bytes(c: BenchConfig) -> int:
-    """torch's math backend: the scores and their softmax, in float32 for 16-bit inputs on the CPU."""
-    itemsize = max(c.itemsize, 4) if c.device == "cpu" else c.itemsize
-    mask = c.n * c.n * itemsize if c.causal else 0  # an additive (n, n) mask
-    return 2 * _square(c, itemsize) + mask + 2 * _output(c)
+    """torch's math backend, read from ``_scaled_dot_product_attention_math`` (torch 2.5 and later).
+
+    It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
+    computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
+    n×n "is −inf" tensor, the fully masked rows zeroed in place. That is the peak: two n×n squares
+    in the accumulation dtype and one of bools. Under the causal flag it also holds an additive
+    (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
+    i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
+    """
+    acc = math_accumulation_itemsize(c)
+    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
+    upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
+    scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
+    mask = c.n * c.n * acc if c.causal else 0  # the (n, n) additive causal mask
+    return 2 * _square(c, acc) + _square(c, 1) + upcast + scaled_qk + mask
 
 
 def numpy_extra_bytes(c: BenchConfig) -> int:
@@ -146,7 +166,15 @@ def numpy_extra_bytes(c: BenchConfig) -> int:
 
 
 def tiled_config_bytes(c: BenchConfig) -> int:
-    return tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads)
+    return tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads, device=c.device)
+
+
+def _tiled_label(inputs: Inputs, causal: bool) -> str:
+    q, k, _v = inputs
+    block = pick_block_size(
+        q.device, q.shape[-2], k.shape[-2], batch_heads=math.prod(q.shape[:-2]), itemsize=q.element_size()
+    )
+    return f"tiled, block {block}"
 
 
 # ---- the entries --------------------------------------------------------------------------
@@ -275,10 +303,11 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "sdpa-cudnn": _sdpa_entry("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION, "torch SDPA forced to its cuDNN kernel."),
     "tiled": Impl(
         "tiled",
-        f"Online softmax in plain torch, {DEFAULT_BLOCK_SIZE}×{DEFAULT_BLOCK_SIZE} tiles: memory grows as n, not n².",
+        f"Online softmax in plain torch, in tiles ({DEFAULT_BLOCK_SIZE} on the CPU, up to {CUDA_MAX_BLOCK} on a "
+        "GPU): memory grows as n, not n².",
         _run_tiled,
         tiled_config_bytes,
-        lambda inputs, causal: f"tiled, block {DEFAULT_BLOCK_SIZE}",
+        _tiled_label,
     ),
     "numpy": Impl(
         "numpy",
