@@ -368,6 +368,20 @@ def test_a_call_known_to_be_slow_is_timed_in_single_calls_without_a_trial():
     assert len(calls) == len(timing.samples) == 3  # blocked_autorange would have spent a trial call
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+def test_cuda_events_time_a_call_and_the_allocator_sees_a_known_allocation():
+    a = torch.randn(2048, 2048, device="cuda")
+    fn = lambda: a @ a  # noqa: E731
+    fn()
+    timing = time_call(fn, "cuda", min_run_time=0.05, min_samples=3)
+    assert len(timing.samples) >= 3 and all(t > 0 for t in timing.samples)
+    assert sum(timing.samples) >= 0.05 or len(timing.samples) >= 1000
+    size = 64 * 2**20
+    peak, source = measure_peak_extra(lambda: torch.ones(size // 4, device="cuda"), "cuda")
+    assert source == "CUDA allocator peak"
+    assert size <= peak <= size + 2**20  # the allocator rounds up, never by a megabyte here
+
+
 @LINUX_PEAK
 def test_peak_memory_sees_a_known_allocation():
     size = 64 * 2**20
