@@ -249,6 +249,12 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
         f"batch {args.batch}, {args.heads} heads, d = {args.d}, no mask · memory cap "
         f"{bench.format_bytes(cap if cap is not None else bench.default_cap_bytes(device))} per configuration\n\n"
     )
+    load = bench.cpu_load_per_core()
+    if load is not None and load > 1.5:
+        out.write(
+            f"warning: the load average is {load:.1f} per core; other processes compete for the CPU, which "
+            "issues every kernel launch, so small and launch-bound timings here are disturbed\n\n"
+        )
     start = time.perf_counter()
     rows = measure(
         args.impl,
