@@ -142,7 +142,7 @@ def math_accumulation_itemsize(c: BenchConfig) -> int:
 
 
 def math_extra_bytes(c: BenchConfig) -> int:
-    """torch's math backend, read from ``_scaled_dot_product_attention_math`` (torch 2.5 and later).
+    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
 
     It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
     computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
