@@ -28,7 +28,7 @@ from ..attention import scaled_dot_product_attention
 from ..device import resolve_device
 from ..tiled import DEFAULT_BLOCK_SIZE, tiled_attention, tiled_extra_bytes
 from ..tiled_triton import DTYPES as TRITON_DTYPES
-from ..tiled_triton import tiled_triton_attention, tiled_triton_extra_bytes, triton_available
+from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
 from ..validation import check_choice, check_int
 
 DTYPES: dict[str, torch.dtype] = {
@@ -317,8 +317,10 @@ def triton_config_label() -> str:
     from ..tiled_triton_kernel import attention_forward_kernel
 
     c = attention_forward_kernel.best_config
-    block_m, block_n = c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]
-    return f"triton, {block_m}×{block_n} tiles, {c.num_warps} warps, {c.num_stages} stages (autotuned)"
+    tiles = f"{c.kwargs['BLOCK_M']}×{c.kwargs['BLOCK_N']} tiles"
+    if interpreting():
+        return f"triton interpreter (CPU), {tiles}"
+    return f"triton, {tiles}, {c.num_warps} warps, {c.num_stages} stages (autotuned)"
 
 
 def get_impl(name: str) -> Impl:
