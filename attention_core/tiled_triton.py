@@ -13,6 +13,7 @@ slowly and with numpy arithmetic; :func:`triton_available` allows the CPU then.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import math
 import os
@@ -140,9 +141,22 @@ def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: 
 
 
 def triton_kernel_sources() -> dict[str, str]:
-    """The source text of ``tiled.py`` and of the Triton kernel, for showing side by side.
+    """The two implementations of the recurrence as source text, to show side by side.
 
-    Read from the files, so it works where Triton is not installed (no import of the kernel).
+    Maps ``"tiled.py"`` to :func:`attention_core.tiled.tiled_attention` and
+    ``"tiled_triton_kernel.py"`` to its Triton kernel, decorators included. The kernel's
+    text is cut from its file with :mod:`ast` rather than through an import, so this works
+    where Triton is not installed.
     """
     here = Path(__file__).parent
-    return {name: (here / name).read_text(encoding="utf-8") for name in ("tiled.py", "tiled_triton_kernel.py")}
+    wanted = {"tiled.py": "tiled_attention", "tiled_triton_kernel.py": "attention_forward_kernel"}
+    return {file: _function_source(here / file, name) for file, name in wanted.items()}
+
+
+def _function_source(path: Path, name: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return "\n".join(text.splitlines()[first - 1 : node.end_lineno]) + "\n"
+    raise ValueError(f"{path.name} defines no function {name!r}")

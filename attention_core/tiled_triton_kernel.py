@@ -58,8 +58,11 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs: obje
 
 # The autotuner times every config at the first call of each shape and keeps the fastest,
 # keyed on (n_q, n_k, d, causal) and, added by Triton itself, the dtypes of the tensors.
-@triton.autotune(configs=CONFIGS, key=["n_q", "n_k", "HEAD_DIM", "IS_CAUSAL"], prune_configs_by={
-    "early_config_prune": prune_configs})
+@triton.autotune(
+    configs=CONFIGS,
+    key=["n_q", "n_k", "HEAD_DIM", "IS_CAUSAL"],
+    prune_configs_by={"early_config_prune": prune_configs},
+)
 @triton.jit
 def attention_forward_kernel(
     q_ptr, k_ptr, v_ptr, out_ptr,  # (BH, L, E), (BH, S, E), (BH, S, Ev), (BH, L, Ev)
@@ -81,7 +84,7 @@ def attention_forward_kernel(
     # Causal: the last query blocks have the most keys; start them first so no SM idles at the end.
     num_m_blocks = tl.cdiv(n_q, BLOCK_M)
     block_m = (num_m_blocks - 1 - tl.program_id(0)) if IS_CAUSAL else tl.program_id(0)
-    bh = tl.program_id(1)
+    bh = tl.program_id(1).to(tl.int64)  # 64-bit offsets: B·H·n·d can pass 2³¹ elements
     i0 = block_m * BLOCK_M
 
     offs_m = i0 + tl.arange(0, BLOCK_M)  # the query rows i0 … i1−1 of this block  (BLOCK_M,)

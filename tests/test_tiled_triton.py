@@ -115,9 +115,10 @@ def test_the_memory_model_is_the_output_only():
 def test_the_sources_are_read_without_importing_triton():
     sources = triton_kernel_sources()
     assert set(sources) == {"tiled.py", "tiled_triton_kernel.py"}
-    assert "def tiled_attention(" in sources["tiled.py"]
+    assert sources["tiled.py"].startswith("def tiled_attention(") and "return out" in sources["tiled.py"]
     kernel = sources["tiled_triton_kernel.py"]
-    assert "@triton.jit" in kernel and "alpha = tl.math.exp2(m_i - m_new)" in kernel
+    assert kernel.startswith("@triton.autotune(") and "@triton.jit" in kernel
+    assert "alpha = tl.math.exp2(m_i - m_new)" in kernel and kernel.rstrip().endswith("mask=row_ok[:, None])")
 
 
 def test_importing_the_core_and_the_pages_never_imports_triton():
@@ -222,3 +223,28 @@ def test_cuda_benchmark_row_names_the_autotuned_tiles():
     assert row.status == "ok", row.note
     assert row.backend.startswith("triton, ") and "autotuned" in row.backend
     assert row.peak_bytes is not None
+
+
+# ---- the benchmark page on the CPU ----------------------------------------------------------
+
+
+def test_the_page_shows_both_sources_and_the_sentence(no_interpreter, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from attention_core import bench
+    from attention_core.bench import sweep as sweep_mod
+
+    monkeypatch.setattr(bench, "DEFAULT_MIN_RUN_TIME", 0.0)
+    monkeypatch.setattr(sweep_mod, "matmul_peak_gflops", lambda device, dtype: 100.0)
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params.update({"bm_impl": "tiled-triton", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1"})
+    at.switch_page("pages/benchmark.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(NEEDS_GPU in str(i.value) for i in at.info)
+    shown = [c.value for c in at.code]  # the link-to-this-view box is an st.code too
+    assert all(source in shown for source in triton_kernel_sources().values())
+    at.button(key="bm_run").click().run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "status" in df.value.columns)
+    assert list(table["status"]) == ["n/a"] and list(table["note"]) == [NEEDS_GPU]
