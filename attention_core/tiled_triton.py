@@ -158,5 +158,5 @@ def _function_source(path: Path, name: str) -> str:
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            return "\n".join(text.splitlines()[first - 1 : node.end_lineno]) + "\n"
+            return "\n".join(text.splitlines()[first - 1 : node.end_lineno])
     raise ValueError(f"{path.name} defines no function {name!r}")
