@@ -144,7 +144,8 @@ def triton_kernel_sources() -> dict[str, str]:
     """The two implementations of the recurrence as source text, to show side by side.
 
     Maps ``"tiled.py"`` to :func:`attention_core.tiled.tiled_attention` and
-    ``"tiled_triton_kernel.py"`` to its Triton kernel, decorators included. The kernel's
+    ``"tiled_triton_kernel.py"`` to its Triton kernel, decorators included and docstrings
+    left out (the files' module docstrings explain both). The kernel's
     text is cut from its file with :mod:`ast` rather than through an import, so this works
     where Triton is not installed.
     """
@@ -154,9 +155,14 @@ def triton_kernel_sources() -> dict[str, str]:
 
 
 def _function_source(path: Path, name: str) -> str:
+    """Function ``name`` of the file, decorators included and its docstring left out."""
     text = path.read_text(encoding="utf-8")
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            return "\n".join(text.splitlines()[first - 1 : node.end_lineno])
+            lines = text.splitlines()[first - 1 : node.end_lineno]
+            doc = node.body[0]
+            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+                del lines[doc.lineno - first : doc.end_lineno - first + 1]
+            return "\n".join(lines)
     raise ValueError(f"{path.name} defines no function {name!r}")

@@ -439,6 +439,10 @@ def show_triton_kernel(device: str, talk: bool) -> None:
         st.success("`tiled-triton` runs on this device: add it to the implementations above.", icon=":material/memory:")
     sources = _kernel_sources()
     with st.expander("Read them side by side: `tiled.py` and its Triton kernel", expanded=not talk):
+        st.caption(
+            "Left: the loop in plain torch. Right: the kernel one Triton program runs per block of queries; "
+            "the grid replaces the outer loop. Docstrings are left out; both files open with one."
+        )
         cols = st.columns(2, gap="medium")
         for col, (file, text) in zip(cols, sources.items(), strict=True):
             col.markdown(f"**`attention_core/{file}`**")
