@@ -248,3 +248,36 @@ def test_the_page_shows_both_sources_and_the_sentence(no_interpreter, monkeypatc
     assert not at.exception, at.exception
     table = next(df.value for df in at.dataframe if "status" in df.value.columns)
     assert list(table["status"]) == ["n/a"] and list(table["note"]) == [NEEDS_GPU]
+
+
+# ---- benchmarks/triton_report.py ------------------------------------------------------------
+
+
+def _report_module():
+    spec = importlib.util.spec_from_file_location("triton_report", ROOT / "benchmarks" / "triton_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_report_refuses_without_cuda_in_one_sentence(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the report would run")
+    assert _report_module().main(["--n", "128"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "This report needs a CUDA GPU with Triton; nothing was measured."
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_reports_blockwise_errors_equal_the_whole_matrix_errors(monkeypatch, causal):
+    report = _report_module()
+    monkeypatch.setattr(report, "ROWS_PER_BLOCK", 48)  # 130 rows: blocks of 48, 48 and a ragged 34
+    gen = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(1, 2, 130, 16, generator=gen) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    got = report._errors(q, k, v, causal, {"sdpa": out})
+    ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    # A block that lost its row offset would see the wrong keys: errors of order 1, not 1e-7.
+    assert got["sdpa"] == pytest.approx(_err(out, ref), rel=1e-6)
+    plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # blockwise, its matmuls may round differently
+    assert got["explained"] == pytest.approx(_err(plain, ref), rel=0.5)
