@@ -190,7 +190,7 @@ def test_interpreted_kernel_runs_through_the_benchmark(interpreted):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [32, 64, 128])
-@pytest.mark.parametrize(("n_q", "n_k"), [(1, 1), (17, 17), (130, 130), (1000, 1000), (4097, 4097), (300, 77)])
+@pytest.mark.parametrize(("n_q", "n_k"), [(1, 1), (17, 17), (130, 130), (4097, 4097), (300, 77)])
 def test_cuda_kernel_passes_the_acceptance_rule_and_matches_sdpa(dtype, causal, d, n_q, n_k):
     gen = torch.Generator().manual_seed(n_q + d)
     q = torch.randn(2, 3, n_q, d, generator=gen).to("cuda", dtype)  # (N, H, L, E)
