@@ -281,3 +281,44 @@ def test_the_reports_blockwise_errors_equal_the_whole_matrix_errors(monkeypatch,
     assert got["sdpa"] == pytest.approx(_err(out, ref), rel=1e-6)
     plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # blockwise, its matmuls may round differently
     assert got["explained"] == pytest.approx(_err(plain, ref), rel=0.5)
+
+
+# ---- compiled for an H100 without one: Triton's own compiler and the ptxas it ships -----------
+
+H100_SHARED_MEMORY = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize(
+    ("dtype", "d", "causal", "config_index"),
+    [("fp16", 64, True, 0), ("fp32", 32, False, 5)],  # the expected H100 winner; float32's smallest tile
+)
+def test_the_kernel_compiles_for_sm90(dtype, d, causal, config_index, monkeypatch, tmp_path):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # compile for real, and leave no cache behind
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from attention_core.tiled_triton_kernel import CONFIGS, attention_forward_kernel
+
+    kernel, config = attention_forward_kernel.fn, CONFIGS[config_index]
+    if not isinstance(kernel, triton.runtime.JITFunction):
+        pytest.skip("this process imported Triton with TRITON_INTERPRET set: the kernel is interpreted, not compiled")
+    constexprs = {
+        "HEAD_DIM": d,
+        "HEAD_DIM_V": d,
+        "IS_CAUSAL": causal,
+        "DOT_PRECISION": "ieee" if dtype == "fp32" else "tf32",
+        **config.kwargs,
+    }
+    signature = {name: "i32" for name in kernel.arg_names}
+    signature |= {name: f"*{dtype}" for name in ("q_ptr", "k_ptr", "v_ptr", "out_ptr")}
+    signature |= {"qk_scale": "fp32"} | dict.fromkeys(constexprs, "constexpr")
+    source = ASTSource(
+        fn=kernel, signature=signature, constexprs={(kernel.arg_names.index(k),): v for k, v in constexprs.items()}
+    )
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "enable_fp_fusion": True}
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    assert "attention_forward_kernel" in compiled.asm["ptx"]
+    assert 0 < compiled.metadata.shared <= H100_SHARED_MEMORY
