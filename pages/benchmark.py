@@ -425,11 +425,16 @@ def show_triton_kernel(device: str, talk: bool) -> None:
             "`tiled` runs the online softmax as a Python loop: every tile is a few separate torch calls, "
             "and each score tile makes a round trip through the device's main memory. **`tiled-triton`** "
             "is the same recurrence, the same names, written as one Triton kernel. What it does that the "
-            "loop cannot:\n"
-            "- **one launch** for the whole call, instead of several kernel launches per tile;\n"
-            "- **tiles stay on chip**: each block of queries keeps its running max `m_i`, sum `l_i` and "
-            "output `acc` in registers, and streams keys and values through shared memory (SRAM);\n"
-            "- **nothing n × n in HBM**: the only thing written to GPU memory is the output.\n\n"
+            "loop cannot:"
+        )
+    st.markdown(
+        "- **one launch** for the whole call, instead of several kernel launches per tile;\n"
+        "- **tiles stay on chip**: each block of queries keeps its running max `m_i`, sum `l_i` and "
+        "output `acc` in registers, and streams keys and values through shared memory (SRAM);\n"
+        "- **nothing n × n in HBM**: the only thing written to GPU memory is the output."
+    )
+    if not talk:
+        st.markdown(
             "It computes float32 inputs in full float32 (no TF32), and takes no boolean or float masks "
             "(causal only)."
         )
