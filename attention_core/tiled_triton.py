@@ -110,6 +110,8 @@ def tiled_triton_attention(
     k3 = k.expand(*lead, S, E).reshape(-1, S, E)  # (BH, S, E)
     v3 = v.expand(*lead, S, Ev).reshape(-1, S, Ev)  # (BH, S, Ev)
     out = torch.empty((q3.shape[0], L, Ev), dtype=q.dtype, device=q.device)  # (BH, L, Ev)
+    if out.numel() == 0:  # an empty batch: nothing to launch (a grid with a zero axis is an error)
+        return out.reshape(*lead, L, Ev)
 
     def grid(meta: dict) -> tuple[int, int]:
         return (math.ceil(L / meta["BLOCK_M"]), q3.shape[0])  # (query blocks, batch·heads)

@@ -155,7 +155,7 @@ def interpreted() -> dict:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
-    return {"cases": {_key(c): c for c in results["cases"]}, "registry": results["registry"]}
+    return {"cases": {_key(c): c for c in results["cases"]}, **{k: results[k] for k in ("broadcast", "registry")}}
 
 
 @pytest.mark.parametrize(
@@ -177,6 +177,12 @@ def test_interpreted_kernel_passes_the_acceptance_rule(interpreted, case):
 def test_interpreted_bfloat16_is_wrong_in_the_interpreter_only(interpreted):
     got = interpreted["cases"][("bfloat16", False, 33, 33, 32)]
     assert got["err"] <= 2 * got["plain_err"]
+
+
+def test_interpreted_kernel_broadcasts_leading_dims_and_takes_another_value_size(interpreted):
+    got = interpreted["broadcast"]
+    assert got["shape"] == [2, 3, 50, 64]
+    assert got["err"] <= 2 * got["plain_err"] + torch.finfo(torch.float32).eps
 
 
 def test_interpreted_kernel_runs_through_the_benchmark(interpreted):

@@ -67,6 +67,23 @@ def errors(dtype: str, causal: bool, n_q: int, n_k: int, d: int) -> dict:
     }
 
 
+def broadcast_case() -> dict:
+    """Leading dims that broadcast, n_q ≠ n_k, Ev ≠ E, a custom scale, causal: the wrapper's reshapes."""
+    gen = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 1, 50, 32, generator=gen)  # (N, 1, L, E)
+    k = torch.randn(1, 3, 70, 32, generator=gen)  # (1, H, S, E)
+    v = torch.randn(1, 3, 70, 64, generator=gen)  # (1, H, S, Ev)
+    with torch.no_grad():
+        out = tiled_triton_attention(q, k, v, is_causal=True, scale=0.3)
+        ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True, scale=0.3)
+        plain = scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+    return {
+        "shape": list(out.shape),
+        "err": float((out.double() - ref).abs().max()),
+        "plain_err": float((plain.double() - ref).abs().max()),
+    }
+
+
 def registry_row() -> dict:
     """The benchmark's own path: the registry entry measured by ``run_config`` on the CPU."""
     row = run_config(BenchConfig("tiled-triton", n=40, d=32, heads=2, dtype="float16", causal=True), min_run_time=0.0)
@@ -77,4 +94,4 @@ if __name__ == "__main__":
     # Before the first kernel call imports Triton (attention_core itself never imports it).
     os.environ["TRITON_INTERPRET"] = "1"
     results = [{**case, **errors(**case)} for case in case_list()]
-    json.dump({"cases": results, "registry": registry_row()}, sys.stdout)
+    json.dump({"cases": results, "broadcast": broadcast_case(), "registry": registry_row()}, sys.stdout)
