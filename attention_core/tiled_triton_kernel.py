@@ -29,13 +29,13 @@ import triton.language as tl
 
 # ---- the configurations the autotuner tries -------------------------------------------------
 #
-# A handful, not a grid of hundreds. Expected winners on an H100 (from the shapes Triton's
-# fused-attention tutorial settles on; NOT measured in this repository, which had no GPU
-# when this was written): d = 64, float16 → BLOCK_M 128, BLOCK_N 64, 4 warps, 3 stages;
-# d = 128 → BLOCK_M 128, BLOCK_N 64, 8 warps, 3 stages. Run benchmarks/triton_report.py
-# on a GPU to see the winner there (it prints the config the autotuner chose) and write it
-# here with the margin. float32 tiles are twice the bytes: the largest configs can run out
-# of shared memory, and the autotuner then just drops them.
+# A handful, not a grid of hundreds. Expected winners on an H100, a guess that was NOT
+# measured (this repository had no GPU when it was written): d = 64, float16 → BLOCK_M 128,
+# BLOCK_N 64, 4 warps, 3 stages; d = 128 → BLOCK_M 128, BLOCK_N 64, 8 warps, 3 stages.
+# benchmarks/triton_report.py prints the config the autotuner chose; write the winner here,
+# with its margin, once it has run on a GPU. What was checked without one: compiled for
+# sm_90, every config fits an H100's 227 KiB of shared memory at d ≤ 128, the key and value
+# loads are pipelined (cp.async) and both matmuls run on the tensor cores (wgmma).
 CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4, num_stages=3),
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
@@ -101,7 +101,7 @@ def attention_forward_kernel(
     offs_dv = tl.arange(0, HEAD_DIM_V)  # (Ev,)
     row_ok = offs_m < n_q  # the last query block may hang past L: those rows are padding
 
-    # q_blk = q[..., i0:i1, :], loaded once and kept in registers for the whole loop.
+    # q_blk = q[..., i0:i1, :], loaded once and kept on chip for the whole loop.
     q_ptrs = q_ptr + bh * stride_qb + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
     q_blk = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)  # (BLOCK_M, E)
     # kᵀ and v pointers for the first key tile; each step moves them BLOCK_N keys on.
