@@ -97,6 +97,9 @@ def tiled_triton_attention(
         raise ValueError(
             f"tiled_triton_attention needs head sizes E and Ev in {', '.join(map(str, HEAD_DIMS))}, got E={E}, Ev={Ev}"
         )
+    f32 = torch.finfo(torch.float32)
+    if not f32.tiny <= s * LOG2_E <= f32.max:  # the kernel gets scale·log2(e) as a normal float32
+        raise ValueError(f"tiled_triton_attention needs a scale between {f32.tiny:.1e} and {f32.max:.1e}, got {s}")
     reason = triton_available(q.device)
     if reason:
         raise ValueError(f"tiled_triton_attention {reason}; these inputs are on {q.device}")

@@ -66,11 +66,13 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs: obje
 
 # The autotuner times every config at the first call of each shape and keeps the fastest,
 # keyed on (n_q, n_k, d, causal) and, added by Triton itself, the dtypes of the tensors.
+# EVEN_N, set for the config chosen: the keys fill whole tiles, so no tile needs its columns masked.
 @triton.autotune(
     configs=CONFIGS,
     key=["n_q", "n_k", "HEAD_DIM", "IS_CAUSAL"],
     prune_configs_by={"early_config_prune": prune_configs},
 )
+@triton.heuristics({"EVEN_N": lambda args: args["n_k"] % args["BLOCK_N"] == 0})
 @triton.jit
 def attention_forward_kernel(
     q_ptr, k_ptr, v_ptr, out_ptr,  # (BH, L, E), (BH, S, E), (BH, S, Ev), (BH, L, Ev)
@@ -79,13 +81,14 @@ def attention_forward_kernel(
     stride_vb, stride_vn, stride_vd,
     stride_ob, stride_om, stride_od,
     n_q, n_k,  # L and S
-    qk_scale,  # scale · log2(e): the scores come out in base-2 units, ready for exp2
+    qk_scale,  # scale · log2(e): scaled scores come out in base-2 units, ready for exp2
     HEAD_DIM: tl.constexpr,  # E, a power of two in 16…128
     HEAD_DIM_V: tl.constexpr,  # Ev, likewise
     IS_CAUSAL: tl.constexpr,
     DOT_PRECISION: tl.constexpr,  # "ieee" for float32 inputs (no TF32); 16-bit inputs ignore it
     BLOCK_M: tl.constexpr,  # query rows per program   (tiled.py: block_size, the i0:i1 rows)
     BLOCK_N: tl.constexpr,  # keys per step of the loop (tiled.py: block_size, the j0:j1 columns)
+    EVEN_N: tl.constexpr,  # S is a multiple of BLOCK_N
 ):
     # One program = one query block of one (batch, head). tiled.py's outer loop `for i0 in …`
     # is the grid's first axis: the blocks run in parallel, not one after another.
@@ -122,17 +125,19 @@ def attention_forward_kernel(
         kt = tl.load(kt_ptrs, mask=col_ok[None, :], other=0.0)  # (E, BLOCK_N)
         v_tile = tl.load(v_ptrs, mask=col_ok[:, None], other=0.0)  # (BLOCK_N, Ev); padding rows are 0, not garbage
 
-        # tile = q_blk @ kᵀ, times the scale: in registers, never written out.
-        tile = tl.dot(q_blk, kt, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), float32
-        allowed = col_ok[None, :]  # (1, BLOCK_N)
+        # tile = q_blk @ kᵀ: in registers, never written out. The scale is applied below, inside
+        # the exponent, where it fuses with the subtraction of m' into one multiply-add.
+        tile = tl.dot(q_blk, kt, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N), float32
         if IS_CAUSAL:  # tiled.py: tile.masked_fill_(cols > rows, -inf)
-            allowed = allowed & (cols[None, :] <= offs_m[:, None])  # (BLOCK_M, BLOCK_N)
-        tile = tl.where(allowed, tile, float("-inf"))
+            allowed = (cols[None, :] <= offs_m[:, None]) & col_ok[None, :]  # (BLOCK_M, BLOCK_N)
+            tile = tl.where(allowed, tile, float("-inf"))
+        elif not EVEN_N:  # only keys past S are masked
+            tile = tl.where(col_ok[None, :], tile, float("-inf"))
 
-        # m' = max(m, rowmax(tile)). Every row sees key 0 in the first tile (even when causal),
-        # so m' is finite from the first step on and no −inf − (−inf) can appear.
-        m_new = tl.maximum(m_i, tl.max(tile, axis=1))  # (BLOCK_M,)
-        p = tl.math.exp2(tile - m_new[:, None])  # exp(score − m'), each entry in [0, 1]  (BLOCK_M, BLOCK_N)
+        # m' = max(m, rowmax(tile) · scale), the scale > 0. Every row sees key 0 in the first tile
+        # (even when causal), so m' is finite from the first step on and no −inf − (−inf) appears.
+        m_new = tl.maximum(m_i, tl.max(tile, axis=1) * qk_scale)  # (BLOCK_M,)
+        p = tl.math.exp2(tile * qk_scale - m_new[:, None])  # exp(score − m'), each in [0, 1]  (BLOCK_M, BLOCK_N)
         alpha = tl.math.exp2(m_i - m_new)  # exp(m − m'): re-weights what was gathered so far  (BLOCK_M,)
         l_i = l_i * alpha + tl.sum(p, axis=1)  # l ← l·exp(m − m') + Σ p  (BLOCK_M,)
         # o ← o·exp(m − m') + p @ v; p is rounded to v's dtype first, as tiled.py does, so the
