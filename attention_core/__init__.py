@@ -53,6 +53,7 @@ from .scaling import (
     variance_table,
 )
 from .tiled import tiled_attention, tiled_extra_bytes
+from .tiled_triton import tiled_triton_attention, tiled_triton_extra_bytes, triton_available, triton_kernel_sources
 from .walkthrough import (
     MASK_KINDS,
     STEP_NAMES,
@@ -124,11 +125,15 @@ __all__ = [
     "temperature_sweep",
     "tiled_attention",
     "tiled_extra_bytes",
+    "tiled_triton_attention",
+    "tiled_triton_extra_bytes",
     "tiny_example",
     "top_sources",
     "torch_snippet",
     "train_toy",
     "training_summary",
+    "triton_available",
+    "triton_kernel_sources",
     "variance_table",
     "xavier_std",
 ]

@@ -7,7 +7,9 @@ Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``
 - ``sdpa-math`` / ``-flash`` / ``-efficient`` / ``-cudnn``: the same call with one kernel
   forced by ``torch.nn.attention.sdpa_kernel``, so it can fail but never fall back;
 - ``tiled``: :func:`attention_core.tiled.tiled_attention`, the online softmax in plain torch;
-- ``numpy``: the version tutorials write first, on the CPU.
+- ``numpy``: the version tutorials write first, on the CPU;
+- ``tiled-triton``: :func:`attention_core.tiled_triton.tiled_triton_attention`, the same
+  recurrence as one Triton kernel, on CUDA GPUs only.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from ..attention import scaled_dot_product_attention
 from ..device import resolve_device
 from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
+from ..tiled_triton import DTYPES as TRITON_DTYPES
+from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
 from ..validation import check_choice, check_int
 
 DTYPES: dict[str, torch.dtype] = {
@@ -319,7 +323,33 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
     ),
+    "tiled-triton": Impl(
+        "tiled-triton",
+        "The tiled recurrence as one Triton kernel: tiles stay on chip, nothing n×n reaches GPU memory. "
+        "CUDA only; no boolean or float masks.",
+        lambda inputs, causal: tiled_triton_attention(*inputs, is_causal=causal),
+        lambda c: tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads),
+        lambda inputs, causal: triton_config_label(),
+        not_here=lambda device, dtype: triton_available(device) or _triton_dtype_reason(dtype),
+    ),
 }
+
+
+def _triton_dtype_reason(dtype: torch.dtype) -> str | None:
+    if dtype in TRITON_DTYPES:
+        return None
+    return f"the Triton kernel takes float16, bfloat16 or float32, not {str(dtype).removeprefix('torch.')}"
+
+
+def triton_config_label() -> str:
+    """The tile sizes the autotuner chose at the kernel's last launch (Triton is imported by then)."""
+    from ..tiled_triton_kernel import attention_forward_kernel
+
+    c = attention_forward_kernel.best_config
+    tiles = f"{c.kwargs['BLOCK_M']}×{c.kwargs['BLOCK_N']} tiles"
+    if interpreting():
+        return f"triton interpreter (CPU), {tiles}"
+    return f"triton, {tiles}, {c.num_warps} warps, {c.num_stages} stages (autotuned)"
 
 
 def get_impl(name: str) -> Impl:
