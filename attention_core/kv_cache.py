@@ -223,20 +223,28 @@ class DecodeTiming:
         pairs = [(c, t) for c, t in zip(self.contexts, times, strict=True) if t is not None]
         return [c for c, _ in pairs], [t for _, t in pairs]
 
-    def slope(self, which: str) -> float | None:
-        """log-log slope of seconds per step against context over the largest ``fit_points`` measured
-        contexts: about 1 means linear growth, about 2 quadratic. ``None`` with fewer than two points."""
+    def fit(self, which: str) -> tuple[float, float, int, int] | None:
+        """``(slope, intercept, t_from, t_to)`` of log(seconds) = slope·log(t) + intercept over the
+        largest ``fit_points`` measured contexts; ``None`` with fewer than two points."""
         xs, ys = self.points(which)
         xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
         if len(xs) < 2:
             return None
-        return _least_squares_slope([math.log(x) for x in xs], [math.log(y) for y in ys])
+        slope, intercept = _least_squares([math.log(x) for x in xs], [math.log(y) for y in ys])
+        return slope, intercept, xs[0], xs[-1]
+
+    def slope(self, which: str) -> float | None:
+        """log-log slope of seconds per step against context: about 1 means linear growth, about 2
+        quadratic. ``None`` with fewer than two measured points."""
+        fit = self.fit(which)
+        return None if fit is None else fit[0]
 
 
-def _least_squares_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return slope, my - slope * mx
 
 
 def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:
