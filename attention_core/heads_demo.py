@@ -22,6 +22,7 @@ from .presets import sentence_example
 from .validation import check_int
 
 D_MODELS = (16, 32, 64)
+QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, visibly different heads
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ class HeadsExample:
 def example_weights(
     d_model: int, n_heads: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Seeded random MHA projections ``(d_model, d_model)`` with entries of variance 1/d_model."""
+    """Seeded random MHA projections ``(d_model, d_model)``: W_v and W_o with std 1/√d_model (Xavier's
+    for a square matrix), W_q and W_k with :data:`QK_GAIN` times that, so each head's weights show a
+    pattern; at 1/√d_model the scores are so small that every row is nearly uniform."""
     d_model = check_int("d_model", d_model, low=1, high=1024)
     check_head_counts(n_heads)
     if d_model % n_heads:
@@ -66,7 +69,7 @@ def example_weights(
     gen = torch.Generator().manual_seed(check_int("seed", seed, low=0, high=2**31 - 1) + 7919)
     std = 1.0 / math.sqrt(d_model)
     w_q, w_k, w_v, w_o = (torch.randn(d_model, d_model, generator=gen) * std for _ in range(4))
-    return w_q, w_k, w_v, w_o
+    return QK_GAIN * w_q, QK_GAIN * w_k, w_v, w_o
 
 
 def heads_example(
@@ -157,7 +160,7 @@ def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | N
         ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),
         (f"nh, hs = {h}, C // {h}", f"{h} heads of d_k = {C} / {h} = {hs}"),
         ("q = x @ W_q", f"(1, {T}, {C})"),
-        ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  the {C} features cut into {h} slices"),
+        ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  {C} features → {h} slices"),
         ("q = q.transpose(1, 2)", f"(1, {h}, {T}, {hs})  one {T}×{hs} matrix per head"),
     ]
     if g != h:

@@ -108,7 +108,7 @@ def heads_grid(
                 zmax=1.0,
                 colorscale=SEQUENTIAL,
                 showscale=i == 0,
-                colorbar={"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
+                colorbar={"thickness": 12, "len": 0.8},
                 text=np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1))(w[i]),
                 texttemplate="%{text}" if annotate else None,
                 textfont={"size": size - 3},
@@ -230,15 +230,26 @@ def kv_cache_figure(
             name=f"{model}: {n_kv_heads} K/V heads",
             line={"color": SAVING, "width": 3},
         )
-    if budget_bytes is not None and budget_bytes > 0:
-        fig.add_hline(
-            y=budget_bytes / gib,
+    if budget_bytes is not None and budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
+        fig.add_scatter(
+            x=[contexts[0], contexts[-1]],
+            y=[budget_bytes / gib] * 2,
+            mode="lines",
+            name="memory left for the cache",
             line={"color": THEORY, "dash": "dash", "width": 2},
-            annotation_text="memory left for the cache",
-            annotation_position="top left",
-            annotation_font_size=font_size(talk) - 2,
+            hoverinfo="skip",
         )
-    fig.add_vline(x=chosen, line={"color": HIGHLIGHT, "width": 2})
+    idx = list(contexts).index(chosen) if chosen in contexts else None
+    if idx is not None:
+        marks = [mha_bytes[idx]] + ([gqa_bytes[idx]] if n_kv_heads != n_heads else [])
+        fig.add_scatter(
+            x=[chosen] * len(marks),
+            y=[b / gib for b in marks],
+            mode="markers",
+            name="your context",
+            marker={"color": HIGHLIGHT, "size": 16, "symbol": "circle-open", "line": {"width": 4}},
+            hovertemplate="%{y:.3g} GiB<extra></extra>",
+        )
     fig.update_xaxes(
         type="log",
         title_text="context (tokens)",
