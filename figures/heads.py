@@ -38,7 +38,7 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
         row_title="token",
         col_title="feature of Q",
         talk=talk,
-        height=440 if not talk else 400,
+        height=440 if not talk else 560,
     )
     for i in range(n_heads):
         x0, x1 = i * d_k - 0.5, (i + 1) * d_k - 0.5

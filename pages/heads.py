@@ -184,13 +184,29 @@ def fmt_tokens(n: int) -> str:
 # Controls
 
 
-def shared_controls(tab: str) -> tuple[int, int, int, bool]:
-    """d_model, query heads, seed and the causal mask: above the tabs, disabled where unused."""
+def shared_controls(tab: str, talk: bool) -> tuple[int, int, int, bool]:
+    """d_model, query heads, seed and the causal mask: above the tabs, disabled where unused.
+
+    In talk mode they fold into a "Settings" popover beside a one-line summary, as on the
+    walkthrough, so the figures start higher on a projector.
+    """
     snap("hd_dm", D_MODELS)
     snap("hd_h", HEAD_CHOICES)
     off = tab not in USES_SHARED
-    with st.container(border=True):
-        c = st.columns([2, 2, 1, 1.3])
+    s = st.session_state
+    if talk:
+        top = st.columns([1, 4], vertical_alignment="center")
+        box = top[0].popover("Settings", icon=":material/tune:", width="stretch")
+        top[1].markdown(
+            f"d_model = {s['hd_dm']} · h = {s['hd_h']} heads · seed {s['hd_seed']}"
+            + (" · causal" if s["hd_causal"] else "")
+            if not off
+            else "These settings belong to the other tabs."
+        )
+    else:
+        box = st.container(border=True)
+    with box:
+        c = [st.container() for _ in range(4)] if talk else st.columns([2, 2, 1, 1.3])
         c[0].select_slider(
             "Model width d_model",
             options=D_MODELS,
@@ -260,9 +276,9 @@ def kv_heads_control(n_heads: int) -> int:
 def split_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -> None:
     d_k = d_model // n_heads
     st.latex(
-        rf"Q = XW_Q \in \mathbb{{R}}^{{{N_TOKENS}\times {d_model}}}\ \longrightarrow\ "
-        rf"Q_1,\dots,Q_{{{n_heads}}} \in \mathbb{{R}}^{{{N_TOKENS}\times {d_k}}},\qquad d_k = \frac{{d_{{model}}}}{{h}}"
-        rf" = \frac{{{d_model}}}{{{n_heads}}} = {d_k}"
+        rf"Q \in \mathbb{{R}}^{{{N_TOKENS}\times {d_model}}} \longrightarrow "
+        rf"Q_1,\dots,Q_{{{n_heads}}} \in \mathbb{{R}}^{{{N_TOKENS}\times {d_k}}},\quad "
+        rf"d_k = \tfrac{{{d_model}}}{{{n_heads}}} = {d_k}"
     )
     prose(
         talk,
@@ -291,12 +307,15 @@ def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -
         r"\operatorname{head}_i = \operatorname{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right)V_i,\qquad "
         r"O = [\operatorname{head}_1;\dots;\operatorname{head}_h]\,W_O"
     )
-    st.markdown(
-        f"**What differs between the heads here is chance.** W_Q, W_K and W_V are random (seed {seed}), "
-        "not trained, so each head's slice of them is a different random projection and its weights differ "
-        "at random. In a trained model the heads specialise (one follows the previous token, one links a "
-        "pronoun to its noun); nothing here has learned to."
-    )
+    if talk:
+        st.markdown("**Here the heads differ only by chance:** the projections are random, not trained.")
+    else:
+        st.markdown(
+            f"**What differs between the heads here is chance.** W_Q, W_K and W_V are random (seed {seed}), "
+            "not trained, so each head's slice of them is a different random projection and its weights differ "
+            "at random. In a trained model the heads specialise (one follows the previous token, one links a "
+            "pronoun to its noun); nothing here has learned to."
+        )
     kv = [kv_head_of(i, n_heads, n_heads) for i in range(n_heads)]
     cols = 2 if talk else 4
     plot(
@@ -520,8 +539,8 @@ def calculator_tab(talk: bool) -> None:
 
 def decode_tab(d_model: int, n_heads: int, seed: int, talk: bool) -> None:
     st.latex(
-        r"o_t = \operatorname{softmax}\!\left(\frac{q_t\,[k_0;\dots;k_t]^\top}{\sqrt{d_k}}\right)[v_0;\dots;v_t]"
-        r"\qquad\text{step } t:\ \text{append } k_t, v_t \text{ to the cache}"
+        r"o_t = \operatorname{softmax}\!\left(\frac{q_t K_{\le t}^\top}{\sqrt{d_k}}\right)V_{\le t},\quad "
+        r"K_{\le t} = [K_{\le t-1};\, k_t],\ V_{\le t} = [V_{\le t-1};\, v_t]"
     )
     g = int(st.session_state.get("hd_kv", n_heads))
     g = g if g in divisors(n_heads) else n_heads
@@ -654,8 +673,8 @@ def decode_tab(d_model: int, n_heads: int, seed: int, talk: bool) -> None:
 def heads_page() -> None:
     urlstate.seed(PARAMS)
     talk = urlstate.talk_mode()
-    st.title("Heads, shared keys and the KV cache")
-    if not talk:
+    if not talk:  # on a projector the navigation names the page; the figures get the room
+        st.title("Heads, shared keys and the KV cache")
         st.markdown(
             "Real models run many heads at once, share keys and values between them, and generate text one "
             "token at a time from a cache. Each tab computes one of these live on the walkthrough's sentence."
@@ -663,7 +682,7 @@ def heads_page() -> None:
     urlstate.notices()
     urlstate.ensure_choice("hd_tab", TABS)
     tab_now = str(st.session_state["hd_tab"])
-    d_model, n_heads, seed, causal = shared_controls(tab_now)
+    d_model, n_heads, seed, causal = shared_controls(tab_now, talk)
     tabs = st.tabs(list(TABS), key="hd_tab", on_change="rerun")
     bodies = {
         "Split": lambda: split_tab(d_model, n_heads, seed, causal, talk),
