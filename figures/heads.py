@@ -119,14 +119,15 @@ def heads_grid(
             row=r + 1,
             col=c + 1,
         )
-    fig.update_yaxes(autorange="reversed", type="category", showgrid=False)
-    fig.update_xaxes(type="category", showgrid=False, tickangle=-60)
+    ticks = {"size": size - (2 if talk else 3)}
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, tickfont=ticks)
+    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, tickfont=ticks)
     show_labels = cols <= 4 and not (talk and cols > 2)
     for i in range(h):
         r, c = divmod(i, cols)
         fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
         fig.update_xaxes(showticklabels=show_labels, row=r + 1, col=c + 1)
-    per_row = 300 if cols > 2 else 380
+    per_row = 300 if cols > 2 else (440 if talk else 380)
     base_layout(fig, talk=talk, height=min(900, 90 + per_row * rows + (40 if show_labels else 0)))
     fig.update_annotations(font_size=size)
     fig.update_layout(margin={"t": 50})
@@ -257,8 +258,9 @@ def kv_cache_figure(
         ticktext=[f"{c // 1024}k" if c >= 1024 else str(c) for c in contexts],
     )
     fig.update_yaxes(type="log", title_text="KV cache (GiB)")
-    fig.update_layout(legend={"orientation": "h", "y": 1.12, "x": 0})
-    return base_layout(fig, talk=talk, height=380 if not talk else 400)
+    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
+    base_layout(fig, talk=talk, height=400 if not talk else 460)
+    return fig.update_layout(margin={"t": 110 if talk else 70})
 
 
 def decode_timing_figure(
@@ -308,8 +310,9 @@ def decode_timing_figure(
         ticktext=[f"{x // 1024}k" if x >= 1024 else str(x) for x in xs_all],
     )
     fig.update_yaxes(type="log", title_text="ms per generated token")
-    fig.update_layout(legend={"orientation": "h", "y": 1.14, "x": 0})
-    return base_layout(fig, talk=talk, height=420 if not talk else 430)
+    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
+    base_layout(fig, talk=talk, height=420 if not talk else 470)
+    return fig.update_layout(margin={"t": 110 if talk else 70})
 
 
 def decode_steps_figure(
