@@ -166,8 +166,14 @@ def test_the_url_keeps_the_view_and_restores_it() -> None:
     [
         {"hd_tab": "<script>x</script>", "hd_h": "1e9", "hd_dm": "-5", "hd_kv": "zero"},
         {"hd_tab": "Decode", "hd_tmax": "999999999", "hd_tdm": "nan", "hd_step": "-3", "hd_dhead": "99"},
-        {"hd_tab": "KV-cache calculator", "hd_model": "GPT-5", "hd_ctx": "3", "hd_batch": "1e6", "hd_gpu": "9000",
-         "hd_dtype": "float8"},
+        {
+            "hd_tab": "KV-cache calculator",
+            "hd_model": "GPT-5",
+            "hd_ctx": "3",
+            "hd_batch": "1e6",
+            "hd_gpu": "9000",
+            "hd_dtype": "float8",
+        },
         {"hd_tab": "MHA → GQA → MQA", "hd_h": "3", "hd_kv": "7", "hd_seed": "-1"},
     ],
 )
