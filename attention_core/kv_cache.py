@@ -191,6 +191,7 @@ def decode_with_cache(
 
 DECODE_CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
 DECODE_BUDGET_S = 3.5  # recomputing stops at the context that would overrun this
+HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not (a very busy machine)
 
 
 @dataclass(frozen=True)
@@ -199,13 +200,14 @@ class DecodeTiming:
 
     ``cached_s[i]`` is the time of one step at ``contexts[i]`` tokens already generated;
     ``recompute_s[i]`` likewise, or ``None`` where it was not run because it would have
-    overrun the time budget (it grows as t²). Each is the fastest of several calls: on a
+    overrun the time budget (it grows as t²); on a machine so busy that even the cached steps
+    overran 1.25 × the budget, the remaining contexts get ``None`` for both. Each is the fastest of several calls: on a
     shared machine, slower calls measure interruptions, not the work. Slopes are fitted on
     log-log axes over the largest ``fit_points`` contexts that have a time.
     """
 
     contexts: tuple[int, ...]
-    cached_s: tuple[float, ...]
+    cached_s: tuple[float | None, ...]
     recompute_s: tuple[float | None, ...]
     d_model: int
     n_heads: int
@@ -274,7 +276,7 @@ def time_decode_steps(
     n_kv_heads: int | None = None,
     seed: int = 0,
     repeats: int = 3,
-    min_time_per_point: float = 0.03,
+    min_time_per_point: float = 0.02,
     budget_s: float = DECODE_BUDGET_S,
     fit_points: int = 3,
     device: str | torch.device | None = "cpu",
@@ -315,11 +317,12 @@ def time_decode_steps(
     k_all = split_heads(x @ w_k, g)  # (g, T, d_k): the cache as the earlier steps left it
     v_all = split_heads(x @ w_v, g)  # (g, T, d_k)
 
-    cached: list[float] = []
+    cached: list[float | None] = []
     recomputed: list[float | None] = []
     diff = 0.0
     started = time.perf_counter()
     deadline = started + budget_s
+    hard_stop = started + HARD_STOP * budget_s  # nothing at all is started after this
     last: tuple[int, float] | None = None  # (context, seconds) of the last recomputed step
     with torch.inference_mode(), one_thread(dev):
         threads = torch.get_num_threads()
@@ -338,6 +341,10 @@ def time_decode_steps(
             def recompute_step(x_upto: torch.Tensor = x_upto) -> torch.Tensor:
                 return multi_head_attention(x_upto, w_q, w_k, w_v, w_o, h, g, is_causal=True)[-1:]  # (1, d_model)
 
+            if cached and time.perf_counter() > hard_stop:  # a machine so busy that even the cheap steps overran
+                cached.append(None)
+                recomputed.append(None)
+                continue
             cached.append(_fastest_time(cached_step, repeats, min_time_per_point))
             predicted = 0.0 if last is None else 3 * last[1] * (t / last[0]) ** 2
             if last is not None and time.perf_counter() + predicted > deadline:

@@ -126,7 +126,8 @@ def timing_data(t_max: int, d_model: int, run: int) -> dict[str, Any]:
         "wall_s": r.wall_s,
         "threads": r.threads,
         "max_abs_diff": r.max_abs_diff,
-        "skipped": [c for c, t in zip(r.contexts, r.recompute_s, strict=True) if t is None],
+        "skipped": [c for c, t, u in zip(r.contexts, r.recompute_s, r.cached_s, strict=True) if t is None and u],
+        "unfinished": [c for c, t in zip(r.contexts, r.cached_s, strict=True) if t is None],
         "when": time.strftime("%H:%M:%S"),
     }
 
@@ -663,6 +664,12 @@ def decode_tab(d_model: int, n_heads: int, seed: int, talk: bool) -> None:
         "outgrow the CPU's caches, each step reads them from main memory and the slope can rise above 1."
         + (f" Recomputing was not run at t = {skipped}: it would have taken too long." if skipped else "")
         + f" Both paths agree to |Δ| ≤ {r['max_abs_diff']:.1e}."
+        + (
+            f" The machine was so busy that t = {', '.join(map(str, r['unfinished']))} could not be measured in "
+            "time; press Measure again later."
+            if r["unfinished"]
+            else ""
+        )
     )
 
 
