@@ -257,7 +257,7 @@ def kv_cache_figure(
         tickvals=list(contexts),
         ticktext=[f"{c // 1024}k" if c >= 1024 else str(c) for c in contexts],
     )
-    fig.update_yaxes(type="log", title_text="KV cache (GiB)")
+    fig.update_yaxes(type="log", title_text="KV cache (GiB)", dtick=1)
     fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
     base_layout(fig, talk=talk, height=400 if not talk else 460)
     return fig.update_layout(margin={"t": 110 if talk else 70})
@@ -309,7 +309,7 @@ def decode_timing_figure(
         tickvals=xs_all,
         ticktext=[f"{x // 1024}k" if x >= 1024 else str(x) for x in xs_all],
     )
-    fig.update_yaxes(type="log", title_text="ms per generated token")
+    fig.update_yaxes(type="log", title_text="ms per generated token", dtick=1)  # one tick per power of 10
     fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
     base_layout(fig, talk=talk, height=420 if not talk else 470)
     return fig.update_layout(margin={"t": 110 if talk else 70})
