@@ -466,7 +466,7 @@ def calculator_tab(talk: bool) -> None:
     fits_own = max_context_that_fits(max(left, 0), m.layers, m.n_kv_heads, m.head_dim, batch, dtype)
     fits_mha = max_context_that_fits(max(left, 0), m.layers, m.n_heads, m.head_dim, batch, dtype)
     c[2].metric(
-        "Longest context that fits",
+        "Longest context",
         fmt_tokens(fits_own) if left > 0 else "none",
         f"MHA: {fmt_tokens(fits_mha)}" if m.kind != "MHA" else "tokens",
         delta_color="off",
@@ -478,7 +478,7 @@ def calculator_tab(talk: bool) -> None:
     c[3].metric(
         f"On {GPUS[str(s['hd_gpu'])].split(' (')[0]}",
         verdict,
-        f"{format_bytes(max(left, 0))} left for the cache" if weights else "the cache alone",
+        f"{format_bytes(max(left, 0))} free for it" if weights else "the cache alone",
         delta_color="off",
         delta_arrow="off",
         border=True,

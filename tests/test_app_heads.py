@@ -129,7 +129,7 @@ def test_the_calculator_matches_kv_cache_bytes() -> None:
 def test_weights_too_big_for_the_gpu_get_a_warning() -> None:
     at = open_tab("KV-cache calculator", {"hd_model": "Llama-3-70B", "hd_gpu": "16", "hd_dtype": "float32"})
     assert any("exceed this GPU's memory" in w.value for w in at.warning)
-    assert metrics(at)["Longest context that fits"] == "none"
+    assert metrics(at)["Longest context"] == "none"
 
 
 def test_the_decode_tab_checks_and_measures() -> None:
