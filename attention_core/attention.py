@@ -93,7 +93,8 @@ def check_attention_args(
         raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device}, {v.device}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature size E: q is (..., L, E={q.shape[-1]}), k is (..., S, E={k.shape[-1]})"
+            f"q and k must have the same feature size E: q is (..., L, E={q.shape[-1]}), "
+            f"k is (..., S, E={k.shape[-1]})"
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
@@ -103,7 +104,9 @@ def check_attention_args(
     if q.shape[-1] == 0:
         raise ValueError("the feature size E (d_k) must be > 0")
     if q.shape[-2] == 0 or k.shape[-2] == 0:
-        raise ValueError(f"q needs at least one query and k at least one key, got L={q.shape[-2]} and S={k.shape[-2]}")
+        raise ValueError(
+            f"q needs at least one query and k at least one key, got L={q.shape[-2]} and S={k.shape[-2]}"
+        )
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
@@ -217,4 +220,6 @@ def scaled_dot_product_attention(
     Same arguments and semantics as ``torch.nn.functional.scaled_dot_product_attention``;
     returns ``(N, ..., L, Ev)``. Fully masked rows give zeros.
     """
-    return attention_trace(q, k, v, attn_mask, dropout_p, is_causal, scale=scale, generator=generator).output
+    return attention_trace(
+        q, k, v, attn_mask, dropout_p, is_causal, scale=scale, generator=generator
+    ).output

@@ -46,7 +46,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
         index = 0 if dev.index is None else dev.index
         if index >= torch.cuda.device_count():
             raise ValueError(
-                f"device {str(dev)!r} was asked for, but only {torch.cuda.device_count()} CUDA device(s) are present"
+                f"device {str(dev)!r} was asked for, but only {torch.cuda.device_count()} "
+                "CUDA device(s) are present"
             )
         return torch.device(dev.type, index)
     raise ValueError(f"device must be 'cpu' or 'cuda[:index]', got {str(dev)!r}")

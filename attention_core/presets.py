@@ -140,18 +140,8 @@ def tiny_example(
     if positions:
         note += " Positions are added, so the inputs are no longer whole numbers."
     return _finish(
-        "tiny",
-        q_tokens,
-        tokens,
-        x_q,
-        x,
-        w_q,
-        w_k,
-        w_v,
-        positions=positions,
-        cross=cross,
-        note=note,
-        device=device,
+        "tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
     )
 
 
@@ -212,18 +202,8 @@ def sentence_example(
         "The projections are random, not trained."
     )
     return _finish(
-        "sentence",
-        queries,
-        keys,
-        embed(queries),
-        embed(keys),
-        w_q,
-        w_k,
-        w_v,
-        positions=positions,
-        cross=cross,
-        note=note,
-        device=device,
+        "sentence", queries, keys, embed(queries), embed(keys), w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
     )
 
 
@@ -258,18 +238,8 @@ def random_example(
     q_tokens = [f"y{i}" for i in range(n_q)] if cross else k_tokens
     note = f"Gaussian inputs from seed {seed}; projections scaled by 1/√d_model."
     return _finish(
-        "random",
-        q_tokens,
-        k_tokens,
-        x_q,
-        x_kv,
-        w_q,
-        w_k,
-        w_v,
-        positions=positions,
-        cross=cross,
-        note=note,
-        device=device,
+        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v,
+        positions=positions, cross=cross, note=note, device=device,
     )
 
 

@@ -56,7 +56,6 @@ _CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever 
 # ---------------------------------------------------------------------------------------------
 # Sampling helpers
 
-
 @contextlib.contextmanager
 def _small_op_mode(device: torch.device) -> Iterator[None]:
     """Run many tiny CPU ops fast: one intra-op thread, denormals flushed to zero.
@@ -412,7 +411,9 @@ class RowSample:
         return stable_softmax(self.scores / tau)
 
 
-def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch.device | None = None) -> RowSample:
+def sample_row(
+    d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch.device | None = None
+) -> RowSample:
     """One fresh row (q and ``n_keys`` keys with N(0, 1) entries), unscaled and ÷√d_k, in float64."""
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -751,7 +752,6 @@ def overflow_sweep(magnitudes: Sequence[float], dtype: str = "float32", n: int =
 
 # ---------------------------------------------------------------------------------------------
 # Training a tiny retrieval model
-
 
 def train_toy(
     scaled: bool,

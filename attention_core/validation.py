@@ -19,7 +19,9 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"{name} must have a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}")
+        raise ValueError(
+            f"{name} must have a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}"
+        )
     if x.dim() < min_dim:
         raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
     if finite and x.numel() and not bool(torch.isfinite(x).all()):

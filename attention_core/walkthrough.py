@@ -89,15 +89,8 @@ def run_walkthrough(
     check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
     inputs = build_inputs(
-        preset,
-        n=n,
-        d_model=d_model,
-        d_k=d_k,
-        d_v=d_v,
-        seed=seed,
-        positions=positions,
-        cross=(mask == "cross"),
-        device=device,
+        preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions,
+        cross=(mask == "cross"), device=device,
     )
     q, k, v = inputs.q, inputs.k, inputs.v
     attn_mask, valid = build_mask(mask, inputs.n_q, inputs.n_k, min(pad, inputs.n_k), q.device)
