@@ -74,15 +74,15 @@ def test_paths_that_repeat_kv_say_so_and_count_the_copies():
 
 
 @LINUX_PEAK
-def test_the_gqa_memory_models_hold_for_naive_and_sdpa():
-    for name in ("naive", "sdpa"):
-        config = BenchConfig(name, 512, d=64, heads=8, kv_heads=2)
-        row = run_config(config, min_run_time=0.0, cap_bytes=2**32)
-        assert row.status == "ok" and row.kv_heads == 2
-        if name == "naive":
-            assert abs(row.peak_bytes / row.predicted_bytes - 1) < 0.2
-    # torch's CPU kernel shares K/V heads without copying them: no more memory than the output needs
-    q, k, v = make_inputs(BenchConfig("sdpa", 1024, d=64, heads=8, kv_heads=1))
+def test_sdpa_shares_kv_heads_without_copying_them():
+    """Why the SDPA entries' memory model adds nothing for GQA (the repeating paths' copies are
+    counted in test_paths_that_repeat_kv_say_so_and_count_the_copies)."""
+    row = run_config(BenchConfig("sdpa", 512, d=64, heads=8, kv_heads=2), min_run_time=0.0, cap_bytes=2**32)
+    assert row.status == "ok" and row.kv_heads == 2
+    # torch's CPU kernel shares K/V heads without copying them: its peak is about the output, far
+    # below the output plus the repeated K and V (3 × q's size) that a repeating path needs
+    q, k, v = make_inputs(BenchConfig("sdpa", 2048, d=64, heads=8, kv_heads=1))
+    F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # warm-up: thread pools, first allocations
     peak, _ = measure_peak_extra(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
     assert peak is not None and peak < 2 * q.nbytes
 
