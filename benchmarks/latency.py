@@ -1,6 +1,6 @@
 """How quickly the app answers: server-side rerun time per widget change, and cold start in Chromium.
 
-For every page of the navigation (home, walkthrough, scaling, benchmark — whichever exist):
+For every page of the navigation (home, walkthrough, scaling, benchmark, heads — whichever exist):
 
 1. **Rerun after a widget change** (AppTest, warm). Each enabled widget is switched back and forth
    between two nearby values (the option next to the current one, the neighbouring slider stop,
@@ -48,7 +48,7 @@ from tests.widget_walk import (  # noqa: E402
 RERUN_GOAL_MS = 100.0
 COLD_GOAL_S = 5.0
 WARMUP = 3
-NOT_TIMED_BUTTONS = {"bm_run"}  # starts a benchmark: its time is the measurement, not a rerun
+NOT_TIMED_BUTTONS = {"bm_run", "hd_measure"}  # start a measurement: its time is the measurement, not a rerun
 
 
 @dataclass

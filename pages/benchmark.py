@@ -80,9 +80,10 @@ def _plan(
     dtype: str,
     causal: bool,
     device: str,
+    kv_heads: int | None,
     cap: int,
 ) -> list[tuple[str, int, int, str | None]]:
-    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device)
+    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device, kv_heads)
     return [(p.config.impl, p.config.n, p.needed_bytes, p.refusal) for p in bench.plan(spec, cap)]
 
 

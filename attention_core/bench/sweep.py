@@ -68,6 +68,7 @@ class BenchResult:
     backend: str = ""
     memory_source: str = ""
     note: str = ""
+    kv_heads: int | None = None  # K/V heads (GQA/MQA when fewer than heads)
 
 
 CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
@@ -83,6 +84,7 @@ def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **
         n=config.n,
         d=config.d,
         causal=config.causal,
+        kv_heads=config.kv_heads,
         median_ms=values.pop("median_ms", None),
         iqr_ms=values.pop("iqr_ms", None),
         peak_bytes=values.pop("peak_bytes", None),
@@ -247,6 +249,7 @@ class SweepSpec:
     dtype: str = "float32"
     causal: bool = False
     device: str = "auto"
+    kv_heads: int | None = None  # None: as many as heads (MHA)
 
     def configs(self) -> list[BenchConfig]:
         """n outermost, so a sweep stopped early still compares every implementation."""
@@ -256,7 +259,7 @@ class SweepSpec:
             get_impl(name)
         ns = sorted(set(check_int_list("ns", self.ns, low=1)))
         return [
-            BenchConfig(name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device)
+            BenchConfig(name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device, self.kv_heads)
             for n in ns
             for name in dict.fromkeys(self.impls)
         ]
