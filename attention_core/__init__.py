@@ -29,6 +29,7 @@ from .bert import (
     load_bert,
     sentence_weights,
     sink_shares,
+    strongest_links,
     token_attention,
 )
 from .device import DeviceInfo, available_devices, default_device, device_info, resolve_device
@@ -145,6 +146,7 @@ __all__ = [
     "softmax_jacobian",
     "softmax_overflow",
     "stable_softmax",
+    "strongest_links",
     "temperature_sweep",
     "tiled_attention",
     "tiled_extra_bytes",

@@ -11,6 +11,7 @@ from .analysis import (
     entropy_share,
     sentence_weights,
     sink_shares,
+    strongest_links,
     token_attention,
 )
 from .encoder import (
@@ -57,6 +58,7 @@ __all__ = [
     "model_dir",
     "sentence_weights",
     "sink_shares",
+    "strongest_links",
     "token_attention",
     "tokenize",
 ]

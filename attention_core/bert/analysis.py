@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..scaling import row_entropy
@@ -54,6 +55,22 @@ def token_attention(weights: torch.Tensor, query: int) -> torch.Tensor:
     return w[..., query, :]  # (n_layers, H, L)
 
 
+def strongest_links(weights: torch.Tensor, query: int, k: int = 3) -> list[tuple[int, int, int, float]]:
+    """The ``k`` heads that put the most weight from token ``query`` on one other real token (not
+    itself, not the first [CLS] nor the last [SEP]): ``(layer, head, key, weight)``, strongest first."""
+    rows = token_attention(weights, query).detach().cpu().numpy()  # (n_layers, H, L): tiny, so numpy
+    k = check_int("k", k, low=1)
+    _, n_heads, n = rows.shape
+    keys = np.array([j for j in range(1, n - 1) if j != query], dtype=int)
+    if keys.size == 0:
+        return []
+    sub = rows[..., keys].reshape(-1, keys.size)  # (n_layers · H, K)
+    where = sub.argmax(axis=1)  # (n_layers · H,)
+    best = sub[np.arange(sub.shape[0]), where]
+    order = np.argsort(-best, kind="stable")[:k]
+    return [(int(i) // n_heads, int(i) % n_heads, int(keys[where[i]]), float(best[i])) for i in order]
+
+
 @dataclass(frozen=True)
 class HeadReading:
     """One head on a coreference pair: the pronoun's weight on each candidate, in both sentences."""
@@ -90,7 +107,17 @@ class PairReading:
         return tuple(h for h in self.heads if h.resolves)
 
     def mean(self, field: str) -> float:
+        """The mean over heads of one :class:`HeadReading` field, e.g. ``"b_wrong"``."""
         return sum(getattr(h, field) for h in self.heads) / len(self.heads)
+
+    @property
+    def a_correct(self) -> int:
+        """How many heads favour the right noun in sentence A."""
+        return sum(h.a_right > h.a_wrong for h in self.heads)
+
+    @property
+    def b_correct(self) -> int:
+        return sum(h.b_right > h.b_wrong for h in self.heads)
 
 
 def _index(tokens: tuple[str, ...], word: str, what: str) -> int:
