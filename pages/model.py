@@ -187,12 +187,12 @@ def token_section(text: str, d: dict[str, Any], talk: bool) -> None:
     n = len(tokens)
     urlstate.ensure_choice("md_tok", list(range(n)), default=_default_token(tokens))
     tok = int(st.session_state.md_tok)
-    st.subheader(f"Who does “{tokens[tok]}” look at?")
+    st.markdown(f"### Who does `{tokens[tok]}` look at?")  # a token in code: "nan" is a word here, not a number
     c = st.columns([1, 3], vertical_alignment="center")
     c[0].selectbox("Token", range(n), format_func=lambda i: f"{i}: {tokens[i]}", key="md_tok")
     links = d["links"][tok]
     if links:
-        parts = [f"{head_label(layer, head)} gives “{tokens[j]}” {w:.2f}" for layer, head, j, w in links]
+        parts = [f"{head_label(layer, head)} gives `{tokens[j]}` {w:.2f}" for layer, head, j, w in links]
         c[1].markdown("**Strongest links from this token:** " + "; ".join(parts) + ".")
     st.plotly_chart(token_figure(text, tok, talk), width="stretch", config=PLOTLY_CONFIG, key="md_tokfig")
     pair_section(talk)
@@ -279,9 +279,10 @@ def model_page() -> None:
         urlstate.publish(PARAMS)
         return
     if d["unknown"]:
+        pieces = [u if len(u) <= 24 else u[:23] + "…" for u in d["unknown"][:8]]
         st.warning(
-            "Not in the model's vocabulary, so it reads them as [UNK] (unknown): "
-            + ", ".join(f"“{u}”" for u in d["unknown"])
+            "Not in the model's vocabulary, so the model reads each as [UNK] (unknown): "
+            + ", ".join(f"“{u}”" for u in pieces) + (", …" if len(d["unknown"]) > 8 else "")
         )
     st.markdown(f"**{len(d['tokens'])} tokens:** " + " · ".join(f"`{t}`" for t in d["tokens"]))
     grid_section(text, d, talk)

