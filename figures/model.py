@@ -80,7 +80,7 @@ def head_grid(
         tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=[f"L{lay}" for lay in range(n_layers)],
         autorange="reversed", showgrid=False, zeroline=False, tickfont={"size": size},
     )  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (470 if talk else 430))
+    base_layout(fig, talk=talk, height=height or (390 if talk else 430))  # talk: all 6 rows fit under 720 px
     fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
     fig.update_xaxes(showgrid=False, fixedrange=True)
     fig.update_yaxes(showgrid=False, fixedrange=True)
