@@ -151,8 +151,8 @@ def layer_head_map(
             hovertemplate="%{y}·%{x}: %{z:.3f}<extra></extra>",
         )
     )  # fmt: skip
-    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, fixedrange=True)
-    fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True)
-    base_layout(fig, title=title, talk=talk, height=height or (330 if talk else 300))
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, fixedrange=True, tickfont={"size": size})
+    fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True, tickfont={"size": size})
+    base_layout(fig, title=title, talk=talk, height=height or (400 if talk else 300))
     fig.update_layout(margin={"t": 80})
     return fig

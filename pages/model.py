@@ -249,10 +249,11 @@ def sink_section(text: str, d: dict[str, Any], talk: bool) -> None:
         f"{d['sep'].mean():.0%}. The heaviest sink: **{head_label(int(layer), int(head))}** puts "
         f"{shares[layer, head]:.2f} of its attention on {sink}."
     )
-    c = st.columns(2)
+    # Side by side on a monitor; one under the other in talk mode, so 12 numbers a row stay legible.
+    c = st.columns(2) if not talk else [st.container(), st.container()]
     for col, what in zip(c, ("cls", "sep"), strict=True):
         col.plotly_chart(summary_figure(text, what, talk), width="stretch", config=PLOTLY_CONFIG, key=f"md_{what}")
-    c = st.columns([3, 2] if not talk else [1, 1], vertical_alignment="center")
+    c = st.columns([3, 2], vertical_alignment="center") if not talk else [st.container(), st.container()]
     c[0].plotly_chart(summary_figure(text, "entropy", talk), width="stretch", config=PLOTLY_CONFIG, key="md_ent")
     c[1].markdown(
         "**Entropy ÷ log L**: 1 means a head spreads each row evenly over all L tokens; 0 means it puts "
