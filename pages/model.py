@@ -215,6 +215,11 @@ def pair_section(talk: bool) -> None:
             f"{len(good)} of {len(heads)} heads put more of “it” on the right noun in **both** sentences. "
             f"The clearest: {shown}."
         )
+        if good[0]["margin"] < 0.1:
+            lines.append(
+                f"All by small margins (at most {good[0]['margin']:.2f}): none of them links “it” to its noun "
+                "as firmly as the head below links it to “animal”."
+            )
     else:
         lines.append("No head puts more of “it” on the right noun in both sentences.")
     strong = max(heads, key=lambda h: h["tired_animal"])

@@ -145,6 +145,8 @@ def test_the_pair_section_reports_the_models_own_numbers(bert) -> None:
     assert f"{both_right} of 72 heads put more of “it” on the right noun in **both** sentences" in text
     assert f"{int((ta > ts).sum())} of 72 pick “animal” in the tired sentence, only {int((ws > wa).sum())}" in text
     assert f"gives street {float(ws.mean()):.3f} and animal {float(wa.mean()):.3f}" in text
+    best = float(torch.minimum(ta - ts, ws - wa).max())  # the best head's smaller lead
+    assert (f"All by small margins (at most {best:.2f})" in text) == (0 < best < 0.1)
 
 
 def test_a_link_restores_the_view_and_bad_values_get_a_notice() -> None:
