@@ -130,8 +130,11 @@ def _typed() -> None:
 
 def controls(box: Any) -> str:
     s = st.session_state
-    if s.md_ex != "own" and s.md_text != EXAMPLES[s.md_ex]:  # a link with its own sentence
-        s.md_ex = "own"
+    if s.md_ex != "own" and s.md_text != EXAMPLES[s.md_ex]:  # only a hand-made link gets here
+        if s.md_text == TIRED:  # it named an example but no sentence (the default): show the example
+            s.md_text = EXAMPLES[s.md_ex]
+        else:  # it brought its own sentence
+            s.md_ex = "own"
     with box:
         c = st.columns([1, 2.4])
         c[0].selectbox("Example", tuple(EXAMPLES), format_func=EXAMPLE_NAMES.get, key="md_ex", on_change=_pick_example)

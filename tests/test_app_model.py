@@ -149,6 +149,12 @@ def test_the_pair_section_reports_the_models_own_numbers(bert) -> None:
     assert (f"All by small margins (at most {best:.2f})" in text) == (0 < best < 0.1)
 
 
+def test_a_link_naming_only_an_example_shows_that_example() -> None:
+    at = open_page({"md_ex": "wide"})
+    assert at.session_state["md_ex"] == "wide" and at.session_state["md_text"] == WIDE
+    assert qp(at, "md_ex") == "wide"
+
+
 def test_a_link_restores_the_view_and_bad_values_get_a_notice() -> None:
     at = open_page({"md_text": "Dogs bark at night.", "md_layer": "2", "md_head": "7", "md_tok": "1"})
     assert at.session_state["md_ex"] == "own"
