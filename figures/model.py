@@ -121,6 +121,7 @@ def token_across_heads(
     fig.update_xaxes(
         tickvals=[layer * (n_heads + gap) + mid for layer in range(n_layers)],
         ticktext=[f"layer {layer}" for layer in range(n_layers)], side="top", showgrid=False, fixedrange=True,
+        tickfont={"size": size},
     )  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", showgrid=False, tickfont={"size": size}, fixedrange=True)
     fig.add_shape(
