@@ -154,6 +154,6 @@ def layer_head_map(
     )  # fmt: skip
     fig.update_yaxes(autorange="reversed", type="category", showgrid=False, fixedrange=True, tickfont={"size": size})
     fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True, tickfont={"size": size})
-    base_layout(fig, title=title, talk=talk, height=height or (400 if talk else 300))
-    fig.update_layout(margin={"t": 80})
+    base_layout(fig, title=title, talk=talk, height=height or (420 if talk else 300))
+    fig.update_layout(margin={"t": 110 if talk else 80})  # the title clears the head labels
     return fig
