@@ -30,6 +30,7 @@ from .bert import (
     sentence_weights,
     sink_shares,
     strongest_links,
+    strongest_links_all,
     token_attention,
 )
 from .device import DeviceInfo, available_devices, default_device, device_info, resolve_device
@@ -147,6 +148,7 @@ __all__ = [
     "softmax_overflow",
     "stable_softmax",
     "strongest_links",
+    "strongest_links_all",
     "temperature_sweep",
     "tiled_attention",
     "tiled_extra_bytes",

@@ -23,6 +23,20 @@ def _check_grid(weights: np.ndarray) -> np.ndarray:
     return w
 
 
+def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
+    """Mean-pool the last two axes by k×k blocks so that neither exceeds ``max_side``; returns (w, k)."""
+    n = w.shape[-1]
+    k = -(-n // max(1, max_side))  # ceil
+    if k <= 1:
+        return w, 1
+    m = -(-n // k)
+    padded = np.full((*w.shape[:-2], m * k, m * k), np.nan)
+    padded[..., :n, :n] = w
+    blocks = padded.reshape(*w.shape[:-2], m, k, m, k)  # (..., m, k, m, k)
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
+
+
 def head_grid(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -30,20 +44,26 @@ def head_grid(
     selected: tuple[int, int] | None = None,
     talk: bool = False,
     height: int | None = None,
+    max_side: int = 32,
 ) -> go.Figure:
     """Every head's L×L weights as one tiled heatmap: layers down, heads across.
+
+    A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most
+    ``max_side`` cells a side (each cell the mean of a k×k block); the figure stays small.
 
     A transparent marker sits at each tile's centre (one per head, in layer-major order, so point
     ``i`` is head ``divmod(i, H)``): a click anywhere on a tile selects that head. The ``selected``
     head gets a frame in the highlight colour.
     """
     w = _check_grid(weights)
-    n_layers, n_heads, n, _ = w.shape
-    if len(tokens) != n:
-        raise ValueError(f"{len(tokens)} token labels for {n} tokens")
+    n_layers, n_heads, n_tokens, _ = w.shape
+    if len(tokens) != n_tokens:
+        raise ValueError(f"{len(tokens)} token labels for {n_tokens} tokens")
+    w, block = _shrink(w, max_side)
+    n = w.shape[-1]
     gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
     step = n + gap
-    z = np.full((n_layers * step - gap, n_heads * step - gap), np.nan)
+    z = np.full((n_layers * step - gap, n_heads * step - gap), np.nan, dtype=np.float32)  # half the bytes
     for layer in range(n_layers):
         for head in range(n_heads):
             z[layer * step : layer * step + n, head * step : head * step + n] = w[layer, head]  # (L, L) tile
@@ -58,9 +78,10 @@ def head_grid(
     xs = [head * step + centre for layer in range(n_layers) for head in range(n_heads)]
     ys = [layer * step + centre for layer in range(n_layers) for head in range(n_heads)]
     names = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
+    note = f"<br>(shown as means of {block}×{block} blocks)" if block > 1 else ""
     fig.add_scatter(
         x=xs, y=ys, mode="markers", marker={"size": 1, "opacity": 0}, customdata=names,
-        hovertemplate="%{customdata}<br>click: open this head in the walkthrough<extra></extra>",
+        hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>",
         showlegend=False, name="heads",
     )  # fmt: skip
     if selected is not None:

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import coreference_pair, entropy_share, sentence_weights, sink_shares, strongest_links
+from attention_core import coreference_pair, entropy_share, sentence_weights, sink_shares, strongest_links_all
 from attention_core.bert import MAX_TOKENS, tokenize
 from figures.model import head_grid, head_label, layer_head_map, token_across_heads
 from figures.style import PLOTLY_CONFIG
@@ -60,7 +60,7 @@ def sentence_data(text: str) -> dict[str, Any]:
     unknown = tokenize(bert.tokenizer, text).unknown  # validates: ValueError for empty or long text
     tokens, w = sentence_weights(bert, text)
     cls, sep = sink_shares(w)
-    links = {i: strongest_links(w, i, k=3) for i in range(len(tokens))}
+    links = strongest_links_all(w, k=3)  # for every token, so choosing one needs no compute
     return {
         "links": links,
         "tokens": list(tokens), "unknown": list(unknown), "weights": w.cpu().numpy(),

@@ -63,3 +63,15 @@ def test_layer_head_map_writes_every_share() -> None:
     assert fig.data[0].text[2][3] == f"{v[2, 3]:.2f}".replace("0.", ".", 1)
     with pytest.raises(ValueError, match="shares"):
         layer_head_map(v * 2, title="x")
+
+
+def test_long_sentences_are_shown_as_block_means() -> None:
+    w = fake_weights(n=70)
+    fig = head_grid(w, [f"t{i}" for i in range(70)], max_side=32)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    k, m = 3, 24  # ceil(70 / 32) = 3 tokens a block, ceil(70 / 3) = 24 blocks a side
+    step = m + max(1, m // 6)
+    assert z.shape == (6 * step - (step - m), 12 * step - (step - m))
+    assert np.isclose(z[2 * step, 5 * step], w[2, 5, :k, :k].mean(), atol=1e-6)  # first block of L2·H5
+    assert np.isclose(z[2 * step + m - 1, 5 * step + m - 1], w[2, 5, 69, 69], atol=1e-6)  # the ragged last block
+    assert "3×3 blocks" in fig.data[1].hovertemplate

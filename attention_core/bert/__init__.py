@@ -12,6 +12,7 @@ from .analysis import (
     sentence_weights,
     sink_shares,
     strongest_links,
+    strongest_links_all,
     token_attention,
 )
 from .encoder import (
@@ -59,6 +60,7 @@ __all__ = [
     "sentence_weights",
     "sink_shares",
     "strongest_links",
+    "strongest_links_all",
     "token_attention",
     "tokenize",
 ]

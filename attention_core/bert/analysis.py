@@ -55,20 +55,29 @@ def token_attention(weights: torch.Tensor, query: int) -> torch.Tensor:
     return w[..., query, :]  # (n_layers, H, L)
 
 
+def strongest_links_all(weights: torch.Tensor, k: int = 3) -> list[list[tuple[int, int, int, float]]]:
+    """:func:`strongest_links` for every query token at once (one pass over the weights)."""
+    w = _check_weights(weights).detach().cpu().numpy()  # (n_layers, H, L, L): tiny, so numpy
+    k = check_int("k", k, low=1)
+    n_layers, n_heads, n, _ = w.shape
+    rows = w.reshape(n_layers * n_heads, n, n).copy()  # (heads, L queries, L keys)
+    rows[:, :, 0] = -np.inf  # never [CLS] …
+    rows[:, :, n - 1] = -np.inf  # … nor [SEP] …
+    rows[:, np.arange(n), np.arange(n)] = -np.inf  # … nor the token itself
+    where = rows.argmax(axis=-1)  # (heads, L): each head's favourite key for each query
+    best = np.take_along_axis(rows, where[..., None], axis=-1)[..., 0]  # (heads, L)
+    out = []
+    for q in range(n):
+        order = [i for i in np.argsort(-best[:, q], kind="stable")[:k] if np.isfinite(best[i, q])]
+        out.append([(int(i) // n_heads, int(i) % n_heads, int(where[i, q]), float(best[i, q])) for i in order])
+    return out
+
+
 def strongest_links(weights: torch.Tensor, query: int, k: int = 3) -> list[tuple[int, int, int, float]]:
     """The ``k`` heads that put the most weight from token ``query`` on one other real token (not
     itself, not the first [CLS] nor the last [SEP]): ``(layer, head, key, weight)``, strongest first."""
-    rows = token_attention(weights, query).detach().cpu().numpy()  # (n_layers, H, L): tiny, so numpy
-    k = check_int("k", k, low=1)
-    _, n_heads, n = rows.shape
-    keys = np.array([j for j in range(1, n - 1) if j != query], dtype=int)
-    if keys.size == 0:
-        return []
-    sub = rows[..., keys].reshape(-1, keys.size)  # (n_layers · H, K)
-    where = sub.argmax(axis=1)  # (n_layers · H,)
-    best = sub[np.arange(sub.shape[0]), where]
-    order = np.argsort(-best, kind="stable")[:k]
-    return [(int(i) // n_heads, int(i) % n_heads, int(keys[where[i]]), float(best[i])) for i in order]
+    query = check_int("query", query, low=0, high=_check_weights(weights).shape[-1] - 1)
+    return strongest_links_all(weights, k)[query]
 
 
 @dataclass(frozen=True)
