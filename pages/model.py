@@ -53,7 +53,8 @@ SINK = (
 # Data: the core through thin caches keyed on plain strings
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+# Bounded: a 128-token sentence keeps 6·12·128·128 float32 weights (4.7 MB), so 16 of them ≤ 76 MB.
+@st.cache_data(max_entries=16, show_spinner=False)
 def sentence_data(text: str) -> dict[str, Any]:
     """Tokens, every head's weights (6, 12, L, L) and the sink readings of one sentence."""
     bert = encoder()
@@ -87,19 +88,19 @@ def pair_data() -> dict[str, Any]:
     }  # fmt: skip
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = sentence_data(text)
     return head_grid(d["weights"], d["tokens"], selected=(layer, head), talk=talk)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def token_figure(text: str, tok: int, talk: bool) -> go.Figure:
     d = sentence_data(text)
     return token_across_heads(d["weights"][:, :, tok, :], d["tokens"], tok, talk=talk)  # (6, 12, L)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def summary_figure(text: str, what: str, talk: bool) -> go.Figure:
     d = sentence_data(text)
     titles = {
