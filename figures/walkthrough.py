@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .arrays import as_array
 from .style import DIVERGING, HIGHLIGHT, MASKED, SCALED, SEQUENTIAL, UNSCALED, base_layout, font_size
 
 ANNOTATE_MAX = 12  # write the values into the cells up to this many rows and columns
@@ -50,20 +51,20 @@ def matrix_heatmap(
     or ``"plain"`` (diverging, for inputs). ``blocked`` (bool, same shape) greys out and
     labels masked cells "−∞"; ``dropped`` marks cells zeroed by dropout with ×.
     """
-    z = np.asarray(values, dtype=float)
+    z = as_array(values, float)
     if z.ndim != 2:
         raise ValueError(f"values must be a 2-D matrix, got shape {z.shape}")
     if len(row_labels) != z.shape[0] or len(col_labels) != z.shape[1]:
         raise ValueError(
             f"labels must match the matrix: {z.shape} vs {len(row_labels)} rows, {len(col_labels)} columns"
         )
-    blocked_cells = np.isneginf(z) if blocked is None else (np.asarray(blocked, dtype=bool) | np.isneginf(z))
+    blocked_cells = np.isneginf(z) if blocked is None else (as_array(blocked, bool) | np.isneginf(z))
     shown = np.where(blocked_cells, np.nan, z)
     annotate = max(z.shape) <= ANNOTATE_MAX
     blocked_text = "0" if kind == "weights" else "−∞"  # after softmax a blocked cell is an exact zero
     text = _cell_text(z, blocked_cells)
     if dropped is not None:
-        text = np.where(np.asarray(dropped, dtype=bool), "×", text)
+        text = np.where(as_array(dropped, bool), "×", text)
     if kind == "weights":
         colour = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
     else:
@@ -140,7 +141,7 @@ def query_scores(
     talk: bool = False,
 ) -> go.Figure:
     """One query's raw scores q·k (unscaled colour) beside the scaled ones (scaled colour)."""
-    raw_a, sc_a = np.asarray(raw, dtype=float), np.asarray(scaled, dtype=float)
+    raw_a, sc_a = as_array(raw, float), as_array(scaled, float)
     fig = go.Figure()
     fig.add_bar(x=list(key_labels), y=raw_a, name="q·k (unscaled)", marker_color=UNSCALED)
     if scale != 1.0:
@@ -155,10 +156,10 @@ def query_weights(
     weights: np.ndarray, key_labels: Sequence[str], *, blocked: np.ndarray | None = None, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights as bars, labelled in percent; masked keys marked."""
-    w = np.asarray(weights, dtype=float)
+    w = as_array(weights, float)
     text = [f"{x:.0%}" for x in w]
     if blocked is not None:
-        text = ["masked" if b else t for t, b in zip(text, np.asarray(blocked, dtype=bool), strict=True)]
+        text = ["masked" if b else t for t, b in zip(text, as_array(blocked, bool), strict=True)]
     fig = go.Figure(
         go.Bar(
             x=list(key_labels),
@@ -184,8 +185,8 @@ def output_blend(
     talk: bool = False,
 ) -> go.Figure:
     """The output row as stacked contributions weight_j · v_j, one colour per key, per feature."""
-    w = np.asarray(weights, dtype=float)
-    v = np.asarray(values, dtype=float)
+    w = as_array(weights, float)
+    v = as_array(values, float)
     if v.ndim != 2 or v.shape[0] != w.shape[0]:
         raise ValueError(f"values must be (n_k, d_v) with n_k = {w.shape[0]}, got {v.shape}")
     dims = [f"dim {i}" for i in range(v.shape[1])]
@@ -222,10 +223,10 @@ def compare_masks(
 ) -> go.Figure:
     """Two weight matrices side by side on one colour scale (0…1)."""
     size = font_size(talk)
+    left, right = as_array(left, float), as_array(right, float)
     annotate = max(np.shape(left)) <= ANNOTATE_MAX
     fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=0.08)
-    for col, mat in ((1, left), (2, right)):
-        z = np.asarray(mat, dtype=float)
+    for col, z in ((1, left), (2, right)):
         fig.add_trace(
             go.Heatmap(
                 z=z,

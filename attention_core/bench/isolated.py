@@ -22,7 +22,8 @@ from pathlib import Path
 
 from .impls import BenchConfig
 
-FRESH_PAGES_ENV = {"MALLOC_MMAP_THRESHOLD_": str(64 * 2**10), "MALLOC_TRIM_THRESHOLD_": "0"}
+FRESH_PAGES = 64 * 2**10
+FRESH_PAGES_ENV = {"MALLOC_MMAP_THRESHOLD_": str(FRESH_PAGES), "MALLOC_TRIM_THRESHOLD_": "0"}
 _ROOT = Path(__file__).resolve().parents[2]  # the directory that holds attention_core/
 _WORKER = "from attention_core.bench.isolated import _worker; _worker()"
 
@@ -53,12 +54,19 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
 
 def _worker() -> None:
     """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
+    from . import measure
     from .impls import get_impl, make_inputs
-    from .measure import measure_peak_extra
+
+    # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
+    # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
+    measure._fix_mmap_threshold()  # cached: it will not run again inside measure_peak_extra
+    libc = measure._libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(measure._M_MMAP_THRESHOLD, FRESH_PAGES)
 
     config = BenchConfig(**json.loads(sys.argv[1]))
     impl = get_impl(config.impl)
     inputs = impl.prepare(*make_inputs(config))
     impl.run(inputs, config.causal)  # warm-up: lazy initialisation is not the call's memory
-    peak, source = measure_peak_extra(lambda: impl.run(inputs, config.causal), config.device)
+    peak, source = measure.measure_peak_extra(lambda: impl.run(inputs, config.causal), config.device)
     print(json.dumps({"peak_bytes": peak, "source": source}))
