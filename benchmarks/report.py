@@ -42,6 +42,7 @@ from attention_core import bench
 BASELINES = ("naive", "explained", "tiled")  # each divided by sdpa
 LEAN = "lean API"  # ac.scaled_dot_product_attention, timed beside the others
 MEMORY_N = 1024
+DISTURBED_LOAD_PER_CORE = 1.5  # as the sweep's own warning
 
 
 def _load() -> str:
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"torch {torch.__version__} · {torch.get_num_threads()} threads · {bench.environment('cpu')['device name']}")
     print(f"load average before: {_load()}")
+    load_before = bench.cpu_load_per_core()
     rows: list[tuple[str, str, str, bool]] = []
 
     # 1. The default sweep, first, in a fresh process, without a budget: how long it really takes.
@@ -176,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     print(f"load average after:  {_load()}\n")
+    busy = max(load_before or 0.0, bench.cpu_load_per_core() or 0.0)
+    if busy > DISTURBED_LOAD_PER_CORE:
+        print(
+            f"warning: the load reached {busy:.1f} per core: other processes competed for the CPU, so the "
+            "timings below are disturbed (most of all explained and tiled). Rerun on a quiet machine.\n"
+        )
     print(f"time per call, d = 64, 8 heads, float32, CPU: median of {args.repeats} rounds, ratios taken per round")
     head = f"{'n':>6}  {'sdpa ms':>9}  " + "  ".join(f"{name + ' ms':>12}  {'÷ sdpa':>7}" for name in BASELINES)
     print(head + f"  {'lean ÷ naive':>12}")
