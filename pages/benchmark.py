@@ -383,6 +383,15 @@ def show_theory(spec: bench.SweepSpec, cap: int, talk: bool) -> None:
             [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table],
             hide_index=True,
             width="stretch",
+            column_config={  # short headers, so the table fits half the page in talk mode too
+                "fits here": st.column_config.CheckboxColumn("fits", help="one score matrix fits in free memory"),
+                "naive ≤ cap": st.column_config.CheckboxColumn(
+                    "naive", help="the naive code's peak (two score matrices) fits under the cap"
+                ),
+                "explained ≤ cap": st.column_config.CheckboxColumn(
+                    "explained", help="the explained path's peak (six score matrices) fits under the cap"
+                ),
+            },
         )
         if free:
             n_fit = bench.largest_fitting_n(free, spec.dtype, spec.batch, spec.heads)
