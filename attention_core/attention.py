@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from .masks import causal_mask
-from .validation import check_float, check_same_device, check_tensor
+from .validation import all_finite, check_float, check_same_device, check_tensor
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,7 @@ def scaled_dot_product_attention(
     output = weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
     if dead is not None and bool(dead.any()):
         output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)
-    if not bool(torch.isfinite(output).all()):
+    if not all_finite(output):
         raise ValueError(
             f"the scaled scores Q·Kᵀ·scale overflowed {output.dtype}; "
             "use a wider dtype, smaller inputs or a smaller scale"

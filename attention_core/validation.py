@@ -24,9 +24,19 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
         )
     if x.dim() < min_dim:
         raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
-    if finite and x.numel() and x.device.type != "meta" and not bool(torch.isfinite(x).all()):
+    if finite and x.numel() and x.device.type != "meta" and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf; every input value must be finite")
     return x
+
+
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether a non-empty float tensor holds no NaN or ±inf, from one reduction pass.
+
+    ``aminmax`` propagates NaN and returns ±inf when present, so two scalars answer; it reads
+    ``x`` once and allocates nothing of its size (``isfinite(x).all()`` writes a bool copy).
+    """
+    lo, hi = torch.aminmax(x)
+    return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
 def check_same_device(**tensors: torch.Tensor | None) -> None:
