@@ -13,7 +13,8 @@ Prints, with the goal beside each number:
    largest n;
 3. the one-call API ``attention_core.scaled_dot_product_attention`` against the textbook code
    at the largest n, timed the same way (goal ≤ 1.3);
-4. tiled ÷ naive peak extra memory at the largest n (goal ≤ 1/50);
+4. tiled ÷ explained peak extra memory at the largest n (goal ≤ 1/50, set when "naive" named the
+   traced path), and tiled ÷ naive (the textbook code) beside it;
 5. each materialising path's peak memory against its model, measured in a fresh worker process
    at n = 1024, where history cannot move it (goal: within 20 %).
 
@@ -146,16 +147,26 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
-    # 4. Peak extra memory of tiled against the textbook code at the largest n, in this process.
-    tiled_peak, naive_peak = _peak("tiled", largest), _peak("naive", largest)
-    if tiled_peak is not None and naive_peak:
+    # 4. Peak extra memory of tiled at the largest n, in this process, against both materialising paths.
+    # The goal was set when "naive" named the traced path, so it is checked against explained;
+    # the ratio to the textbook code (two n×n matrices, not six) is printed beside it.
+    tiled_peak, naive_peak, explained_peak = (_peak(name, largest) for name in ("tiled", "naive", "explained"))
+    if tiled_peak is not None and naive_peak and explained_peak:
         rows.append(
             (
-                f"tiled ÷ naive peak extra memory, n = {largest} "
-                f"(tiled {bench.format_bytes(tiled_peak)}, naive {bench.format_bytes(naive_peak)})",
-                f"1/{naive_peak / max(tiled_peak, 1):.0f}",
+                f"tiled ÷ explained peak extra memory, n = {largest} "
+                f"(tiled {bench.format_bytes(tiled_peak)}, explained {bench.format_bytes(explained_peak)})",
+                f"1/{explained_peak / max(tiled_peak, 1):.0f}",
                 "≤ 1/50",
-                tiled_peak * 50 <= naive_peak,
+                tiled_peak * 50 <= explained_peak,
+            )
+        )
+        rows.append(
+            (
+                f"  tiled ÷ naive (textbook) peak extra memory (naive {bench.format_bytes(naive_peak)})",
+                f"1/{naive_peak / max(tiled_peak, 1):.0f}",
+                "–",
+                True,
             )
         )
 
