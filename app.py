@@ -4,13 +4,7 @@ import streamlit as st
 
 from ui import frame
 
-st.set_page_config(
-    page_title="Attention, step by step",
-    page_icon=":material/blur_on:",
-    layout="wide",
-    initial_sidebar_state="expanded",
-)
-
+frame.page_config()
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/walkthrough.py", title="Walkthrough", icon=":material/stairs:", url_path="walkthrough"),
@@ -18,6 +12,7 @@ pages = [
     st.Page("pages/benchmark.py", title="Benchmark", icon=":material/speed:", url_path="benchmark"),
 ]
 nav = st.navigation(pages)
-frame.sidebar()
+device_box = frame.sidebar()
 frame.talk_css()
 nav.run()
+frame.device_line(device_box)  # after the page: on the home page it must not wait for torch
