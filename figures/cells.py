@@ -32,6 +32,7 @@ LINE_EM = 1.2  # a line of text is about 1.2 em tall
 
 CELL_PAD_PX = 3  # clear space on each side of a label inside its cell
 XGAP_PX = 2  # the white gap plotly draws between cells (xgap=ygap=2)
+TICK_ROOM_PX = 14  # tick (5 px), plotly's gap to the label, and a little air
 
 
 def text_width_em(text: str) -> float:
@@ -146,7 +147,9 @@ def heatmap_geometry(
     """
     n_rows, n_cols = max(1, len(row_labels)), max(1, len(col_labels))
     # Left: the widest row label, the tick, and the axis title set vertically beside them.
-    margin_l = math.ceil(longest_em(row_labels) * font + 8 + (LINE_EM * font + 6 if row_title else 0)) + 4
+    # Margins are exact (the figure turns plotly's automargin off and its pad to 0), so each holds
+    # its labels plus the tick (5 px) and plotly's gap between tick and label.
+    margin_l = math.ceil(longest_em(row_labels) * font + TICK_ROOM_PX + (LINE_EM * font + 6 if row_title else 0)) + 4
     margin_r = 8
     if colorbar:  # bar, tick labels, padding: plotly puts the colour bar in the right margin
         margin_r += math.ceil(14 + 12 + longest_em(colorbar_labels) * font + 10)
@@ -157,10 +160,10 @@ def heatmap_geometry(
     level_font = math.floor(min(font, (cell_w - 6) / col_em)) if col_em > 0 else font
     if level_font >= max(min_font, math.ceil(0.75 * font)):
         col_font, tick_angle = level_font, 0
-        ticks_h = LINE_EM * col_font + 6
+        ticks_h = LINE_EM * col_font + TICK_ROOM_PX
     else:  # a label at 45°: its width and its line height both project onto the vertical
         col_font, tick_angle = font, -45
-        ticks_h = (col_em * col_font + LINE_EM * col_font) * math.sqrt(0.5) + 6
+        ticks_h = (col_em * col_font + LINE_EM * col_font) * math.sqrt(0.5) + TICK_ROOM_PX
     title_h = LINE_EM * (font + 3) + 14 if title else 4
     margin_t = math.ceil(ticks_h + (LINE_EM * font + 4 if col_title else 0) + title_h)
     margin_b = 10

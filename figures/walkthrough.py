@@ -144,9 +144,12 @@ def matrix_heatmap(
         tickfont={"size": geo.col_font},
     )
     base_layout(fig, title=title or None, talk=talk, height=geo.height)
-    fig.update_layout(margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b})
-    fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False)
+    fig.update_layout(
+        margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
+    )
+    # The geometry's margins are exact: automargin would move the plot and break the cells' size.
+    fig.update_xaxes(showgrid=False, automargin=False)
+    fig.update_yaxes(showgrid=False, automargin=False)
     return fig
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import available_devices, bench, default_device
 from figures import benchmark as figs
 from figures.style import PLOTLY_CONFIG
-from ui import urlstate
+from ui import urlstate, viewport
 from ui.params import BoolParam, ChoiceParam, IntParam, MultiChoiceParam
 
 ON_CLOUD = bench.running_on_streamlit_cloud()
@@ -290,8 +290,12 @@ def show_results(talk: bool) -> None:
         if f.time_slope is not None and f.time_intercept is not None
     }
     tabs = st.tabs(["Time", "Memory", "FLOP rate", "Speed-up", "Table"])
+
+    def chart(fig: Any) -> None:  # talk mode: scrolled to, the chart and its tabs fit the window
+        st.plotly_chart(viewport.fit_figure(fig, 150) if talk else fig, width="stretch", config=PLOTLY_CONFIG)
+
     with tabs[0]:
-        st.plotly_chart(figs.time_figure(dicts, fits, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.time_figure(dicts, fits, talk=talk))
         if not talk:
             st.caption(
                 "Median of at least three timed calls after a warm-up; bars span the inter-quartile range. "
@@ -299,7 +303,7 @@ def show_results(talk: bool) -> None:
                 "fixed overheads hide the growth): 2 means the time grows as n²."
             )
     with tabs[1]:
-        st.plotly_chart(figs.memory_figure(dicts, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.memory_figure(dicts, talk=talk))
         if not talk:
             source = next((r.memory_source for r in rows if r.memory_source), "")
             st.caption(
@@ -308,9 +312,9 @@ def show_results(talk: bool) -> None:
                 "can add to it. Dashes: the analytic prediction."
             )
     with tabs[2]:
-        st.plotly_chart(figs.rate_figure(dicts, peak, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.rate_figure(dicts, peak, talk=talk))
     with tabs[3]:
-        st.plotly_chart(figs.speedup_figure(bench.speedups(rows), talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.speedup_figure(bench.speedups(rows), talk=talk))
     with tabs[4]:
         _results_table(rows)
 

@@ -14,6 +14,7 @@ Call :func:`probe` once per run (``app.py`` does, through the frame); pages then
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
@@ -113,3 +114,12 @@ def fit_height(above_px: int, *, natural: int, low: int = 260, below_px: int = 1
     """
     room = viewport().height - above_px - below_px
     return int(max(low, min(natural, room)))
+
+
+def fit_figure(fig: Any, above_px: int, *, low: int = 260) -> Any:
+    """``fig`` with its height fitted to the window (:func:`fit_height`, its own height as the natural one).
+
+    For a figure that is built fresh on each run; a cached figure must be copied first.
+    """
+    natural = int(fig.layout.height or 450)
+    return fig.update_layout(height=fit_height(above_px, natural=natural, low=low))
