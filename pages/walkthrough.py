@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -69,20 +68,20 @@ EXPLAIN = [
     "Each output row is a weighted average of the value rows, with that query's weights. It has the width "
     "of V (d_v), not of the scores.",
 ]
-MASK_TABLE = pd.DataFrame(
-    {
-        "kind of attention": [
-            "Encoder self-attention", "Decoder self-attention", "Encoder with padded batch", "Cross-attention",
-        ],
-        "mask": ["none", "causal", "padding", "cross"],
-        "what it blocks": [
-            "nothing: every token sees every token",
-            "the future: token i sees tokens 0…i",
-            "padding tokens added to fill a batch",
-            "padding of the source sentence; queries come from the target",
-        ],
-    }
-)
+# The mask table's rows; a DataFrame is built only when its expander opens (pandas costs ~0.4 s
+# to import, which a cold visit should not pay for a table it may never open).
+MASK_ROWS = {
+    "kind of attention": [
+        "Encoder self-attention", "Decoder self-attention", "Encoder with padded batch", "Cross-attention",
+    ],
+    "mask": ["none", "causal", "padding", "cross"],
+    "what it blocks": [
+        "nothing: every token sees every token",
+        "the future: token i sees tokens 0…i",
+        "padding tokens added to fill a batch",
+        "padding of the source sentence; queries come from the target",
+    ],
+}
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -426,7 +425,9 @@ def walkthrough_page() -> None:
     masks = st.expander("Which mask does each kind of attention use?", key="wt_masks", on_change="rerun")
     if masks.open:
         chosen = params["mask"]
-        styled = MASK_TABLE.style.apply(
+        import pandas as pd
+
+        styled = pd.DataFrame(MASK_ROWS).style.apply(
             lambda row: ["background-color: #FFE9B3" if row["mask"] == chosen else "" for _ in row], axis=1
         )
         masks.dataframe(styled, hide_index=True, width="stretch")
