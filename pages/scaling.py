@@ -324,7 +324,7 @@ def _figure(key: tuple[Any, ...], _make: Callable[[], go.Figure]) -> go.Figure:
 
 # Talk mode: how far down the window a tab's first figure starts (settings row, tabs, formula, the
 # tab's own controls), measured with benchmarks/rehearsal.py. The figure takes what is left.
-TALK_ABOVE_FIRST = {"Variance": 450, "Scaling strategies": 395, "Numerical stability": 370, "Training": 465}
+TALK_ABOVE_FIRST = {"Variance": 400, "Scaling strategies": 395, "Numerical stability": 370, "Training": 385}
 TALK_ABOVE_DEFAULT = 335
 _PENDING = "_sc_pending_metrics"  # talk mode: metric rows held back until the first figure is drawn
 _FIT = "_sc_fit_next"  # talk mode: the next figure is the tab's first, fit it to the window
@@ -434,15 +434,18 @@ def variance_tab(sh: Shared) -> None:
         "random pairs are drawn at every width and the variance of their dot products is measured.",
     )
     snap("sc_ns", SAMPLE_CHOICES)
-    st.select_slider("Samples per d_k", options=SAMPLE_CHOICES, key="sc_ns", format_func="{:,}".format,
-                     help="Random (q, k) pairs drawn at each width; the estimate's error shrinks like 1/√samples.")
+    line = st.columns([2, 3], vertical_alignment="bottom")  # the slider and, while refining, the note beside it
+    line[0].select_slider("Samples per d_k", options=SAMPLE_CHOICES, key="sc_ns", format_func="{:,}".format,
+                         help="Random (q, k) pairs drawn at each width; the estimate's error shrinks like "
+                         "1/√samples.")  # fmt: skip
     wanted = int(st.session_state["sc_ns"])
     key = (wanted, sh.seed, sh.d_k)
     n = wanted
     if wanted > QUICK_SAMPLES and not _refiner().ready(key):
         _refiner().start(key)
         n = QUICK_SAMPLES
-        _await_refinement(key)
+        with line[1]:
+            _await_refinement(key)
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         table = variance_data(n, sh.seed)
         hist_u, hist_s = histogram_data(sh.d_k, n, sh.seed)
@@ -796,7 +799,8 @@ def training_tab(sh: Shared) -> None:
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
     runs = training_runs(*run_key)
     summary = training_summary(runs, THRESHOLD)
-    st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
+    if not sh.talk:  # in talk mode the sentence goes under the figures, so they fit the screen
+        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
     by = summary.set_index("run")
     metrics(
         ("Final loss, ÷√d_k", f"{by.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
@@ -816,6 +820,8 @@ def training_tab(sh: Shared) -> None:
         plot(("train_grad", *run_key, sh.talk), lambda: training_figure(
             runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
             smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk), fit=fit, metrics_after=False)  # fmt: skip
+    if sh.talk:
+        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
     flush_metrics()
     prose(
         sh.talk,
