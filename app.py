@@ -15,4 +15,4 @@ nav = st.navigation(pages)
 device_box = frame.sidebar()
 frame.talk_css()
 nav.run()
-frame.device_line(device_box)  # after the page: on the home page it must not wait for torch
+frame.after_page(device_box)  # the device line and the viewport probe: after the page, see there

@@ -77,10 +77,8 @@ def _device_line() -> _DeviceLine:
 
 
 def sidebar() -> DeltaGenerator:
-    """Draw the shared sidebar's top (the talk switch), mount the viewport probe, and return the
-    sidebar's slot for :func:`device_line`."""
+    """Draw the shared sidebar's top (the talk switch) and return its slot for :func:`device_line`."""
     urlstate.seed(urlstate.FRAME_PARAMS)
-    viewport.probe()
     with st.sidebar:
         st.toggle(
             "Talk mode",
@@ -90,8 +88,19 @@ def sidebar() -> DeltaGenerator:
         return st.container()
 
 
+def after_page(box: DeltaGenerator) -> None:
+    """What the frame draws once the page is done: the device line and the viewport probe.
+
+    Both come last on purpose. The device line may need torch, which the home page does not load;
+    the probe's first report reruns the script, and a rerun requested while the page is still
+    running would interrupt it and start it over, doubling a cold visit's wait.
+    """
+    device_line(box)
+    viewport.probe()
+
+
 def device_line(box: DeltaGenerator) -> None:
-    """The device summary in ``box``. Called by ``app.py`` after the page has run."""
+    """The device summary in ``box``."""
     line = _device_line()
     if not line.ready() and "torch" in sys.modules:
         line.compute()  # the page has loaded torch already: this is instant

@@ -7,7 +7,7 @@ or when the sidebar opens or closes. Until it has reported (the first run of a s
 AppTest), :func:`viewport` returns a conservative guess: the smallest screen we design for,
 1280×720, so a talk-mode figure fits before the first report as well as after it.
 
-Call :func:`probe` once per run (``app.py`` does, through the frame); pages then read
+Call :func:`probe` once per run, after the page (``app.py`` does, through the frame); pages then read
 :func:`viewport` and pass heights to the figure builders through :func:`fit_height`.
 """
 
@@ -44,7 +44,8 @@ export default function(component) {
     };
     let timer = null;
     const later = () => { clearTimeout(timer); timer = setTimeout(send, 250); };
-    send();
+    // The first report waits a moment, so that the run that drew this has finished when it lands.
+    timer = setTimeout(send, 100);
     window.addEventListener("resize", later);
     const m = main();
     const observer = m ? new ResizeObserver(later) : null;
