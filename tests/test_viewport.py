@@ -16,8 +16,9 @@ def _script() -> None:
     st.write(f"floor {viewport.fit_height(10_000, natural=900, low=260)}")
 
 
-def _run(size: object = None) -> list[str]:
+def _run(size: object = None, talk: bool = True) -> list[str]:
     at = AppTest.from_function(_script)
+    at.session_state["talk"] = talk
     if size is not None:
         at.session_state["_viewport"] = {"size": size}
     at.run()
@@ -42,3 +43,8 @@ def test_a_reported_size_sets_the_room_left() -> None:
 def test_a_nonsense_report_falls_back_to_the_guess() -> None:
     for bad in ({"w": "x", "h": 5}, {"w": 10, "h": 10}, "junk", {"w": 1e9, "h": 800}):
         assert _run(bad)[0] == "1280x720 main 1180 measured False", bad
+
+
+def test_outside_talk_mode_a_laptop_is_assumed_and_nothing_is_fitted_to_a_report() -> None:
+    shown = _run({"w": 1920, "h": 1080, "main": 1760}, talk=False)
+    assert shown[0] == "1280x800 main 820 measured False"

@@ -1,11 +1,15 @@
 """The browser's viewport size in Python, so a figure can size itself to the screen it is shown on.
 
 Streamlit 1.67 tells Python nothing about the window (``st.context`` has headers, cookies, locale,
-theme, url, but no size). A tiny ``st.components.v2`` component reports ``window.innerWidth``,
-``window.innerHeight`` and the width of the main column, once on load and again after a resize
-or when the sidebar opens or closes. Until it has reported (the first run of a session, or
-AppTest), :func:`viewport` returns a conservative guess: the smallest screen we design for,
-1280×720, so a talk-mode figure fits before the first report as well as after it.
+theme, url, but no size). In talk mode a tiny ``st.components.v2`` component reports
+``window.innerWidth``, ``window.innerHeight`` and the width of the main column, once on load and
+again after a resize or when the sidebar opens or closes. Until it has reported (the first run of
+a session, or AppTest), :func:`viewport` returns a conservative guess: the smallest screen talk
+mode is designed for, 1280×720, so a figure fits before the first report as well as after it.
+
+Outside talk mode nothing is mounted and :func:`viewport` returns :data:`NORMAL_GUESS`, a 1280-wide
+laptop with the sidebar open: every report reruns the script, and a rerun interrupts whatever the
+page is doing (a benchmark run, for one), which only talk mode's fitting is worth.
 
 Call :func:`probe` once per run, after the page (``app.py`` does, through the frame); pages then read
 :func:`viewport` and pass heights to the figure builders through :func:`fit_height`.
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+
+from . import urlstate
 
 KEY = "_viewport"
 
@@ -38,7 +44,9 @@ export default function(component) {
     let last = data && data.w ? data : null;
     const send = () => {
         const now = measure();
-        if (last && now.w === last.w && now.h === last.h && Math.abs(now.main - last.main) < 8) return;
+        // A scrollbar coming or going moves the main column by ~15 px: not worth a rerun. The
+        // sidebar opening or closing moves it by hundreds.
+        if (last && now.w === last.w && now.h === last.h && Math.abs(now.main - last.main) < 40) return;
         last = now;
         setStateValue("size", now);
     };
@@ -78,12 +86,16 @@ class Viewport:
 # The smallest screen talk mode is designed for (a common projector mode; a 1920×1080 laptop at
 # 150% zoom). Its main column, with the sidebar collapsed, is about 1180 px wide.
 GUESS = Viewport(width=1280, height=720, main_width=1180, measured=False)
+# Outside talk mode: a 1280×800 laptop with the sidebar open (its main column is about 820 px).
+NORMAL_GUESS = Viewport(width=1280, height=800, main_width=820, measured=False)
 MIN_HEIGHT = 360  # below this a figure is not worth fitting: it scrolls instead
 
 
 def probe() -> None:
-    """Mount the reporting component (invisible). Call once per run, before the page is drawn."""
+    """In talk mode, mount the reporting component (invisible). Call once per run, after the page."""
     global _component
+    if not urlstate.talk_mode():
+        return
     if _component is None:
         _component = st.components.v2.component("attention_viewport_probe", js=_JS)
     st.html("<style>.st-key-_viewport{display:none}</style>")
@@ -93,7 +105,10 @@ def probe() -> None:
 
 
 def viewport() -> Viewport:
-    """The last size the browser reported, or :data:`GUESS` before the first report."""
+    """In talk mode, the last size the browser reported, or :data:`GUESS` before the first report;
+    outside it, :data:`NORMAL_GUESS`."""
+    if not urlstate.talk_mode():
+        return NORMAL_GUESS
     state = st.session_state.get(KEY)
     size = state.get("size") if state is not None and hasattr(state, "get") else None
     try:
