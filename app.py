@@ -10,6 +10,8 @@ pages = [
     st.Page("pages/walkthrough.py", title="Walkthrough", icon=":material/stairs:", url_path="walkthrough"),
     st.Page("pages/scaling.py", title="√d_k explorer", icon=":material/functions:", url_path="scaling"),
     st.Page("pages/benchmark.py", title="Benchmark", icon=":material/speed:", url_path="benchmark"),
+    st.Page("pages/heads.py", title="Heads & KV cache", icon=":material/view_week:", url_path="heads"),
+    st.Page("pages/model.py", title="Real attention", icon=":material/psychology:", url_path="model"),
 ]
 nav = st.navigation(pages)
 device_box = frame.sidebar()

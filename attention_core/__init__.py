@@ -16,6 +16,10 @@ from typing import Any
 
 # Public name -> the submodule that defines it.
 _EXPORTS: dict[str, str] = {
+    # accuracy
+    "AccuracyCheck": ".accuracy",
+    "flash_rule": ".accuracy",
+    "standard_attention": ".accuracy",
     # attention
     "AttentionTrace": ".attention",
     "attention_trace": ".attention",
@@ -31,12 +35,60 @@ _EXPORTS: dict[str, str] = {
     "run_sweep": ".bench",
     "running_on_streamlit_cloud": ".bench",
     "score_matrix_bytes": ".bench",
+    # bert
+    "Bert": ".bert",
+    "EncoderOutput": ".bert",
+    "HeadReading": ".bert",
+    "LayerAttention": ".bert",
+    "PairReading": ".bert",
+    "bert_forward": ".bert",
+    "coreference_pair": ".bert",
+    "encode": ".bert",
+    "entropy_share": ".bert",
+    "head_projections": ".bert",
+    "load_bert": ".bert",
+    "sentence_weights": ".bert",
+    "sink_shares": ".bert",
+    "strongest_links": ".bert",
+    "strongest_links_all": ".bert",
+    "token_attention": ".bert",
     # device
     "DeviceInfo": ".device",
     "available_devices": ".device",
     "default_device": ".device",
     "device_info": ".device",
+    "new_tensor_device": ".device",
     "resolve_device": ".device",
+    # heads
+    "MultiHeadTrace": ".heads",
+    "attention_parameters": ".heads",
+    "check_head_counts": ".heads",
+    "kv_head_of": ".heads",
+    "mean_pool_kv": ".heads",
+    "merge_heads": ".heads",
+    "multi_head_attention": ".heads",
+    "multi_head_trace": ".heads",
+    "repeat_kv": ".heads",
+    "split_heads": ".heads",
+    # heads_demo
+    "D_MODELS": ".heads_demo",
+    "DecodeExample": ".heads_demo",
+    "HeadsExample": ".heads_demo",
+    "decode_example": ".heads_demo",
+    "example_weights": ".heads_demo",
+    "heads_example": ".heads_demo",
+    "split_snippet": ".heads_demo",
+    # kv_cache
+    "DECODE_CONTEXTS": ".kv_cache",
+    "MODEL_SHAPES": ".kv_cache",
+    "DecodeRun": ".kv_cache",
+    "DecodeTiming": ".kv_cache",
+    "ModelShape": ".kv_cache",
+    "decode_step": ".kv_cache",
+    "decode_with_cache": ".kv_cache",
+    "kv_cache_bytes": ".kv_cache",
+    "max_context_that_fits": ".kv_cache",
+    "time_decode_steps": ".kv_cache",
     # layers
     "SelfAttention": ".layers",
     "project_qkv": ".layers",
@@ -80,6 +132,11 @@ _EXPORTS: dict[str, str] = {
     # tiled
     "tiled_attention": ".tiled",
     "tiled_extra_bytes": ".tiled",
+    # tiled_triton
+    "tiled_triton_attention": ".tiled_triton",
+    "tiled_triton_extra_bytes": ".tiled_triton",
+    "triton_available": ".tiled_triton",
+    "triton_kernel_sources": ".tiled_triton",
     # walkthrough
     "MASK_KINDS": ".walkthrough",
     "STEP_NAMES": ".walkthrough",

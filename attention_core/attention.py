@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from .masks import causal_mask
-from .validation import check_float, check_tensor
+from .validation import check_float, check_same_device, check_tensor
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,7 @@ def check_attention_args(
     check_tensor("v", v, min_dim=2)
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k and v must be on one device, got {q.device}, {k.device}, {v.device}")
+    check_same_device(q=q, k=k, v=v, attn_mask=attn_mask if isinstance(attn_mask, torch.Tensor) else None)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same feature size E: q is (..., L, E={q.shape[-1]}), "
@@ -124,8 +123,6 @@ def check_attention_args(
                 raise ValueError(f"attn_mask must be bool (True = may attend) or float (added), got {attn_mask.dtype}")
             if bool(torch.isnan(attn_mask).any()) or bool(torch.isposinf(attn_mask).any()):
                 raise ValueError("a float attn_mask must not contain NaN or +inf (−inf blocks a key)")
-        if attn_mask.device != q.device:
-            raise ValueError(f"attn_mask must be on {q.device}, got {attn_mask.device}")
         target = (*batch, q.shape[-2], k.shape[-2])
         try:
             if torch.broadcast_shapes(attn_mask.shape, target) != torch.Size(target):

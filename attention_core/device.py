@@ -1,8 +1,15 @@
 """Device selection: the one place that decides where tensors live.
 
-CUDA is used when it is available, the CPU otherwise. The environment variable
-``ATTENTION_DEVICE`` (``cpu``, ``cuda``, ``cuda:1`` …) overrides the automatic
-choice, and an explicit ``device`` argument overrides both.
+The convention is torch's own. A function that takes tensors computes on their device.
+A function that makes tensors (masks, positions, presets, samples) takes ``device=`` and,
+when it is left out, uses torch's default device, as ``torch.ones`` does: the CPU unless
+``torch.set_default_device`` said otherwise (:func:`new_tensor_device`). So a mask built
+in a tutorial lands on the CPU beside the tutorial's CPU tensors, on a GPU machine too.
+
+The app chooses where to compute with :func:`default_device`: CUDA when it is available,
+the CPU otherwise, and passes that device explicitly. The environment variable
+``ATTENTION_DEVICE`` (``cpu``, ``cuda``, ``cuda:1`` …) overrides the automatic choice,
+and an explicit ``device`` argument overrides both.
 """
 
 from __future__ import annotations
@@ -51,6 +58,18 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
             )
         return torch.device(dev.type, index)
     raise ValueError(f"device must be 'cpu' or 'cuda[:index]', got {str(dev)!r}")
+
+
+def new_tensor_device(device: str | torch.device | None = None) -> torch.device:
+    """Where a function that makes tensors puts them: ``device`` when given, else torch's default device.
+
+    ``None`` gives ``torch.get_default_device()`` (the CPU unless changed), exactly where
+    ``torch.ones(3)`` would go; ``"auto"`` asks for :func:`default_device`; any other name is
+    checked by :func:`resolve_device`.
+    """
+    if device is None:
+        return torch.get_default_device()
+    return resolve_device(device)
 
 
 def default_device() -> torch.device:

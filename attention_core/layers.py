@@ -9,7 +9,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, check_attention_args
-from .device import resolve_device
+from .device import new_tensor_device
 from .validation import check_float, check_int, check_tensor
 
 
@@ -31,7 +31,9 @@ def project_qkv(
         if w.dim() != 2 or w.shape[0] != d_model:
             raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {tuple(w.shape)}")
         if w.dtype != x.dtype or w.device != x.device:
-            raise ValueError(f"{name} must match x's dtype and device ({x.dtype}, {x.device})")
+            raise ValueError(
+                f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got ({w.dtype}, {w.device})"
+            )
     if w_q.shape[1] != w_k.shape[1]:
         raise ValueError(f"w_q and w_k must give the same d_k, got {w_q.shape[1]} and {w_k.shape[1]}")
     q = x @ w_q  # (N, ..., L, d_model) @ (d_model, d_k) -> (N, ..., L, d_k)
@@ -46,20 +48,20 @@ def sinusoidal_positions(
     """The fixed sine/cosine position codes of "Attention Is All You Need".
 
     Even features get ``sin(pos / 10000^(2i/d_model))``, odd ones the cosine of
-    the same angle. Returns ``(n, d_model)`` on ``device`` (default: :func:`default_device`).
+    the same angle. Returns ``(n, d_model)`` on ``device`` (default: torch's default device, as ``torch.ones``).
     """
     n = check_int("n", n, low=1, high=1 << 20)
     d_model = check_int("d_model", d_model, low=1, high=1 << 16)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    dev = resolve_device(device)
-    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)  # (n, 1)
-    pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
+    dev = new_tensor_device(device)
+    pos = torch.arange(n, dtype=torch.float64, device=dev).unsqueeze(1)  # (n, 1)
+    pair = torch.arange(0, d_model, 2, dtype=torch.float64, device=dev)  # (ceil(d_model/2),)
     angle = pos / torch.pow(10000.0, pair / d_model)  # (n, ceil(d_model/2))
-    pe = torch.zeros(n, d_model, dtype=torch.float64)
+    pe = torch.zeros(n, d_model, dtype=torch.float64, device=dev)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.to(dtype=dtype, device=dev)
+    return pe.to(dtype=dtype)
 
 
 class SelfAttention(nn.Module):

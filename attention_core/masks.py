@@ -1,5 +1,9 @@
 """Attention masks as tiny pure functions.
 
+They make tensors, so they follow torch's device convention: ``device=`` when given, else
+torch's default device (the CPU unless changed), as ``torch.ones`` does. ``padding_mask``
+given a tensor of lengths builds the mask on that tensor's device.
+
 Convention (the same as ``torch.nn.functional.scaled_dot_product_attention``):
 a boolean mask holds ``True`` where a query **may attend** to a key; a float
 mask is **added** to the scores. Boolean masks combine with ``&``.
@@ -11,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .device import resolve_device
+from .device import new_tensor_device
 from .validation import check_int
 
 _MAX_SIDE = 1 << 20  # a guard against typos that would allocate terabytes
@@ -20,11 +24,11 @@ _MAX_SIDE = 1 << 20  # a guard against typos that would allocate terabytes
 def causal_mask(n_q: int, n_k: int, device: str | torch.device | None = None) -> torch.Tensor:
     """Query ``i`` may attend to keys ``0..i`` (aligned top-left, as torch's ``is_causal``).
 
-    Returns a bool tensor of shape ``(n_q, n_k)``.
+    Returns a bool tensor of shape ``(n_q, n_k)`` on ``device`` (default: torch's default device).
     """
     n_q = check_int("n_q", n_q, low=1, high=_MAX_SIDE)
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
-    return torch.ones(n_q, n_k, dtype=torch.bool, device=resolve_device(device)).tril()  # (n_q, n_k)
+    return torch.ones(n_q, n_k, dtype=torch.bool, device=new_tensor_device(device)).tril()  # (n_q, n_k)
 
 
 def padding_mask(
@@ -34,10 +38,13 @@ def padding_mask(
 
     Returns a bool tensor of shape ``(B, 1, n_k)`` that broadcasts over the
     query axis of ``(B, n_q, n_k)`` scores. A length of 0 masks every key, and
-    the core then gives zero weights for that row.
+    the core then gives zero weights for that row. The mask lands on ``device``, else on the
+    device of ``lengths`` when it is a tensor, else on torch's default device.
     """
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
     if isinstance(lengths, torch.Tensor):
+        if device is None:
+            device = lengths.device  # a function that takes a tensor computes on its device
         if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
             raise ValueError(
                 f"lengths must be a 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}"
@@ -46,7 +53,7 @@ def padding_mask(
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
         raise ValueError(f"lengths must be a non-empty sequence of integers, got {lengths!r}")
     lens = [check_int(f"lengths[{i}]", n, low=0, high=n_k) for i, n in enumerate(lengths)]
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     keys = torch.arange(n_k, device=dev)  # (n_k,)
     lens_t = torch.tensor(lens, device=dev).unsqueeze(-1)  # (B, 1)
     return (keys < lens_t).unsqueeze(1)  # (B, 1, n_k)

@@ -1,14 +1,16 @@
 """Inputs for the walkthrough: token labels, X, the projections, and Q, K, V.
 
-Three presets:
+Four presets:
 
 * ``tiny``: 3 tokens, d_model = 4, d_k = d_v = 2, small integers you can check by hand;
 * ``sentence``: "The animal didn't cross the street because it was too tired", one token
   a word, seeded embeddings (plus a few hand-set shared features, so that related words
   look alike) and, optionally, sinusoidal positions;
-* ``random``: seeded Gaussian inputs of a chosen size.
+* ``random``: seeded Gaussian inputs of a chosen size;
+* ``model``: one head of a pretrained encoder (all-MiniLM-L6-v2) on a sentence you type: its
+  real X, W_Q, W_K, W_V and so its real Q, K and V.
 
-Each has a cross-attention variant in which the queries come from a second sequence
+The first three have a cross-attention variant in which the queries come from a second sequence
 (so n_q ≠ n_k), as in an encoder-decoder's cross-attention.
 """
 
@@ -20,16 +22,19 @@ from dataclasses import dataclass
 
 import torch
 
-from .device import resolve_device
+from .bert import Bert, encode, head_projections, load_bert
+from .device import new_tensor_device
 from .layers import project_qkv, sinusoidal_positions
 from .validation import check_choice, check_int
 
-PRESETS = ("tiny", "sentence", "random")
+PRESETS = ("tiny", "sentence", "random", "model")
 MAX_TOKENS = 16
 MAX_DIM = 64
 
 SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
 # A French rendering for the cross-attention variant: 13 query tokens over 11 keys.
+MODEL_TEXT = "The animal didn't cross the street because it was too tired."
+MODEL_LAYER, MODEL_HEAD = 3, 1  # the head that links "it" to "animal" in MODEL_TEXT
 SENTENCE_FR = ["L'", "animal", "n'", "a", "pas", "traversé", "la", "rue", "car", "il", "était", "trop", "fatigué"]
 
 
@@ -90,7 +95,7 @@ def _finish(
     note: str,
     device: str | torch.device | None,
 ) -> WalkthroughInputs:
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     if positions:
         x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1], device=x_q.device)  # (L, d_model)
         x_kv = x_kv + sinusoidal_positions(x_kv.shape[0], x_kv.shape[1], device=x_kv.device)  # (S, d_model)
@@ -243,6 +248,51 @@ def random_example(
     )
 
 
+def model_example(
+    *,
+    text: str = MODEL_TEXT,
+    layer: int = MODEL_LAYER,
+    head: int = MODEL_HEAD,
+    cross: bool = False,
+    model: Bert | None = None,
+    device: str | torch.device | None = None,
+) -> WalkthroughInputs:
+    """One head of all-MiniLM-L6-v2 on ``text``: X is that layer's input (the hidden states), the
+    W's are the head's slices of the trained projections, and d_k = d_v = 32.
+
+    BERT's projections have biases (Q = X W_Q + b_Q). To keep step 0's Q = X W_Q exact, X gets a
+    last column of 1s and each W a last row holding the bias. Pass a loaded ``model`` to avoid
+    reading the weights again (otherwise they are loaded onto ``device``).
+    """
+    if cross:
+        raise ValueError(
+            "all-MiniLM-L6-v2 is an encoder: it only has self-attention, so there is no cross-attention "
+            "to show; pick another mask"
+        )
+    bert = model if model is not None else load_bert(device=device)
+    p = head_projections(bert, layer, head)  # validates layer and head
+    batch, out = encode(bert, [text], trace=False)  # validates the text
+    x = out.hidden_states[layer][0]  # (L, D): what this layer reads
+    x1 = torch.cat([x, torch.ones(x.shape[0], 1, device=x.device)], dim=1)  # (L, D + 1)
+
+    def with_bias(name: str) -> torch.Tensor:
+        return torch.cat([p[f"w_{name}"], p[f"b_{name}"].unsqueeze(0)], dim=0)  # (D + 1, d_head)
+
+    tokens = list(batch.items[0].tokens)
+    unknown = batch.items[0].unknown
+    note = (
+        f"Real weights: {bert.name}, layer {layer}, head {head} (counted from 0). X is what layer {layer} "
+        f"reads (the {'embeddings' if layer == 0 else f'output of layer {layer - 1}'}), with a last column "
+        "of 1s so that each W's last row is the projection's bias."
+    )
+    if unknown:
+        note += f" Not in the vocabulary, read as [UNK]: {', '.join(repr(u) for u in unknown)}."
+    return _finish(
+        "model", tokens, tokens, x1, x1, with_bias("q"), with_bias("k"), with_bias("v"),
+        positions=False, cross=False, note=note, device=device if model is None else x.device,
+    )
+
+
 def build_inputs(
     preset: str,
     *,
@@ -253,13 +303,20 @@ def build_inputs(
     seed: int = 0,
     positions: bool = True,
     cross: bool = False,
+    text: str = MODEL_TEXT,
+    layer: int = MODEL_LAYER,
+    head: int = MODEL_HEAD,
+    model: Bert | None = None,
     device: str | torch.device | None = None,
 ) -> WalkthroughInputs:
     """One entry point for the page: ``preset`` is one of :data:`PRESETS`.
 
-    ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n``.
+    ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n``; ``model`` uses only
+    ``text``, ``layer``, ``head`` (and ``model``, a loaded encoder to reuse).
     """
     check_choice("preset", preset, PRESETS)
+    if preset == "model":
+        return model_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
     if preset == "tiny":
         return tiny_example(positions=positions, cross=cross, device=device)
     if preset == "sentence":

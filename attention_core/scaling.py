@@ -19,7 +19,8 @@ numbers a page shows next to the theory:
   and without the scaling.
 
 Every function is seeded (same arguments, same numbers on one device) and takes a
-``device``. Samples for one d_k come from a generator seeded by ``(seed, d_k, …)``,
+``device``, by default torch's default device as for ``torch.ones`` (the app passes its
+own). Samples for one d_k come from a generator seeded by ``(seed, d_k, …)``,
 so a d_k's numbers do not depend on which other d_k were asked for.
 """
 
@@ -37,7 +38,7 @@ import torch
 from torch.nn import functional as F
 
 from .attention import stable_softmax
-from .device import one_thread, resolve_device
+from .device import new_tensor_device, one_thread
 from .layers import xavier_std
 from .validation import check_choice, check_float, check_int, check_int_list, check_tensor
 
@@ -225,7 +226,7 @@ def dot_products(
     n_samples = check_int("n_samples", n_samples, low=2, high=MAX_SAMPLES)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     init = check_choice("init", init, INITS)
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     g = _generator(seed, "dot", init, d_k, device=dev)
     per_block = max(1, min(n_samples, _CHUNK // d_k))
     q_buf = torch.empty(per_block, d_k, device=dev)  # refilled block after block (see _row_scores)
@@ -351,7 +352,7 @@ def saturation_table(
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     scale = check_choice("scale", scale, SCALE_RULES)
     n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
@@ -386,7 +387,7 @@ def temperature_sweep(
     if not taus:
         raise ValueError("taus must hold at least one temperature")
     taus = [check_float(f"taus[{i}]", t, low=0.0, low_open=True) for i, t in enumerate(taus)]
-    scores, _ = _row_scores(d_k, n_rows, n_keys, seed, resolve_device(device))  # (n_rows, n_keys)
+    scores, _ = _row_scores(d_k, n_rows, n_keys, seed, new_tensor_device(device))  # (n_rows, n_keys)
     return pd.DataFrame([{"tau": t, **_softmax_stats(scores / t)} for t in taus])
 
 
@@ -418,7 +419,7 @@ def sample_row(
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     g = _generator(seed, "row", d_k, n_keys, device=dev)
     q = torch.randn(d_k, generator=g, device=dev, dtype=torch.float64)  # (d_k,)
     k = torch.randn(n_keys, d_k, generator=g, device=dev, dtype=torch.float64)  # (n_keys, d_k)
@@ -456,7 +457,7 @@ def gradient_table(
     n_trials = check_int("n_trials", n_trials, low=2, high=MAX_SAMPLES)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     dead_below = check_float("dead_below", dead_below, low=0.0, low_open=True)
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     tiny = 1e-300
     out = []
     for d in dims:
@@ -543,7 +544,7 @@ def scaling_strategies(
     n_rows = check_int("n_rows", n_rows, low=4, high=MAX_SAMPLES)
     target = check_float("target_entropy_pct", target_entropy_pct, low=1.0, high=99.0)
     fit_steps = check_int("fit_steps", fit_steps, low=1, high=10_000)
-    scores, cos = _row_scores(d_k, n_rows, n, seed, resolve_device(device), cosine=True)  # (n_rows, n) each
+    scores, cos = _row_scores(d_k, n_rows, n, seed, new_tensor_device(device), cosine=True)  # (n_rows, n) each
     assert cos is not None
     half = n_rows // 2
     fit_s, test_s, fit_c, test_c = scores[:half], scores[half:], cos[:half], cos[half:]
@@ -614,7 +615,7 @@ def init_effects(
     if not named:
         raise ValueError("stds must hold at least one standard deviation")
     named = [(label, check_float(f"std {label!r}", s, low=0.0, low_open=True, high=100.0)) for label, s in named]
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     g = _generator(seed, "init", d_model, d_k, n_tokens, device=dev)
     z = torch.randn(n_tokens, d_model, generator=g, device=dev, dtype=torch.float64)  # (n_tokens, d_model)
     gain = torch.exp(torch.empty(n_tokens, 1, dtype=torch.float64, device=dev).uniform_(  # (n_tokens, 1)
@@ -719,7 +720,7 @@ def overflow_logits(magnitude: float, n: int = 8, *, device: str | torch.device 
     """``n`` logits evenly spaced from +magnitude down to −magnitude, float64 ``(n,)``."""
     magnitude = check_float("magnitude", magnitude, low=0.0, high=1e6)
     n = check_int("n", n, low=2, high=MAX_KEYS)
-    return torch.linspace(magnitude, -magnitude, n, dtype=torch.float64, device=resolve_device(device))
+    return torch.linspace(magnitude, -magnitude, n, dtype=torch.float64, device=new_tensor_device(device))
 
 
 def overflow_sweep(magnitudes: Sequence[float], dtype: str = "float32", n: int = 8) -> pd.DataFrame:
@@ -803,7 +804,7 @@ def train_toy(
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     if progress is not None and not callable(progress):
         raise ValueError(f"progress must be a callable(step, steps) or None, got {type(progress).__name__}")
-    dev = resolve_device(device)
+    dev = new_tensor_device(device)
     g = _generator(seed, "toy", d_model, n_keys, d_v, device=dev)
     rot, _ = torch.linalg.qr(torch.randn(d_model, d_model, generator=g, device=dev))  # (d_model, d_model)
     w_q = (torch.randn(d_model, d_k, generator=g, device=dev) * std).requires_grad_(True)  # (d_model, d_k)

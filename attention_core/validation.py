@@ -24,9 +24,28 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
         )
     if x.dim() < min_dim:
         raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
-    if finite and x.numel() and not bool(torch.isfinite(x).all()):
+    if finite and x.numel() and x.device.type != "meta" and not bool(torch.isfinite(x).all()):
         raise ValueError(f"{name} contains NaN or inf; every input value must be finite")
     return x
+
+
+def check_same_device(**tensors: torch.Tensor | None) -> None:
+    """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` naming both devices.
+
+    torch's own message for this (``attn_mask must be on cpu, got cuda:0``) arrives from deep
+    inside a kernel; this one says which argument is where and how to fix it.
+    """
+    named = [(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
+    if not named:
+        return
+    first_name, first = named[0]
+    for name, t in named[1:]:
+        if t.device != first.device:
+            raise ValueError(
+                f"{name} is on {t.device} but {first_name} is on {first.device}; every input must be on one "
+                f"device: move it with {name}.to({first_name}.device), or build it with device={first_name}.device "
+                "(mask and example builders, like torch.ones, use torch's default device unless told)"
+            )
 
 
 def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:

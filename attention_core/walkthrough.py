@@ -14,8 +14,9 @@ import torch
 from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from .bert import Bert
 from .masks import causal_mask, padding_mask
-from .presets import WalkthroughInputs, build_inputs
+from .presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs, build_inputs
 from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
@@ -78,19 +79,24 @@ def run_walkthrough(
     scaled: bool = True,
     positions: bool = True,
     dropout_p: float = 0.0,
+    text: str = MODEL_TEXT,
+    layer: int = MODEL_LAYER,
+    head: int = MODEL_HEAD,
+    model: Bert | None = None,
     device: str | torch.device | None = None,
 ) -> WalkthroughResult:
     """Everything the walkthrough needs, from plain values.
 
     ``mask="cross"`` switches to the preset's cross-attention inputs (n_q ≠ n_k) with
     the last ``pad`` source keys padded. With ``scaled=False`` the scale is 1, to show
-    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
+    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``. The ``model`` preset
+    reads ``text``, ``layer`` and ``head`` (and reuses ``model`` when given).
     """
     check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
     inputs = build_inputs(
         preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions,
-        cross=(mask == "cross"), device=device,
+        cross=(mask == "cross"), text=text, layer=layer, head=head, model=model, device=device,
     )
     q, k, v = inputs.q, inputs.k, inputs.v
     attn_mask, valid = build_mask(mask, inputs.n_q, inputs.n_k, min(pad, inputs.n_k), q.device)

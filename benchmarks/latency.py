@@ -1,13 +1,14 @@
 """How quickly the app answers: server-side rerun time per widget change, and cold start in Chromium.
 
-For every page of the navigation (home, walkthrough, scaling, benchmark — whichever exist):
+For every page of the navigation (home, walkthrough, scaling, benchmark, heads — whichever exist):
 
 1. **Rerun after a widget change** (AppTest, warm). Each enabled widget is switched back and forth
    between two nearby values (the option next to the current one, the neighbouring slider stop,
    on/off; a button is clicked and the page put back, untimed). After warm-up, the time of
    ``at.run()`` is taken for ``--reruns`` changes and reported as median and p90. "no change" is a
    plain rerun. The benchmark's Run button is left out: it starts a measurement, not a rerun.
-   Goal: median ≤ 100 ms.
+   Goal: median ≤ 100 ms. A text box (the Real attention page's sentence) gets a new, never-seen
+   text for every timed change, so each one is computed afresh (no cache hit): goal ≤ 300 ms.
 2. **Cold start to first idle paint** (Chromium). A fresh ``streamlit run`` is started, the page
    opened in headless Chromium, and the clock stops when the app is idle (script finished, no
    spinner). Median of ``--cold`` starts. Goal: ≤ 5 s.
@@ -51,9 +52,10 @@ from tests.widget_walk import (  # noqa: E402
 )
 
 RERUN_GOAL_MS = 100.0
+TEXT_GOAL_MS = 300.0  # a new sentence runs the model: tokenise, 6 layers, every figure
 COLD_GOAL_S = 5.0
 WARMUP = 3
-NOT_TIMED_BUTTONS = {"bm_run"}  # starts a benchmark: its time is the measurement, not a rerun
+NOT_TIMED_BUTTONS = {"bm_run", "hd_measure"}  # start a measurement: its time is the measurement, not a rerun
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Row:
     times_ms: list[float]  # wall time of at.run()
     cpu_ms: list[float]  # CPU time of this process during at.run() (all threads)
     parse_ms: list[float]  # of the wall time: AppTest turning the messages into its element tree
+    goal_ms: float = RERUN_GOAL_MS
 
     @property
     def median(self) -> float:
@@ -150,8 +153,8 @@ class Timer:
             self.cpu.append((time.process_time() - c0) * 1000)
             self.parse.append((_PARSE_S[0] - p0) * 1000)
 
-    def row(self, widget: str, kind: str, change: str) -> Row:
-        return Row(widget, kind, change, self.wall, self.cpu, self.parse)
+    def row(self, widget: str, kind: str, change: str, goal_ms: float = RERUN_GOAL_MS) -> Row:
+        return Row(widget, kind, change, self.wall, self.cpu, self.parse, goal_ms)
 
 
 def _assert_clean(at: object, what: str) -> None:
@@ -169,7 +172,7 @@ def rerun_rows(page: str, reruns: int) -> list[Row]:
         timer.run(at)
     rows = [timer.row("(none)", "rerun", "no change")]
 
-    from streamlit.testing.v1.element_tree import Button
+    from streamlit.testing.v1.element_tree import Button, TextInput
 
     for name in list(widgets(at)):
         w = widgets(at).get(name)
@@ -177,6 +180,20 @@ def rerun_rows(page: str, reruns: int) -> list[Row]:
             continue
         kind = type(w).__name__.lower()
         timer = Timer()
+        if isinstance(w, TextInput):
+            # Each change is a text never seen before (a number appended), so nothing comes from a cache.
+            start = str(w.value)
+            for i in range(WARMUP + reruns):
+                fresh = f"{start.rstrip('.')} number {i + 1}."
+                if not apply(at, Move(name, "fresh text", lambda x, t=fresh: x.set_value(t))):
+                    break
+                timer.run(at, keep=i >= WARMUP)
+                _assert_clean(at, f"{page}: {name} new text")
+            if apply(at, Move(name, "back", lambda x, t=start: x.set_value(t))):
+                at.run()
+            if timer.wall:
+                rows.append(timer.row(name, kind, "a new text each time (uncached)", TEXT_GOAL_MS))
+            continue
         if isinstance(w, Button):
             # Click (timed), then put every changed widget back (untimed), so each click does the same work.
             restore = [m for v in widgets(at).values() if (m := restore_move(v)) is not None]
@@ -215,16 +232,16 @@ def print_rerun_table(page: str, rows: list[Row]) -> None:
     )
     print(f"|{'-' * 14}|{'-' * 14}|{'-' * 38}|{'-' * 8}|{'-' * 8}|{'-' * 8}|{'-' * 9}|{'-' * 5}|------|")
     for r in rows:
-        ok = "ok" if r.median <= RERUN_GOAL_MS else "OVER"
+        ok = "ok" if r.median <= r.goal_ms else "OVER"
         print(
             f"| {r.widget:12} | {r.kind:12} | {r.change[:36]:36} | {r.median:6.1f} | {r.p90:6.1f} "
             f"| {statistics.median(r.cpu_ms):6.1f} | {statistics.median(r.parse_ms):7.1f} | {len(r.times_ms):3d} "
             f"| {ok:4} |"
         )
-    worst = max(rows, key=lambda r: r.median)
+    worst = max(rows, key=lambda r: r.median / r.goal_ms)
     print(
-        f"\nSlowest median: {worst.widget} ({worst.change}) {worst.median:.1f} ms = "
-        f"{worst.median / RERUN_GOAL_MS:.2f}× the {RERUN_GOAL_MS:.0f} ms goal. "
+        f"\nSlowest median against its goal: {worst.widget} ({worst.change}) {worst.median:.1f} ms = "
+        f"{worst.median / worst.goal_ms:.2f}× the {worst.goal_ms:.0f} ms goal. "
         "CPU: this process's CPU time during the rerun (all threads). "
         "AppTest: the part of the wall time spent building AppTest's element tree, which a real server skips."
     )
@@ -333,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.pages if args.reruns > 0 else []:
         rows = rerun_rows(name, args.reruns)
         print_rerun_table(name, rows)
-        over += sum(r.median > RERUN_GOAL_MS for r in rows)
+        over += sum(r.median > r.goal_ms for r in rows)
     if args.cold > 0:
         cold = cold_starts({n: pages[n][1] for n in args.pages}, args.cold)
         print_cold_table(cold)

@@ -1,8 +1,8 @@
 """Resident memory of the whole app after a visitor has seen every page.
 
-Starts ``streamlit run app.py`` on a free port, opens every page (and every view of the
-walkthrough) in headless Chromium, waits for each to go idle, then reads the server
-process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 600 MB.
+Starts ``streamlit run app.py`` on a free port, opens every page (every view of the walkthrough,
+and the Real attention page, which loads the pretrained model) in headless Chromium, waits for each
+to go idle, then reads the server process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 600 MB.
 
     python benchmarks/memory.py
 """
@@ -33,6 +33,9 @@ VISITS = [
     "/scaling?sc_tab=Numerical+stability",
     "/scaling?sc_tab=Training",
     "/benchmark",
+    "/model",
+    "/model?md_ex=wide&md_tok=3",
+    "/walkthrough?preset=model&layer=3&head=1&view=query",
 ]
 
 

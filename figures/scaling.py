@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .arrays import as_array
 from .style import DIVERGING, HIGHLIGHT, SCALED, THEORY, UNSCALED, base_layout, font_size
 
 NEUTRAL = "#9A9A9A"  # strategies that are neither "none" nor "√d_k"
@@ -130,11 +131,12 @@ def row_bars_figure(
     weights_unscaled: Sequence[float], weights_scaled: Sequence[float], d_k: int, *, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights over its keys, unscaled next to scaled."""
-    labels = [f"k{j}" for j in range(len(weights_unscaled))]
+    unscaled, scaled = as_array(weights_unscaled).tolist(), as_array(weights_scaled).tolist()
+    labels = [f"k{j}" for j in range(len(unscaled))]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=list(weights_unscaled), name="softmax(q·k)", marker={"color": UNSCALED},
+    fig.add_trace(go.Bar(x=labels, y=unscaled, name="softmax(q·k)", marker={"color": UNSCALED},
                          hovertemplate="%{x}: %{y:.4f}<extra>unscaled</extra>"))  # fmt: skip
-    fig.add_trace(go.Bar(x=labels, y=list(weights_scaled), name="softmax(q·k/√d_k)", marker={"color": SCALED},
+    fig.add_trace(go.Bar(x=labels, y=scaled, name="softmax(q·k/√d_k)", marker={"color": SCALED},
                          hovertemplate="%{x}: %{y:.4f}<extra>scaled</extra>"))  # fmt: skip
     fig.update_yaxes(range=[0, 1.02], title_text="weight")
     fig.update_xaxes(title_text="key")
@@ -172,8 +174,9 @@ def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool 
 
 def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool = False) -> go.Figure:
     """One query's weights at the chosen temperature."""
-    labels = [f"k{j}" for j in range(len(weights))]
-    fig = go.Figure(go.Bar(x=labels, y=list(weights), marker={"color": THEORY},
+    ys = as_array(weights).tolist()
+    labels = [f"k{j}" for j in range(len(ys))]
+    fig = go.Figure(go.Bar(x=labels, y=ys, marker={"color": THEORY},
                            hovertemplate="%{x}: %{y:.4f}<extra></extra>"))  # fmt: skip
     fig.update_yaxes(range=[0, 1.02], title_text="weight")
     fig.update_xaxes(title_text="key")
@@ -217,7 +220,7 @@ def jacobian_figure(
     jac_unscaled: np.ndarray, jac_scaled: np.ndarray, d_k: int, *, talk: bool = False
 ) -> go.Figure:
     """The softmax Jacobian diag(s) − ssᵀ of one row, unscaled and scaled, on one diverging colour scale."""
-    a, b = np.asarray(jac_unscaled, dtype=float), np.asarray(jac_scaled, dtype=float)
+    a, b = as_array(jac_unscaled, float), as_array(jac_scaled, float)
     labels = [f"k{j}" for j in range(a.shape[0])]
     zmax = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-12)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,

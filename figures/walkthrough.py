@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .arrays import as_array
 from .cells import LINE_EM, cell_label, cell_labels, heatmap_geometry, hover_label
 from .style import DIVERGING, HIGHLIGHT, MASKED, SCALED, SEQUENTIAL, UNSCALED, base_layout, font_size
 
@@ -59,7 +60,7 @@ def matrix_heatmap(
     numbers in the cells get the largest font that fits the longest of them, or are left out
     (shown on hover) when the cells are too small to hold a legible one (:mod:`figures.cells`).
     """
-    z = np.asarray(values, dtype=float)
+    z = as_array(values, float)
     if z.ndim != 2:
         raise ValueError(f"values must be a 2-D matrix, got shape {z.shape}")
     if len(row_labels) != z.shape[0] or len(col_labels) != z.shape[1]:
@@ -68,13 +69,13 @@ def matrix_heatmap(
         )
     if width is not None and width < 50:
         raise ValueError(f"width must be at least 50 px, got {width}")
-    blocked_cells = np.isneginf(z) if blocked is None else (np.asarray(blocked, dtype=bool) | np.isneginf(z))
+    blocked_cells = np.isneginf(z) if blocked is None else (as_array(blocked, bool) | np.isneginf(z))
     shown = np.where(blocked_cells, np.nan, z)
     blocked_text = "0" if kind == "weights" else "−∞"  # after softmax a blocked cell is an exact zero
     text = cell_labels(z)
     text[blocked_cells] = ""  # the grey "blocked" layer writes these cells' label
     if dropped is not None:
-        text = np.where(np.asarray(dropped, dtype=bool), "×", text)
+        text = np.where(as_array(dropped, bool), "×", text)
     hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
     colour = _colour(kind, shown)
     size = font_size(talk)
@@ -162,7 +163,7 @@ def query_scores(
     talk: bool = False,
 ) -> go.Figure:
     """One query's raw scores q·k (unscaled colour) beside the scaled ones (scaled colour)."""
-    raw_a, sc_a = np.asarray(raw, dtype=float), np.asarray(scaled, dtype=float)
+    raw_a, sc_a = as_array(raw, float), as_array(scaled, float)
     fig = go.Figure()
     fig.add_bar(x=list(key_labels), y=raw_a, name="q·k (unscaled)", marker_color=UNSCALED)
     if scale != 1.0:
@@ -177,10 +178,10 @@ def query_weights(
     weights: np.ndarray, key_labels: Sequence[str], *, blocked: np.ndarray | None = None, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights as bars, labelled in percent; masked keys marked."""
-    w = np.asarray(weights, dtype=float)
+    w = as_array(weights, float)
     text = [f"{x:.0%}" for x in w]
     if blocked is not None:
-        text = ["masked" if b else t for t, b in zip(text, np.asarray(blocked, dtype=bool), strict=True)]
+        text = ["masked" if b else t for t, b in zip(text, as_array(blocked, bool), strict=True)]
     fig = go.Figure(
         go.Bar(
             x=list(key_labels),
@@ -206,8 +207,8 @@ def output_blend(
     talk: bool = False,
 ) -> go.Figure:
     """The output row as stacked contributions weight_j · v_j, one colour per key, per feature."""
-    w = np.asarray(weights, dtype=float)
-    v = np.asarray(values, dtype=float)
+    w = as_array(weights, float)
+    v = as_array(values, float)
     if v.ndim != 2 or v.shape[0] != w.shape[0]:
         raise ValueError(f"values must be (n_k, d_v) with n_k = {w.shape[0]}, got {v.shape}")
     dims = [f"dim {i}" for i in range(v.shape[1])]
@@ -247,7 +248,7 @@ def compare_masks(
     """Two weight matrices side by side on one colour scale (0…1); cell numbers sized as in
     :func:`matrix_heatmap`, for half the ``width`` each."""
     size = font_size(talk)
-    a, b = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
+    a, b = as_array(left, float), as_array(right, float)
     if a.shape != b.shape or a.ndim != 2:
         raise ValueError(f"both matrices must be 2-D and of one shape, got {a.shape} and {b.shape}")
     total = width or DEFAULT_WIDTH[talk]

@@ -31,6 +31,12 @@ def home() -> None:
         ("pages/benchmark.py", "Benchmark", ":material/speed:",
          "What attention costs on this machine: time, memory and FLOP rate against n for the naive "
          "path, torch's fused kernels and a tiled online softmax, with the n² theory beside them."),
+        ("pages/heads.py", "Heads", ":material/view_week:",
+         "Multi-head, grouped-query and multi-query attention on a sentence, the KV cache of real models "
+         "against GPU memory, and decoding token by token, timed live with and without a cache."),
+        ("pages/model.py", "Real attention", ":material/psychology:",
+         "A trained model's 72 heads (all-MiniLM-L6-v2) on your sentence, computed by our own core: who "
+         "“it” looks at, attention sinks, and any head opened in the walkthrough."),
     ]
     cols = st.columns(len(cards) if len(cards) > 1 else 2)
     for col, (path, title, icon, text) in zip(cols, cards, strict=False):

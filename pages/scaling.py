@@ -16,6 +16,7 @@ import streamlit as st
 
 from attention_core import (
     DEFAULT_LR,
+    default_device,
     dot_product_histograms,
     gradient_table,
     init_effects,
@@ -55,6 +56,7 @@ from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
         "Training")  # fmt: skip
 DIMS = tuple(2**i for i in range(13))  # 1 … 4096
+DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 KEY_CHOICES = (2, 4, 8, 16, 32, 64, 128)
 SAMPLE_CHOICES = (1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000 × (1 + … + 4096) × 2 ≈ 330M draws, ≈ 2 s
 # The variance tab first shows an estimate from this many samples (a tenth of the time), and
@@ -123,27 +125,27 @@ def rows_for(n_keys: int) -> int:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def variance_data(n_samples: int, seed: int) -> pd.DataFrame:
-    return variance_table(DIMS, n_samples, seed)
+    return variance_table(DIMS, n_samples, seed, device=DEVICE)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def histogram_data(d_k: int, n_samples: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return dot_product_histograms(d_k, n_samples, seed)
+    return dot_product_histograms(d_k, n_samples, seed, device=DEVICE)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def saturation_data(n_keys: int, seed: int) -> pd.DataFrame:
-    return saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys))
+    return saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
-    return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys))
+    return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def row_data(d_k: int, n_keys: int, seed: int) -> dict[str, Any]:
-    r = sample_row(d_k, n_keys, seed)
+    r = sample_row(d_k, n_keys, seed, device=DEVICE)
     return {
         "scores": r.scores.cpu().numpy(),
         "unscaled": r.weights_unscaled.cpu().numpy(),
@@ -157,29 +159,31 @@ def row_data(d_k: int, n_keys: int, seed: int) -> dict[str, Any]:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def tau_row_data(d_k: int, n_keys: int, seed: int, tau: float) -> tuple[np.ndarray, float]:
-    w = sample_row(d_k, n_keys, seed).weights_at(tau)
+    w = sample_row(d_k, n_keys, seed, device=DEVICE).weights_at(tau)
     return w.cpu().numpy(), float(100 * row_entropy(w) / math.log(n_keys))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def gradient_data(n_keys: int, seed: int) -> pd.DataFrame:
-    return gradient_table(DIMS, n_keys, rows_for(n_keys), seed)
+    return gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> pd.DataFrame:
-    return scaling_strategies(d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target))
+    return scaling_strategies(
+        d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target), device=DEVICE
+    )
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> pd.DataFrame:
     stds = {**named_init_stds(d_model, d_k), "custom": custom}
-    return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed)
+    return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    table = softmax_overflow(overflow_logits(float(magnitude), 8), (dtype,))
+    table = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
     return table, overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
 
 
@@ -295,7 +299,7 @@ def training_runs(
 
         runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
                                steps=steps, optimizer=optimizer, lr=lr, init_std=std, seed=seed,
-                               progress=tick)  # fmt: skip
+                               progress=tick, device=DEVICE)  # fmt: skip
     bar.empty()
     store.put(key, runs)
     return runs

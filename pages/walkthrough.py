@@ -8,15 +8,18 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, run_walkthrough, top_sources, torch_snippet
+from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, default_device, run_walkthrough, top_sources, torch_snippet
+from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import urlstate, viewport
-from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
+from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam, TextParam
 
 VIEWS = ("steps", "all", "query", "compare")
+DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 # The inputs of walkthrough_data, in its argument order: a view's cache key is this tuple.
-DATA_KEYS = ("preset", "n", "d_model", "d_k", "d_v", "seed", "mask", "pad", "scaled", "pos", "drop")
+DATA_KEYS = ("preset", "n", "d_model", "d_k", "d_v", "seed", "mask", "pad", "scaled", "pos", "drop", "text", "layer",
+             "head")
 PARAMS = [
     ChoiceParam("preset", "tiny", PRESETS, label="preset"),
     ChoiceParam("mask", "none", MASK_KINDS, label="mask"),
@@ -31,9 +34,15 @@ PARAMS = [
     FloatParam("drop", 0.0, 0.0, 0.5, label="dropout"),
     ChoiceParam("view", "steps", VIEWS, label="view"),
     IntParam("step", 0, 0, 5, label="step"),
-    IntParam("q", -1, -1, 16, label="query"),  # -1: pick a telling default ("it")
+    IntParam("q", -1, -1, 127, label="query"),  # -1: pick a telling default ("it")
+    TextParam("text", MODEL_TEXT, 500, label="sentence"),  # the model preset's input
+    IntParam("layer", MODEL_LAYER, 0, 5, label="layer"),
+    IntParam("head", MODEL_HEAD, 0, 11, label="head"),
 ]
-PRESET_NAMES = {"tiny": "Tiny worked example", "sentence": "“The animal didn't cross…”", "random": "Random"}
+PRESET_NAMES = {
+    "tiny": "Tiny worked example", "sentence": "“The animal didn't cross…”", "random": "Random",
+    "model": "A trained model's head",
+}  # fmt: skip
 MASK_NAMES = {
     "none": "None (encoder self-attention)",
     "causal": "Causal (decoder self-attention)",
@@ -87,12 +96,17 @@ MASK_ROWS = {
 @st.cache_data(max_entries=128, show_spinner=False)
 def walkthrough_data(
     preset: str, n: int, d_model: int, d_k: int, d_v: int, seed: int,
-    mask: str, pad: int, scaled: bool, pos: bool, drop: float,
+    mask: str, pad: int, scaled: bool, pos: bool, drop: float, text: str, layer: int, head: int,
 ) -> dict[str, Any]:
     """The trace and its checks as plain numpy arrays, cached on plain values."""
+    model = None
+    if preset == "model":  # the trained encoder, loaded once per server, only when this preset is chosen
+        from ui.model import encoder
+
+        model = encoder()
     r = run_walkthrough(
         preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, mask=mask, pad=pad,
-        scaled=scaled, positions=pos, dropout_p=drop,
+        scaled=scaled, positions=pos, dropout_p=drop, text=text, layer=layer, head=head, model=model, device=DEVICE,
     )
     t, inp = r.trace, r.inputs
 
@@ -123,9 +137,10 @@ def controls(box: Any) -> dict[str, Any]:
         c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.get, key="preset")
         c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.get, key="mask")
         c[2].toggle("Divide by √d_k", key="scaled", help="Off shows the raw, unscaled scores.")
-        c[3].toggle("Positional encodings", key="pos", help="Add sinusoidal position codes to X.")
+        c[3].toggle("Positional encodings", key="pos", help="Add sinusoidal position codes to X.",
+                    disabled=s.preset == "model")  # the model's X already holds its learned positions
         random_ = s.preset == "random"
-        sized = s.preset != "tiny"
+        sized = s.preset not in ("tiny", "model")
         c = st.columns(7)
         c[0].slider("Tokens n", 2, 16, key="n", disabled=not random_, help="Random input only.")
         c[1].slider("d_model", 4, 64, key="d_model", disabled=not sized, help="Width of X.")
@@ -141,7 +156,12 @@ def controls(box: Any) -> dict[str, Any]:
             "Dropout p", 0.0, 0.5, step=0.1, key="drop",
             help="Training-mode dropout on the weights; survivors are scaled by 1/(1−p).",
         )
-    return {k: s[k] for k in ("preset", "n", "d_model", "d_k", "d_v", "seed", "mask", "pad", "scaled", "pos", "drop")}
+        if s.preset == "model":
+            c = st.columns([4, 1, 1])
+            c[0].text_input("Sentence", key="text", max_chars=500, help="Up to 128 tokens. Press Enter to run.")
+            c[1].selectbox("Layer", range(6), key="layer")
+            c[2].selectbox("Head", range(12), key="head")
+    return {k: s[k] for k in DATA_KEYS}
 
 
 def _step_by(delta: int) -> None:

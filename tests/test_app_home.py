@@ -37,8 +37,13 @@ def test_sidebar_shows_the_device_and_torch_version() -> None:
 
     at = AppTest.from_file("../app.py", default_timeout=60).run()
     sidebar_text = " ".join(m.value for m in at.sidebar.markdown) + " ".join(c.value for c in at.sidebar.caption)
-    expected = "CUDA GPU" if torch.cuda.is_available() else "CPU"
-    assert expected in sidebar_text
+    from attention_core import default_device, device_info
+
+    # Whatever the machine: the words follow the device the app computes on (ATTENTION_DEVICE included).
+    info = device_info(default_device())
+    expected = "CUDA GPU" if info.device.startswith("cuda") else "CPU"
+    assert f"**Computing on:** {expected}" in sidebar_text
+    assert info.name in sidebar_text
     assert torch.__version__ in sidebar_text
 
 

@@ -12,7 +12,12 @@ from attention_core import (
     causal_mask,
     default_device,
     device_info,
+    new_tensor_device,
+    overflow_logits,
+    padding_mask,
     resolve_device,
+    scaled_dot_product_attention,
+    sinusoidal_positions,
     tiny_example,
 )
 from attention_core.device import ENV_VAR
@@ -42,10 +47,7 @@ def test_env_override_cpu(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_device() == torch.device("cpu")
     assert resolve_device(None) == torch.device("cpu")
     assert resolve_device("auto") == torch.device("cpu")
-    # everything that takes device=None follows the override
-    assert causal_mask(2, 3).device.type == "cpu"
-    assert tiny_example().q.device.type == "cpu"
-    assert device_info().device == "cpu"
+    assert device_info().device == "cpu"  # what the app computes on follows the override
 
 
 @pytest.mark.parametrize("raw", ["auto", "AUTO", "", "  "])
@@ -153,3 +155,76 @@ def test_a_measurement_keeps_the_configured_threads_while_tiny_work_runs_on_one(
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+# ---- torch's convention: makers of tensors use torch's default device ----------------------
+
+
+@pytest.fixture
+def meta_default():
+    """torch's default device set to 'meta' for one test (tensors with a device but no data), then restored."""
+    before = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        yield
+    finally:
+        torch.set_default_device(before)
+
+
+def test_makers_of_tensors_ignore_the_apps_device_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad ATTENTION_DEVICE breaks default_device(), yet a mask is still built: makers never consult it."""
+    monkeypatch.setenv(ENV_VAR, "tpu")
+    with pytest.raises(ValueError):
+        default_device()
+    assert causal_mask(2, 3).device == torch.get_default_device() == torch.device("cpu")
+    assert padding_mask([1, 2], 3).device == torch.device("cpu")
+    assert sinusoidal_positions(4, 6).device == torch.device("cpu")
+    assert tiny_example().q.device == torch.device("cpu")
+    assert new_tensor_device(None) == torch.device("cpu")
+    assert new_tensor_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.usefixtures("meta_default")
+def test_makers_of_tensors_follow_torchs_default_device() -> None:
+    """As torch.ones does: with the default device set elsewhere, a mask made without device= lands there."""
+    assert torch.ones(1).device.type == "meta"  # the fixture works
+    assert new_tensor_device(None).type == "meta"
+    assert causal_mask(3, 3).device.type == "meta"
+    assert padding_mask([1, 2], 3).device.type == "meta"
+    assert sinusoidal_positions(4, 6).device.type == "meta"
+    assert overflow_logits(5.0).device.type == "meta"
+    # an explicit device wins over the default
+    assert causal_mask(3, 3, device="cpu").device.type == "cpu"
+    assert sinusoidal_positions(4, 6, device=torch.device("cpu")).device.type == "cpu"
+
+
+@pytest.mark.usefixtures("meta_default")
+def test_a_function_given_a_tensor_computes_on_its_device() -> None:
+    lengths = torch.tensor([1, 3], device="cpu")
+    mask = padding_mask(lengths, 3)
+    assert mask.device.type == "cpu"  # the lengths' device, not the default
+    assert mask.tolist() == [[[True, False, False]], [[True, True, True]]]
+
+
+def test_a_device_mismatch_names_both_devices() -> None:
+    """CPU inputs with a mask elsewhere (as a mask built on a GPU machine once was): a ValueError, not torch's."""
+    q = k = v = torch.randn(3, 4)
+    with pytest.raises(ValueError, match=r"attn_mask is on meta but q is on cpu"):
+        scaled_dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+    with pytest.raises(ValueError, match=r"v is on meta but q is on cpu"):
+        scaled_dot_product_attention(q, k, torch.empty(3, 4, device="meta"))
+    with pytest.raises(ValueError, match=r"device=q\.device"):
+        scaled_dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+
+
+@pytest.mark.parametrize("name", ["cpu", "cuda"])
+def test_a_mask_from_a_tutorial_works_with_cpu_inputs_on_any_machine(name: str) -> None:
+    """`causal_mask(3, 3)` beside CPU tensors: on a GPU machine too, since makers default to torch's default."""
+    if name == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA is not available")
+    dev = torch.device(name)
+    q = torch.randn(3, 4, device=dev)
+    mask = causal_mask(3, 3, device=dev if name == "cuda" else None)
+    out = scaled_dot_product_attention(q, q, q, mask)
+    assert out.device == dev
+    assert out.shape == (3, 4)

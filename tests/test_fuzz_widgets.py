@@ -64,9 +64,10 @@ SEED = 20240607
 START = {
     "benchmark": {"bm_impl": "sdpa,naive", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
                   "bm_batch": "1", "bm_budget": "5"},
+    "heads": {"hd_tmax": "2048", "hd_tdm": "64"},  # the decode tab's live timing at its smallest
 }  # fmt: skip
 # Never pressed in the random phase: Run with random settings could measure for minutes.
-NOT_RANDOM = {"bm_run"}
+NOT_RANDOM = {"bm_run", "hd_measure"}
 
 _SHOWN = re.compile(r"(?<![A-Za-z_])[-+−]?(?:nan|inf)(?![A-Za-z_])")
 _CUE = re.compile(r"overflow|nan|not a number|infinit|∞|\\infty|undefined", re.IGNORECASE)

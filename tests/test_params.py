@@ -12,6 +12,7 @@ from ui.params import (
     FloatParam,
     IntParam,
     MultiChoiceParam,
+    TextParam,
     encode_changed,
     parse_all,
     shown,
@@ -194,3 +195,30 @@ def test_any_text_gives_a_safe_value_and_a_markup_free_message(raw: str) -> None
             assert "<" not in problem and ">" not in problem
     assert len(shown(raw)) <= 40
     assert not set(shown(raw)) & set("<>&\"'`")
+
+
+SENTENCE = TextParam("text", "The cat sat.", 20, label="sentence")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "has_problem"),
+    [
+        ("Dogs bark.", "Dogs bark.", False),
+        ("", "", False),  # an empty sentence is the page's to explain, not the link's
+        ("a\x00b\nc\u200bd", "abcd", True),  # control and invisible characters go
+        ("x" * 25, "x" * 20, True),
+    ],
+)
+def test_text_drops_control_characters_and_caps_the_length(raw: str, expected: str, has_problem: bool) -> None:
+    value, problem = SENTENCE.parse(raw)
+    assert value == expected
+    assert (problem is not None) == has_problem
+    assert SENTENCE.encode(value) == value
+
+
+@PROPS
+@given(raw=st.text(max_size=60))
+def test_any_text_param_value_is_printable_and_short(raw: str) -> None:
+    value, problem = SENTENCE.parse(raw)
+    assert len(value) <= 20 and value.isprintable()
+    assert problem is None or "<" not in problem

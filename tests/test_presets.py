@@ -113,7 +113,7 @@ def test_sentence_reads_the_sentence() -> None:
 
 
 def test_build_inputs_dispatches() -> None:
-    assert PRESETS == ("tiny", "sentence", "random")
+    assert PRESETS == ("tiny", "sentence", "random", "model")
     assert torch.equal(build_inputs("tiny", positions=False).q, tiny_example().q)
     assert torch.equal(build_inputs("sentence", d_k=3, seed=2).k, sentence_example(d_model=8, d_k=3, d_v=4, seed=2).k)
     r = build_inputs("random", n=5, d_model=6, d_k=3, d_v=2, seed=9, positions=False, cross=True)
@@ -152,3 +152,31 @@ def test_walkthrough_row_sum_error_skips_fully_masked_rows() -> None:
     r = run_walkthrough("sentence", mask="causal")
     expected = float((r.trace.weights.sum(-1) - 1).abs().max())
     assert r.row_sum_error == expected and r.row_sum_error < 1e-5
+
+
+@pytest.fixture(scope="module")
+def bert():
+    from attention_core import load_bert
+
+    return load_bert(device="cpu")
+
+
+def test_the_model_preset_is_one_real_head(bert) -> None:
+    """X·W (with the 1s column and the bias row) reproduces the model's own Q, K, V of that head."""
+    from attention_core import encode
+    from attention_core.presets import MODEL_TEXT, model_example
+
+    inp = build_inputs("model", text=MODEL_TEXT, layer=3, head=1, model=bert)
+    _, out = encode(bert, [MODEL_TEXT])
+    a = out.attentions[3]
+    assert inp.d_model == 385 and inp.d_k == inp.d_v == 32 and inp.n_q == inp.n_k == 16
+    assert torch.allclose(inp.x_q[:, -1], torch.ones(16))
+    for name in ("q", "k", "v"):
+        assert torch.allclose(getattr(inp, name), getattr(a, name)[0, 1], atol=1e-5), name
+    assert inp.key_tokens[10] == "it" and inp.key_tokens[1] == "the·1"  # repeated words get their position
+    with pytest.raises(ValueError, match="no cross-attention"):
+        model_example(cross=True, model=bert)
+    with pytest.raises(ValueError, match="layer must be ≤ 5"):
+        model_example(layer=6, model=bert)
+    with pytest.raises(ValueError, match="empty"):
+        model_example(text=" ", model=bert)

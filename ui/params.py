@@ -140,7 +140,29 @@ class MultiChoiceParam:
         return ",".join(value)
 
 
-Param = IntParam | FloatParam | ChoiceParam | BoolParam | MultiChoiceParam
+@dataclass(frozen=True)
+class TextParam:
+    """Free text (a sentence): control characters are dropped and the length is capped."""
+
+    key: str
+    default: str
+    max_chars: int = 500
+    label: str = ""
+
+    def parse(self, raw: str) -> tuple[str, str | None]:
+        name = self.label or self.key
+        text = "".join(ch for ch in raw if ch.isprintable())
+        problem = None if text == raw else f"{name}: control characters were removed."
+        if len(text) > self.max_chars:
+            text = text[: self.max_chars]
+            problem = f"{name} is longer than {self.max_chars} characters; only the first {self.max_chars} are used."
+        return text, problem
+
+    def encode(self, value: Any) -> str:
+        return str(value)
+
+
+Param = IntParam | FloatParam | ChoiceParam | BoolParam | MultiChoiceParam | TextParam
 
 
 def parse_all(params: Sequence[Param], query: dict[str, str]) -> tuple[dict[str, Any], list[str]]:

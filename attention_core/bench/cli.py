@@ -1,7 +1,7 @@
 """``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
 
     python -m attention_core.bench --impl naive sdpa tiled --n 512 1024 2048 4096 \\
-        --d 64 --heads 8 --batch 1 --dtype float32 --device auto [--causal] [--csv out.csv]
+        --d 64 --heads 8 [--kv-heads 2] --batch 1 --dtype float32 --device auto [--causal] [--csv out.csv]
 
 With no arguments it runs the dashboard's default sweep (:data:`DEFAULT_SWEEP`).
 """
@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n", nargs="+", type=int, default=list(d.ns), help="sequence lengths")
     p.add_argument("--d", type=int, default=d.d, help="head dimension")
     p.add_argument("--heads", type=int, default=d.heads)
+    p.add_argument(
+        "--kv-heads",
+        type=int,
+        default=None,
+        help="K/V heads, dividing --heads (default: as many as --heads; fewer is GQA, 1 is MQA)",
+    )
     p.add_argument("--batch", type=int, default=d.batch)
     p.add_argument("--dtype", choices=list(DTYPES), default=d.dtype)
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
@@ -95,9 +101,7 @@ def report(result: SweepResult, stream: TextIO) -> None:
     )
     stream.write(format_table(result.rows) + "\n\n")
     for fit in scaling_fits(result.rows).values():
-        t = _fmt(fit.time_slope, ".2f")
-        m = _fmt(fit.memory_slope, ".2f")
-        stream.write(f"{fit.impl}: time ∝ n^{t}, memory ∝ n^{m} (n = {fit.n_from}…{fit.n_to})\n")
+        stream.write(fit.describe() + "\n")
     tail = f", stopped: {result.stopped}" if result.stopped else ""
     stream.write(f"wall time {result.wall_s:.1f} s{tail}\n")
     if result.disturbed:
@@ -121,6 +125,7 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
             dtype=args.dtype,
             causal=args.causal,
             device=args.device,
+            kv_heads=args.kv_heads,
         )
         configs = spec.configs()
         cap = int(args.cap_gb * 2**30) if args.cap_gb is not None else default_cap_bytes(configs[0].device)
@@ -134,7 +139,9 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
                 out.write(f"[{p.done}/{p.total}] {r.impl} n={r.n}: {what}\n")
                 out.flush()
 
-        out.write(f"{len(configs)} configurations on {configs[0].device}, memory cap {format_bytes(cap)}\n")
+        c0 = configs[0]
+        heads = f"{c0.heads} heads" + (f", {c0.kv_heads} K/V heads" if c0.grouped else "")
+        out.write(f"{len(configs)} configurations on {c0.device} ({heads}), memory cap {format_bytes(cap)}\n")
         budget = args.budget if args.budget > 0 else None
         result = run_sweep(spec, cap_bytes=cap, budget_s=budget, min_run_time=args.min_run_time, progress=show)
     except ValueError as exc:

@@ -7,7 +7,14 @@ Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``
 - ``sdpa-math`` / ``-flash`` / ``-efficient`` / ``-cudnn``: the same call with one kernel
   forced by ``torch.nn.attention.sdpa_kernel``, so it can fail but never fall back;
 - ``tiled``: :func:`attention_core.tiled.tiled_attention`, the online softmax in plain torch;
-- ``numpy``: the version tutorials write first, on the CPU.
+- ``numpy``: the version tutorials write first, on the CPU;
+- ``tiled-triton``: :func:`attention_core.tiled_triton.tiled_triton_attention`, the same
+  recurrence as one Triton kernel, on CUDA GPUs only.
+
+With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1) the SDPA entries pass
+``enable_gqa=True`` and torch shares each K/V head itself (a forced kernel that cannot is
+reported as unable to run); ``naive``, ``tiled``, ``tiled-triton`` and ``numpy`` repeat K and V to every query
+head inside the timed call, and their memory models count the copies.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..attention import scaled_dot_product_attention
 from ..device import resolve_device
-from ..tiled import DEFAULT_BLOCK_SIZE, tiled_attention, tiled_extra_bytes
+from ..heads import check_head_counts, repeat_kv
+from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
+from ..tiled_triton import DTYPES as TRITON_DTYPES
+from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
 from ..validation import check_choice, check_int
 
 DTYPES: dict[str, torch.dtype] = {
@@ -38,7 +48,11 @@ MAX_N = 1 << 20
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """One measurement: an implementation on ``(batch, heads, n, d)`` inputs, self-attention (L = S = n)."""
+    """One measurement: an implementation on ``(batch, heads, n, d)`` inputs, self-attention (L = S = n).
+
+    ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
+    it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
+    """
 
     impl: str
     n: int
@@ -48,11 +62,13 @@ class BenchConfig:
     dtype: str = "float32"
     causal: bool = False
     device: str = "cpu"
+    kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         check_int("n", self.n, low=1, high=MAX_N)
         check_int("d", self.d, low=1, high=1024)
         check_int("heads", self.heads, low=1, high=1024)
+        object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
         check_int("batch", self.batch, low=1, high=1 << 16)
         check_choice("dtype", self.dtype, DTYPES)
         if not isinstance(self.causal, bool):
@@ -71,9 +87,14 @@ class BenchConfig:
     def batch_heads(self) -> int:
         return self.batch * self.heads
 
+    @property
+    def grouped(self) -> bool:
+        """Fewer K/V heads than query heads (GQA or MQA)."""
+        return self.kv_heads != self.heads
+
     def input_bytes(self) -> int:
-        """q, k and v together."""
-        return 3 * self.batch_heads * self.n * self.d * self.itemsize
+        """q, k and v together (k and v with ``kv_heads`` heads)."""
+        return (self.heads + 2 * self.kv_heads) * self.batch * self.n * self.d * self.itemsize
 
     def flops(self) -> int:
         """The two matmuls, 2·n²·d each per head: 4·B·H·n²·d, halved under the causal mask."""
@@ -118,13 +139,18 @@ def _output(c: BenchConfig) -> int:
     return c.batch_heads * c.n * c.d * c.itemsize
 
 
+def _repeated_kv(c: BenchConfig) -> int:
+    """K and V repeated to every query head, for a path that cannot share them (0 without GQA)."""
+    return 2 * _output(c) if c.grouped else 0
+
+
 def naive_extra_bytes(c: BenchConfig) -> int:
     """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
     the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
     six ``n × n`` tensors at the peak, seven plus the boolean mask when causal."""
     if c.causal:
-        return 7 * _square(c) + 2 * c.n * c.n + _output(c)  # + the (n, n) bool mask and its inverse
-    return 6 * _square(c) + _output(c)
+        return 7 * _square(c) + 2 * c.n * c.n + _output(c) + _repeated_kv(c)  # + the (n, n) bool mask and its inverse
+    return 6 * _square(c) + _output(c) + _repeated_kv(c)
 
 
 def fused_extra_bytes(c: BenchConfig) -> int:
@@ -132,33 +158,77 @@ def fused_extra_bytes(c: BenchConfig) -> int:
     return _output(c) + c.batch_heads * c.n * 4
 
 
+def math_accumulation_itemsize(c: BenchConfig) -> int:
+    """Bytes per element inside torch's math backend: float32 for 16-bit inputs, on every device,
+    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)`` keeps them 16-bit."""
+    if c.itemsize >= 4:
+        return c.itemsize
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    return c.itemsize if allowed else 4
+
+
 def math_extra_bytes(c: BenchConfig) -> int:
-    """torch's math backend: the scores and their softmax, in float32 for 16-bit inputs on the CPU."""
-    itemsize = max(c.itemsize, 4) if c.device == "cpu" else c.itemsize
-    mask = c.n * c.n * itemsize if c.causal else 0  # an additive (n, n) mask
-    return 2 * _square(c, itemsize) + mask + 2 * _output(c)
+    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
+
+    It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
+    computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
+    n×n "is −inf" tensor, the fully masked rows zeroed in place. That is the peak: two n×n squares
+    in the accumulation dtype and one of bools. Under the causal flag it also holds an additive
+    (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
+    i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
+    """
+    acc = math_accumulation_itemsize(c)
+    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
+    upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
+    scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
+    mask = c.n * c.n * acc if c.causal else 0  # the (n, n) additive causal mask
+    return 2 * _square(c, acc) + _square(c, 1) + upcast + scaled_qk + mask + _repeated_kv(c)  # it repeats K/V for GQA
 
 
 def numpy_extra_bytes(c: BenchConfig) -> int:
     """scores, scores − max and exp (the first freed as the third appears), then the division."""
     mask = c.n * c.n if c.causal else 0
-    return 3 * _square(c) + mask + _output(c)
+    return 3 * _square(c) + mask + _output(c) + _repeated_kv(c)
 
 
 def tiled_config_bytes(c: BenchConfig) -> int:
-    return tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads)
+    tiles = tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads, device=c.device)
+    return tiles + _repeated_kv(c)
+
+
+def _tiled_label(inputs: Inputs, causal: bool) -> str:
+    q, k, _v = inputs
+    block = pick_block_size(
+        q.device, q.shape[-2], k.shape[-2], batch_heads=math.prod(q.shape[:-2]), itemsize=q.element_size()
+    )
+    return f"tiled, block {block}" + _gqa_note(inputs)
 
 
 # ---- the entries --------------------------------------------------------------------------
 
 
-def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
+# naive, tiled and numpy cannot share a K/V head between query heads: for GQA inputs they
+# repeat K and V to every query head first (as Llama's reference code does), inside the timing.
+
+
+def _shared_kv(inputs: Inputs) -> Inputs:
     q, k, v = inputs
+    h = q.shape[-3]
+    return q, repeat_kv(k, h), repeat_kv(v, h)  # (B, H, n, d) each
+
+
+def _gqa_note(inputs: Inputs) -> str:
+    q, k, _ = inputs
+    return f", K/V heads repeated {q.shape[-3] // k.shape[-3]}×" if k.shape[-3] != q.shape[-3] else ""
+
+
+def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
+    q, k, v = _shared_kv(inputs)
     return scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def _run_tiled(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = inputs
+    q, k, v = _shared_kv(inputs)
     return tiled_attention(q, k, v, is_causal=causal)
 
 
@@ -173,10 +243,11 @@ _BACKEND_NAMES = {
 def _sdpa_runner(backend: SDPBackend | None) -> Callable[[Inputs, bool], torch.Tensor]:
     def run(inputs: Inputs, causal: bool) -> torch.Tensor:
         q, k, v = inputs
+        gqa = k.shape[-3] != q.shape[-3]  # torch shares each K/V head itself (or the kernel refuses)
         if backend is None:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
         with sdpa_kernel(backend):  # this kernel or an error: never a silent fallback
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
     return run
 
@@ -184,7 +255,8 @@ def _sdpa_runner(backend: SDPBackend | None) -> Callable[[Inputs, bool], torch.T
 def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str:
     """The kernel torch's dispatcher picks for these inputs ("flash", "math", …)."""
     try:
-        index = torch._fused_sdp_choice(q, k, v, None, 0.0, causal)  # the dispatcher's own choice
+        gqa = k.shape[-3] != q.shape[-3]
+        index = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, enable_gqa=gqa)  # the dispatcher's own choice
     except (AttributeError, RuntimeError, TypeError):
         return "unknown"
     for backend, name in _BACKEND_NAMES.items():
@@ -226,14 +298,18 @@ def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl
 def _sdpa_default_extra(c: BenchConfig) -> int:
     """What the default dispatch would use: the math path's memory if torch picks math."""
     dev = torch.device(c.device)
-    probe = torch.empty((1, 1, 1, c.d), dtype=c.torch_dtype, device=dev)
-    if sdpa_choice(probe, probe, probe, c.causal) == "math":
+    probe = torch.empty((1, c.heads, 1, c.d), dtype=c.torch_dtype, device=dev)
+    kv = torch.empty((1, c.kv_heads, 1, c.d), dtype=c.torch_dtype, device=dev)
+    if sdpa_choice(probe, kv, kv, c.causal) == "math":
         return math_extra_bytes(c)
     return fused_extra_bytes(c)
 
 
 def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     """softmax(q kᵀ/√d) v as the tutorials write it, for ``(..., n, d)`` arrays."""
+    if k.ndim >= 3 and k.shape[-3] != q.shape[-3]:  # GQA: each K/V head repeated for its query heads
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)  # (..., H, n, d)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n, n)
     if causal:
         blocked = np.triu(np.ones(scores.shape[-2:], dtype=bool), k=1)  # (n, n), True above the diagonal
@@ -262,7 +338,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "The explained path of this app: every n×n step (scores, scaled, weights) is a full tensor.",
         _run_naive,
         naive_extra_bytes,
-        lambda inputs, causal: "attention_core (explained path)",
+        lambda inputs, causal: "attention_core (explained path)" + _gqa_note(inputs),
     ),
     "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
@@ -275,22 +351,49 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "sdpa-cudnn": _sdpa_entry("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION, "torch SDPA forced to its cuDNN kernel."),
     "tiled": Impl(
         "tiled",
-        f"Online softmax in plain torch, {DEFAULT_BLOCK_SIZE}×{DEFAULT_BLOCK_SIZE} tiles: memory grows as n, not n².",
+        f"Online softmax in plain torch, in tiles ({DEFAULT_BLOCK_SIZE} on the CPU, up to {CUDA_MAX_BLOCK} on a "
+        "GPU): memory grows as n, not n².",
         _run_tiled,
         tiled_config_bytes,
-        lambda inputs, causal: f"tiled, block {DEFAULT_BLOCK_SIZE}",
+        _tiled_label,
     ),
     "numpy": Impl(
         "numpy",
         "What people write first: numpy on the CPU, scores then softmax then the weighted sum.",
         lambda inputs, causal: numpy_attention(*inputs, causal=causal),
         numpy_extra_bytes,
-        lambda inputs, causal: f"numpy {np.__version__}",
+        lambda inputs, causal: f"numpy {np.__version__}" + _gqa_note(inputs),
         prepare=_to_numpy,
         to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
     ),
+    "tiled-triton": Impl(
+        "tiled-triton",
+        "The tiled recurrence as one Triton kernel: tiles stay on chip, nothing n×n reaches GPU memory. "
+        "CUDA only; no boolean or float masks.",
+        lambda inputs, causal: tiled_triton_attention(*_shared_kv(inputs), is_causal=causal),
+        lambda c: tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c),
+        lambda inputs, causal: triton_config_label() + _gqa_note(inputs),
+        not_here=lambda device, dtype: triton_available(device) or _triton_dtype_reason(dtype),
+    ),
 }
+
+
+def _triton_dtype_reason(dtype: torch.dtype) -> str | None:
+    if dtype in TRITON_DTYPES:
+        return None
+    return f"the Triton kernel takes float16, bfloat16 or float32, not {str(dtype).removeprefix('torch.')}"
+
+
+def triton_config_label() -> str:
+    """The tile sizes the autotuner chose at the kernel's last launch (Triton is imported by then)."""
+    from ..tiled_triton_kernel import attention_forward_kernel
+
+    c = attention_forward_kernel.best_config
+    tiles = f"{c.kwargs['BLOCK_M']}×{c.kwargs['BLOCK_N']} tiles"
+    if interpreting():
+        return f"triton interpreter (CPU), {tiles}"
+    return f"triton, {tiles}, {c.num_warps} warps, {c.num_stages} stages (autotuned)"
 
 
 def get_impl(name: str) -> Impl:
@@ -300,14 +403,16 @@ def get_impl(name: str) -> Impl:
 
 
 def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Random ``q, k, v`` of shape ``(B, H, n, d)`` on the config's device and dtype (``n`` overrides)."""
+    """Random ``q (B, H, n, d)``, ``k, v (B, kv_heads, n, d)`` on the config's device and dtype (``n`` overrides)."""
     side = config.n if n is None else check_int("n", n, low=1, high=MAX_N)
     gen = torch.Generator().manual_seed(seed)
-    shape = (config.batch, config.heads, side, config.d)
+    shapes = [(config.batch, h, side, config.d) for h in (config.heads, config.kv_heads, config.kv_heads)]
     # Drawn on the CPU in float32 so every device and dtype sees the same numbers.
-    return tuple(torch.randn(shape, generator=gen).to(device=config.device, dtype=config.torch_dtype) for _ in range(3))
+    return tuple(torch.randn(s, generator=gen).to(device=config.device, dtype=config.torch_dtype) for s in shapes)
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     """The float64 answer every implementation is checked against (the explained path in float64)."""
+    h = q.shape[-3] if q.dim() >= 3 else 1
+    k, v = (repeat_kv(t, h) if t.dim() >= 3 and t.shape[-3] != h else t for t in (k, v))  # GQA: (..., H, n, d)
     return scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)

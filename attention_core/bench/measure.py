@@ -329,8 +329,27 @@ def _libc() -> Any:
         return None
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
+MMAP_THRESHOLD_BYTES = 4 * 2**20
+
+
+@functools.cache
+def _fix_mmap_threshold() -> None:
+    """Serve every block of 4 MiB or more with its own mmap, from now on.
+
+    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), so after a
+    big tensor has come and gone, blocks of a few MiB come from the heap instead, where freed
+    space lingers and a later call's peak RSS reads megabytes too high. Setting the threshold
+    fixes it for the process: large tensors map and unmap, and the peak RSS follows the tensors.
+    """
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
 def _release_free_heap() -> None:
     """Hand freed heap pages back to the OS, so reusing them shows up as growth again."""
+    _fix_mmap_threshold()
     gc.collect()
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):

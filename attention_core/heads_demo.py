@@ -1,0 +1,188 @@
+"""What the heads page shows, computed in one place.
+
+:func:`heads_example` runs the walkthrough's sentence through multi-head attention with seeded
+random projections, then through the grouped-query version whose K/V projections are the
+group means of the multi-head ones (the GQA paper's conversion), and measures how far the
+two outputs are apart. :func:`decode_example` generates the same sentence token by token with
+a KV cache. :func:`split_snippet` writes the nanoGPT-style code of the split with the shapes
+of the current settings next to each line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from .heads import attention_parameters, check_head_counts, mean_pool_kv, multi_head_attention, multi_head_trace
+from .kv_cache import decode_with_cache
+from .presets import sentence_example
+from .validation import check_int
+
+D_MODELS = (16, 32, 64)
+QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, visibly different heads
+
+
+@dataclass(frozen=True)
+class HeadsExample:
+    """The sentence through h query heads and g K/V heads.
+
+    Shapes: ``x (L, d_model)``; ``weights_mha``, ``weights_gqa (h, L, L)``; ``out_mha``,
+    ``out_gqa (L, d_model)``. ``max_abs_diff`` and ``rel_diff`` compare the GQA output with
+    the MHA one (``rel_diff`` = ‖Δ‖ / ‖out_mha‖, Frobenius norms); ``delta_torch`` is the
+    largest difference of the GQA output from torch's SDPA with ``enable_gqa=True``.
+    """
+
+    tokens: tuple[str, ...]
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    causal: bool
+    x: torch.Tensor
+    weights_mha: torch.Tensor
+    weights_gqa: torch.Tensor
+    out_mha: torch.Tensor
+    out_gqa: torch.Tensor
+    max_abs_diff: float
+    rel_diff: float
+    delta_torch: float
+    params_mha: int
+    params_gqa: int
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def example_weights(
+    d_model: int, n_heads: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded random MHA projections ``(d_model, d_model)``: W_v and W_o with std 1/√d_model (Xavier's
+    for a square matrix), W_q and W_k with :data:`QK_GAIN` times that, so each head's weights show a
+    pattern; at 1/√d_model the scores are so small that every row is nearly uniform."""
+    d_model = check_int("d_model", d_model, low=1, high=1024)
+    check_head_counts(n_heads)
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    gen = torch.Generator().manual_seed(check_int("seed", seed, low=0, high=2**31 - 1) + 7919)
+    std = 1.0 / math.sqrt(d_model)
+    w_q, w_k, w_v, w_o = (torch.randn(d_model, d_model, generator=gen) * std for _ in range(4))
+    return QK_GAIN * w_q, QK_GAIN * w_k, w_v, w_o
+
+
+def heads_example(
+    *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, causal: bool = False
+) -> HeadsExample:
+    """The sentence preset through MHA and through its GQA conversion with ``n_kv_heads`` K/V heads."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    check_int("d_model", d_model, low=4, high=64)
+    w_q, w_k, w_v, w_o = example_weights(d_model, h, seed)
+    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
+    x = inputs.x_q  # (L, d_model): the sentence's token vectors with positions
+    mha = multi_head_trace(x, w_q, w_k, w_v, w_o, h, is_causal=causal)
+    w_k_g, w_v_g = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
+    gqa = multi_head_trace(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=causal)
+
+    q = gqa.q.unsqueeze(0)  # (1, h, L, d_k)
+    k, v = gqa.k.unsqueeze(0), gqa.v.unsqueeze(0)  # (1, g, L, d_k)
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)[0]  # (h, L, d_k)
+    concat = fused.transpose(0, 1).reshape(x.shape[0], d_model)  # (L, d_model)
+    delta_torch = float((concat @ w_o - gqa.output).abs().max())
+
+    diff = gqa.output - mha.output  # (L, d_model)
+    return HeadsExample(
+        tokens=inputs.query_tokens,
+        d_model=d_model,
+        n_heads=h,
+        n_kv_heads=g,
+        causal=bool(causal),
+        x=x,
+        weights_mha=mha.weights,
+        weights_gqa=gqa.weights,
+        out_mha=mha.output,
+        out_gqa=gqa.output,
+        max_abs_diff=float(diff.abs().max()),
+        rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
+        delta_torch=delta_torch,
+        params_mha=attention_parameters(d_model, h),
+        params_gqa=attention_parameters(d_model, h, g),
+    )
+
+
+@dataclass(frozen=True)
+class DecodeExample:
+    """The sentence generated token by token: ``weights[t]`` is ``(h, t + 1)``, the new token's
+    weights over the cache at step t; ``max_abs_diff`` compares the decoded rows with causal
+    attention over the whole sentence."""
+
+    tokens: tuple[str, ...]
+    n_heads: int
+    n_kv_heads: int
+    d_k: int
+    weights: list[torch.Tensor]
+    max_abs_diff: float
+
+
+def decode_example(
+    *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0
+) -> DecodeExample:
+    """Decode the sentence with a KV cache (the GQA conversion when ``n_kv_heads`` < ``n_heads``)."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    check_int("d_model", d_model, low=4, high=64)
+    w_q, w_k, w_v, w_o = example_weights(d_model, h, seed)
+    w_k, w_v = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
+    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
+    x = inputs.x_q  # (L, d_model)
+    run = decode_with_cache(x, w_q, w_k, w_v, w_o, h, g)
+    full = multi_head_attention(x, w_q, w_k, w_v, w_o, h, g, is_causal=True)  # (L, d_model)
+    return DecodeExample(
+        tokens=inputs.query_tokens,
+        n_heads=h,
+        n_kv_heads=g,
+        d_k=d_model // h,
+        weights=run.weights,
+        max_abs_diff=float((run.output - full).abs().max()),
+    )
+
+
+def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | None = None) -> str:
+    """The split into heads as code, nanoGPT's way, with this setting's shape after each line."""
+    T = check_int("n_tokens", n_tokens, low=1)
+    C = check_int("d_model", d_model, low=1)
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    if C % h:
+        raise ValueError(f"d_model ({C}) must be divisible by n_heads ({h})")
+    hs = C // h
+    kv = "nh" if g == h else "n_kv"
+    rows: list[tuple[str, str]] = [
+        ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),
+        (f"nh, hs = {h}, C // {h}", f"{h} heads of d_k = {C} / {h} = {hs}"),
+        ("q = x @ W_q", f"(1, {T}, {C})"),
+        ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  {C} features → {h} slices"),
+        ("q = q.transpose(1, 2)", f"(1, {h}, {T}, {hs})  one {T}×{hs} matrix per head"),
+    ]
+    if g != h:
+        rows.append((f"n_kv = {g}", f"K/V heads; each serves {h // g} query heads"))
+    rows += [
+        (f"k = (x @ W_k).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
+        (f"v = (x @ W_v).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
+    ]
+    if g != h:
+        rows += [
+            (
+                f"k = k.repeat_interleave({h // g}, dim=1)",
+                f"(1, {h}, {T}, {hs})  query head i reads K/V head i // {h // g}",
+            ),
+            (f"v = v.repeat_interleave({h // g}, dim=1)", f"(1, {h}, {T}, {hs})"),
+        ]
+    rows += [
+        ("att = q @ k.transpose(-2, -1) / math.sqrt(hs)", f"(1, {h}, {T}, {T})  one {T}×{T} score map per head"),
+        ("att = att.softmax(dim=-1)", f"(1, {h}, {T}, {T})  each row sums to 1"),
+        ("y = att @ v", f"(1, {h}, {T}, {hs})"),
+        ("y = y.transpose(1, 2).reshape(B, T, C)", f"(1, {T}, {C})  the heads side by side again"),
+        ("y = y @ W_o", f"(1, {T}, {C})  W_o mixes what the heads found"),
+    ]
+    width = max(len(code) for code, _ in rows) + 2
+    return "\n".join(f"{code:<{width}}# {shape}" for code, shape in rows) + "\n"

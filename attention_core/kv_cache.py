@@ -1,0 +1,367 @@
+"""Decoding with a KV cache: one new token attends to every key and value kept so far.
+
+A decoder generates one token at a time. Without a cache, step t recomputes K and V of all
+t + 1 tokens and the whole causal attention, although only its last row is new: the cost
+of a step grows as t² (the scores) plus t·d_model² (the projections). With a cache, step t
+projects the new token alone, appends its k and v, and computes one row of scores against
+the t + 1 cached keys: the cost grows as t. The cache's price is memory,
+
+    bytes = 2 (K and V) · layers · n_kv_heads · head_dim · context · batch · bytes per number,
+
+which is what grouped-query attention cuts: Llama-3-8B keeps 8 K/V heads where Llama-2-7B
+keeps 32, for the same 32 query heads.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .attention import attention_trace
+from .device import one_thread, resolve_device
+from .heads import check_head_counts, merge_heads, multi_head_attention, repeat_kv, split_heads
+from .validation import check_float, check_int, check_int_list, check_tensor
+
+BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The attention shape of a published model, from its own configuration file."""
+
+    name: str
+    layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_model: int
+    max_context: int  # the context length the published configuration declares
+    parameters: int  # total parameter count, as published
+    source: str
+
+    @property
+    def kind(self) -> str:
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    def cache_bytes(
+        self, context: int, batch: int = 1, dtype: str = "float16", *, n_kv_heads: int | None = None
+    ) -> int:
+        """This model's KV cache; ``n_kv_heads`` overrides its own (``n_heads`` gives the MHA cache)."""
+        g = self.n_kv_heads if n_kv_heads is None else n_kv_heads
+        return kv_cache_bytes(self.layers, g, self.head_dim, context, batch, dtype)
+
+
+# Each row is read from the model's published configuration (the Hugging Face config.json of the
+# checkpoint named in ``source``; GPT-2's keys are n_layer/n_head/n_embd, the others' are
+# num_hidden_layers/num_attention_heads/num_key_value_heads/hidden_size). head_dim = d_model / n_heads.
+MODEL_SHAPES: dict[str, ModelShape] = {
+    m.name: m
+    for m in (
+        # openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024
+        ModelShape("GPT-2 small", 12, 12, 12, 64, 768, 1024, 124_439_808, "openai-community/gpt2 config.json"),
+        # meta-llama/Llama-2-7b-hf config.json: 32 layers, 32 heads, 32 KV heads, hidden 4096, 4096 positions
+        ModelShape("Llama-2-7B", 32, 32, 32, 128, 4096, 4096, 6_738_415_616, "meta-llama/Llama-2-7b-hf config.json"),
+        # meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 KV heads, hidden 4096, 8192 positions
+        ModelShape("Llama-3-8B", 32, 32, 8, 128, 4096, 8192, 8_030_261_248, "meta-llama/Meta-Llama-3-8B config.json"),
+        # mistralai/Mistral-7B-v0.1 config.json: 32 layers, 32 heads, 8 KV heads, hidden 4096, 32768 positions
+        # (its sliding window of 4096 would cap a rolling cache; the table counts the full cache)
+        ModelShape("Mistral-7B", 32, 32, 8, 128, 4096, 32768, 7_241_732_096, "mistralai/Mistral-7B-v0.1 config.json"),
+        # meta-llama/Meta-Llama-3-70B config.json: 80 layers, 64 heads, 8 KV heads, hidden 8192, 8192 positions
+        ModelShape(
+            "Llama-3-70B", 80, 64, 8, 128, 8192, 8192, 70_553_706_496, "meta-llama/Meta-Llama-3-70B config.json"
+        ),
+    )
+}
+
+
+def kv_cache_bytes(
+    layers: int, n_kv_heads: int, head_dim: int, context: int, batch: int = 1, dtype: str | torch.dtype = "float16"
+) -> int:
+    """Bytes of a KV cache: 2 · layers · n_kv_heads · head_dim · context · batch · bytes per value."""
+    layers = check_int("layers", layers, low=1)
+    n_kv_heads = check_int("n_kv_heads", n_kv_heads, low=1)
+    head_dim = check_int("head_dim", head_dim, low=1)
+    context = check_int("context", context, low=0)
+    batch = check_int("batch", batch, low=1)
+    if isinstance(dtype, torch.dtype):
+        itemsize = dtype.itemsize
+    elif dtype in BYTES_PER_VALUE:
+        itemsize = BYTES_PER_VALUE[dtype]
+    else:
+        raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)} or a torch.dtype, got {dtype!r}")
+    return 2 * layers * n_kv_heads * head_dim * context * batch * itemsize
+
+
+def max_context_that_fits(
+    memory_bytes: int, layers: int, n_kv_heads: int, head_dim: int, batch: int = 1, dtype: str = "float16"
+) -> int:
+    """The longest context whose cache fits in ``memory_bytes`` (0 if not even one token fits)."""
+    memory_bytes = check_int("memory_bytes", memory_bytes, low=0)
+    per_token = kv_cache_bytes(layers, n_kv_heads, head_dim, 1, batch, dtype)
+    return memory_bytes // per_token
+
+
+# ---- one decoding step ----------------------------------------------------------------------
+
+
+def decode_step(
+    q_new: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, *, scale: float | None = None
+) -> torch.Tensor:
+    """The newest token's attention over the cache: softmax(q kᵀ · scale) v, one row.
+
+    No mask is needed: the cache holds only this token and the ones before it, which is
+    exactly the last row of causal attention (a test holds it to that).
+
+    Args:
+        q_new: ``(N, ..., h, 1, E)`` the new token's queries (one per head).
+        k_cache: ``(N, ..., g, t, E)`` every cached key, the new token's included.
+        v_cache: ``(N, ..., g, t, Ev)``. ``g`` may be smaller than ``h`` (GQA/MQA) if it divides it.
+    Returns:
+        ``(N, ..., h, 1, Ev)``.
+    """
+    check_tensor("q_new", q_new, min_dim=2)
+    check_tensor("k_cache", k_cache, min_dim=2)
+    check_tensor("v_cache", v_cache, min_dim=2)
+    if q_new.shape[-2] != 1:
+        raise ValueError(f"q_new must hold one new token: shape (N, ..., h, 1, E), got {tuple(q_new.shape)}")
+    if q_new.dim() >= 3 and k_cache.dim() >= 3 and q_new.shape[-3] != k_cache.shape[-3] and k_cache.shape[-3] != 1:
+        if k_cache.shape[-3] != v_cache.shape[-3]:
+            raise ValueError(
+                f"k_cache and v_cache must have the same heads, got {k_cache.shape[-3]}, {v_cache.shape[-3]}"
+            )
+        h, _ = check_head_counts(q_new.shape[-3], k_cache.shape[-3])
+        k_cache, v_cache = repeat_kv(k_cache, h), repeat_kv(v_cache, h)  # (N, ..., h, t, E)
+    return attention_trace(q_new, k_cache, v_cache, scale=scale).output  # (N, ..., h, 1, Ev)
+
+
+@dataclass(frozen=True)
+class DecodeRun:
+    """What a token-by-token decode produced: ``output (L, d_out)`` (one row per step),
+    ``weights`` (one ``(h, t + 1)`` tensor per step t), and the final cache ``k, v (g, L, d)``."""
+
+    output: torch.Tensor
+    weights: list[torch.Tensor]
+    k: torch.Tensor
+    v: torch.Tensor
+
+
+def decode_with_cache(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    w_o: torch.Tensor,
+    n_heads: int,
+    n_kv_heads: int | None = None,
+) -> DecodeRun:
+    """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row.
+
+    Step t projects token t alone, appends its k and v to the cache, and lets its query
+    attend to the t + 1 cached keys with :func:`decode_step`. The rows of ``output`` equal
+    causal :func:`multi_head_attention` over the whole sequence (a test holds it to that).
+    """
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    check_tensor("x", x, min_dim=2)
+    if x.dim() != 2:
+        raise ValueError(f"x must be (L, d_model), one sequence, got {tuple(x.shape)}")
+    multi_head_attention(x[:1], w_q, w_k, w_v, w_o, h, g)  # the same shape checks as the full path
+    L = x.shape[0]
+    d_k, d_v = w_k.shape[1] // g, w_v.shape[1] // g
+    k_cache = x.new_empty(g, L, d_k)  # (g, L, d_k): allocated once, filled a row per step
+    v_cache = x.new_empty(g, L, d_v)  # (g, L, d_v)
+    rows, weights = [], []
+    for t in range(L):
+        x_t = x[t : t + 1]  # (1, d_model)
+        q = split_heads(x_t @ w_q, h)  # (h, 1, d_k)
+        k_cache[:, t : t + 1] = split_heads(x_t @ w_k, g)  # (g, 1, d_k) written into row t
+        v_cache[:, t : t + 1] = split_heads(x_t @ w_v, g)  # (g, 1, d_v)
+        tr = attention_trace(q, repeat_kv(k_cache[:, : t + 1], h), repeat_kv(v_cache[:, : t + 1], h))
+        weights.append(tr.weights[:, 0])  # (h, t + 1)
+        rows.append(merge_heads(tr.output) @ w_o)  # (1, h·d_v) @ (h·d_v, d_out) -> (1, d_out)
+    return DecodeRun(output=torch.cat(rows), weights=weights, k=k_cache, v=v_cache)
+
+
+# ---- timing a step, cached against recomputed -----------------------------------------------
+
+DECODE_CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
+DECODE_BUDGET_S = 3.5  # recomputing stops at the context that would overrun this
+HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not (a very busy machine)
+
+
+@dataclass(frozen=True)
+class DecodeTiming:
+    """Seconds per decoding step at each context length, with a cache and recomputing everything.
+
+    ``cached_s[i]`` is the time of one step at ``contexts[i]`` tokens already generated;
+    ``recompute_s[i]`` likewise, or ``None`` where it was not run because it would have
+    overrun the time budget (it grows as t²); on a machine so busy that even the cached steps
+    overran 1.25 × the budget, the remaining contexts get ``None`` for both. Each is the fastest of several calls: on a
+    shared machine, slower calls measure interruptions, not the work. Slopes are fitted on
+    log-log axes over the largest ``fit_points`` contexts that have a time.
+    """
+
+    contexts: tuple[int, ...]
+    cached_s: tuple[float | None, ...]
+    recompute_s: tuple[float | None, ...]
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    threads: int
+    wall_s: float
+    fit_points: int
+    max_abs_diff: float  # max |cached step − last row of recomputed| at the largest recomputed context
+
+    def points(self, which: str) -> tuple[list[int], list[float]]:
+        """The contexts and seconds per step that were measured for ``which`` ("cached" or "recompute")."""
+        if which not in ("cached", "recompute"):
+            raise ValueError(f"which must be 'cached' or 'recompute', got {which!r}")
+        times = self.cached_s if which == "cached" else self.recompute_s
+        pairs = [(c, t) for c, t in zip(self.contexts, times, strict=True) if t is not None]
+        return [c for c, _ in pairs], [t for _, t in pairs]
+
+    def fit(self, which: str) -> tuple[float, float, int, int] | None:
+        """``(slope, intercept, t_from, t_to)`` of log(seconds) = slope·log(t) + intercept over the
+        largest ``fit_points`` measured contexts; ``None`` with fewer than two points."""
+        xs, ys = self.points(which)
+        xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
+        if len(xs) < 2:
+            return None
+        slope, intercept = _least_squares([math.log(x) for x in xs], [math.log(y) for y in ys])
+        return slope, intercept, xs[0], xs[-1]
+
+    def slope(self, which: str) -> float | None:
+        """log-log slope of seconds per step against context: about 1 means linear growth, about 2
+        quadratic. ``None`` with fewer than two measured points."""
+        fit = self.fit(which)
+        return None if fit is None else fit[0]
+
+
+def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return slope, my - slope * mx
+
+
+def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:
+    """Fastest of ``repeats`` calls (more while they add up to under ``min_total_s``), after a warm-up."""
+    start = time.perf_counter()
+    fn()  # warm-up: allocations, the thread pool
+    first = time.perf_counter() - start
+    if first > 0.1:
+        repeats = min(repeats, 2)  # a slow call is long enough to time reliably; spare the budget
+    best = math.inf
+    spent, count = 0.0, 0
+    while count < repeats or (spent < min_total_s and count < 200):
+        start = time.perf_counter()
+        fn()
+        took = time.perf_counter() - start
+        best = min(best, took)
+        spent += took
+        count += 1
+    return best
+
+
+def time_decode_steps(
+    contexts: Sequence[int] = DECODE_CONTEXTS,
+    *,
+    d_model: int = 128,
+    n_heads: int = 4,
+    n_kv_heads: int | None = None,
+    seed: int = 0,
+    repeats: int = 3,
+    min_time_per_point: float = 0.02,
+    budget_s: float = DECODE_BUDGET_S,
+    fit_points: int = 3,
+    device: str | torch.device | None = "cpu",
+) -> DecodeTiming:
+    """Time one decoding step at each context length t, with a cache and by recomputing everything.
+
+    - **cached**: project the new token, write its k and v into a preallocated cache, and
+      :func:`decode_step` over the t + 1 cached rows (then W_o): work ∝ t.
+    - **recompute**: causal :func:`multi_head_attention` over all t + 1 tokens, keeping the last
+      row, as a decoder without a cache must: projections ∝ t, scores ∝ t².
+
+    Both call this library's attention (the explained path), on one CPU thread: a decoding step
+    is a string of small operations, and with two threads each of them waits for the other
+    thread, which on a busy machine measures the neighbours rather than the step. Recomputing
+    stops at the first context whose predicted time (the last one × (t'/t)², three calls)
+    would overrun ``budget_s``; the cached steps always run, since they cost milliseconds.
+    """
+    ctxs = sorted(set(check_int_list("contexts", contexts, low=1, high=1 << 15)))
+    if len(ctxs) < 2:
+        raise ValueError("contexts needs at least two different lengths to fit a slope")
+    d_model = check_int("d_model", d_model, low=1, high=4096)
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    if d_model % h:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({h})")
+    repeats = check_int("repeats", repeats, low=1, high=100)
+    fit_points = check_int("fit_points", fit_points, low=2, high=len(ctxs))
+    budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
+    dev = resolve_device(device)
+    d_k = d_model // h
+    gen = torch.Generator().manual_seed(seed)
+    n_max = ctxs[-1] + 1
+    x = torch.randn(n_max, d_model, generator=gen).to(dev)  # (T, d_model)
+    std = 1.0 / math.sqrt(d_model)
+    w_q = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (d_model, h·d_k)
+    w_k = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
+    w_v = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
+    w_o = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (h·d_k, d_model)
+    k_all = split_heads(x @ w_k, g)  # (g, T, d_k): the cache as the earlier steps left it
+    v_all = split_heads(x @ w_v, g)  # (g, T, d_k)
+
+    cached: list[float | None] = []
+    recomputed: list[float | None] = []
+    diff = 0.0
+    started = time.perf_counter()
+    deadline = started + budget_s
+    hard_stop = started + HARD_STOP * budget_s  # nothing at all is started after this
+    last: tuple[int, float] | None = None  # (context, seconds) of the last recomputed step
+    with torch.inference_mode(), one_thread(dev):
+        threads = torch.get_num_threads()
+        for t in ctxs:
+            k_cache, v_cache = k_all[:, : t + 1].clone(), v_all[:, : t + 1].clone()  # (g, t+1, d_k)
+            x_new, x_upto = x[t : t + 1], x[: t + 1]  # (1, d_model), (t+1, d_model)
+
+            def cached_step(
+                x_new: torch.Tensor = x_new, k_cache: torch.Tensor = k_cache, v_cache: torch.Tensor = v_cache
+            ) -> torch.Tensor:
+                q = split_heads(x_new @ w_q, h)  # (h, 1, d_k)
+                k_cache[:, -1:] = split_heads(x_new @ w_k, g)  # (g, 1, d_k) into the last row
+                v_cache[:, -1:] = split_heads(x_new @ w_v, g)  # (g, 1, d_k)
+                return merge_heads(decode_step(q, k_cache, v_cache)) @ w_o  # (1, d_model)
+
+            def recompute_step(x_upto: torch.Tensor = x_upto) -> torch.Tensor:
+                return multi_head_attention(x_upto, w_q, w_k, w_v, w_o, h, g, is_causal=True)[-1:]  # (1, d_model)
+
+            if cached and time.perf_counter() > hard_stop:  # a machine so busy that even the cheap steps overran
+                cached.append(None)
+                recomputed.append(None)
+                continue
+            cached.append(_fastest_time(cached_step, repeats, min_time_per_point))
+            predicted = 0.0 if last is None else 3 * last[1] * (t / last[0]) ** 2
+            if last is not None and time.perf_counter() + predicted > deadline:
+                recomputed.append(None)
+                continue
+            recomputed.append(_fastest_time(recompute_step, repeats, min_time_per_point))
+            last = (t, recomputed[-1])
+            diff = float((cached_step() - recompute_step()).abs().max())
+    return DecodeTiming(
+        contexts=tuple(ctxs),
+        cached_s=tuple(cached),
+        recompute_s=tuple(recomputed),
+        d_model=d_model,
+        n_heads=h,
+        n_kv_heads=g,
+        threads=threads,
+        wall_s=time.perf_counter() - started,
+        fit_points=fit_points,
+        max_abs_diff=diff,
+    )

@@ -1,0 +1,174 @@
+"""The tiled online softmax as a GPU kernel: the Python side (checks, grid, launch).
+
+The kernel itself is in :mod:`attention_core.tiled_triton_kernel`, written to be read
+beside :mod:`attention_core.tiled`. This module never imports Triton at import time:
+the app runs on CPU-only machines (Streamlit Community Cloud's torch has no Triton),
+and only :func:`tiled_triton_attention` imports the kernel, on its first call.
+
+Where it runs: a CUDA device with the ``triton`` package, which ships with torch's CUDA
+wheels on Linux. For tests, Triton's interpreter (``TRITON_INTERPRET=1`` in the
+environment before Triton is first imported) runs the same kernel on CPU tensors,
+slowly and with numpy arithmetic; :func:`triton_available` allows the CPU then.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+import torch
+
+from .attention import check_attention_args
+from .validation import check_int
+
+NEEDS_GPU = "needs a CUDA GPU with Triton"
+HEAD_DIMS = (16, 32, 64, 128)  # powers of two: tl.dot needs ≥ 16 and the tiles must fit in SRAM
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+LOG2_E = math.log2(math.e)
+
+
+def interpreting() -> bool:
+    """Whether ``TRITON_INTERPRET`` asks Triton to run kernels on the CPU (the test mode)."""
+    return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def triton_available(device: torch.device | str) -> str | None:
+    """``None`` if the kernel can run on ``device``; otherwise the reason, as a sentence.
+
+    It runs on a CUDA device when the ``triton`` package is installed, and on the CPU
+    only under Triton's interpreter (``TRITON_INTERPRET=1``), which the tests use.
+    Looks for the package without importing it.
+    """
+    dev = torch.device(device)
+    if dev.type != "cuda" and not (dev.type == "cpu" and interpreting()):
+        return NEEDS_GPU
+    if importlib.util.find_spec("triton") is None:
+        return NEEDS_GPU
+    return None
+
+
+def tiled_triton_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """softmax(Q Kᵀ · scale) V in one Triton kernel launch, without the ``L × S`` scores.
+
+    Args:
+        q: ``(N, ..., L, E)`` queries; float16, bfloat16 or float32; E a power of two in 16…128.
+        k: ``(N, ..., S, E)`` keys.
+        v: ``(N, ..., S, Ev)`` values; Ev a power of two in 16…128.
+        attn_mask: must be ``None``; this kernel implements no boolean or float mask.
+        dropout_p: must be 0.
+        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, as torch's); tiles
+            wholly above the diagonal are skipped.
+        scale: multiplier of the scores, default ``1/√E``.
+
+    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. The running max, sum and output
+    are float32 for every input dtype. float32 inputs are multiplied in full float32
+    precision (``input_precision="ieee"``), never TF32. Forward only: inputs that
+    require gradients (with grad mode on) raise ``ValueError``.
+    """
+    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    if attn_mask is not None:
+        raise ValueError(
+            "tiled_triton_attention implements no attn_mask (boolean or float); pass is_causal=True for the "
+            "causal mask, or use tiled_attention for other masks"
+        )
+    if p > 0.0:
+        raise ValueError(f"tiled_triton_attention does not implement dropout; dropout_p must be 0, got {p}")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise ValueError(
+            "tiled_triton_attention is forward-only; call it under torch.no_grad(), or use "
+            "scaled_dot_product_attention when gradients are needed"
+        )
+    if q.dtype not in DTYPES:
+        raise ValueError(f"tiled_triton_attention takes float16, bfloat16 or float32 inputs, got {q.dtype}")
+    E, Ev = q.shape[-1], v.shape[-1]
+    if E not in HEAD_DIMS or Ev not in HEAD_DIMS:
+        raise ValueError(
+            f"tiled_triton_attention needs head sizes E and Ev in {', '.join(map(str, HEAD_DIMS))}, got E={E}, Ev={Ev}"
+        )
+    f32 = torch.finfo(torch.float32)
+    if not f32.tiny <= s * LOG2_E <= f32.max:  # the kernel gets scale·log2(e) as a normal float32
+        raise ValueError(f"tiled_triton_attention needs a scale between {f32.tiny:.1e} and {f32.max:.1e}, got {s}")
+    reason = triton_available(q.device)
+    if reason:
+        raise ValueError(f"tiled_triton_attention {reason}; these inputs are on {q.device}")
+
+    from .tiled_triton_kernel import attention_forward_kernel  # imports Triton: the first call pays for it
+
+    L, S = q.shape[-2], k.shape[-2]
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    # One flat (batch·head) axis for the grid; a view when q, k, v are (N, H, ·, ·) already.
+    q3 = q.expand(*lead, L, E).reshape(-1, L, E)  # (BH, L, E)
+    k3 = k.expand(*lead, S, E).reshape(-1, S, E)  # (BH, S, E)
+    v3 = v.expand(*lead, S, Ev).reshape(-1, S, Ev)  # (BH, S, Ev)
+    out = torch.empty((q3.shape[0], L, Ev), dtype=q.dtype, device=q.device)  # (BH, L, Ev)
+    if out.numel() == 0:  # an empty batch: nothing to launch (a grid with a zero axis is an error)
+        return out.reshape(*lead, L, Ev)
+
+    def grid(meta: dict) -> tuple[int, int]:
+        return (math.ceil(L / meta["BLOCK_M"]), q3.shape[0])  # (query blocks, batch·heads)
+
+    attention_forward_kernel[grid](
+        q3, k3, v3, out,
+        *q3.stride(), *k3.stride(), *v3.stride(), *out.stride(),
+        L, S,
+        s * LOG2_E,
+        HEAD_DIM=E,
+        HEAD_DIM_V=Ev,
+        IS_CAUSAL=bool(is_causal),
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        enable_fp_fusion=True,  # a·b + c as one FMA, Triton's default so far; said, so Triton 3.9 does not warn
+    )  # fmt: skip
+    return out.reshape(*lead, L, Ev)  # (N, ..., L, Ev)
+
+
+def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
+    """Predicted peak memory of :func:`tiled_triton_attention` beyond its inputs, in bytes.
+
+    The output only: the kernel's running ``m`` and ``l`` and its tiles live in registers
+    and on-chip memory, so nothing else is allocated in HBM for ``(N, H, L, E)`` inputs.
+    """
+    n_q = check_int("n_q", n_q, low=1)
+    d_v = check_int("d_v", d_v, low=1)
+    itemsize = check_int("itemsize", itemsize, low=1, high=8)
+    batch_heads = check_int("batch_heads", batch_heads, low=1)
+    return batch_heads * n_q * d_v * itemsize  # (N, H, L, Ev)
+
+
+def triton_kernel_sources() -> dict[str, str]:
+    """The two implementations of the recurrence as source text, to show side by side.
+
+    Maps ``"tiled.py"`` to :func:`attention_core.tiled.tiled_attention` and
+    ``"tiled_triton_kernel.py"`` to its Triton kernel, decorators included and docstrings
+    left out (the files' module docstrings explain both). The kernel's
+    text is cut from its file with :mod:`ast` rather than through an import, so this works
+    where Triton is not installed.
+    """
+    here = Path(__file__).parent
+    wanted = {"tiled.py": "tiled_attention", "tiled_triton_kernel.py": "attention_forward_kernel"}
+    return {file: _function_source(here / file, name) for file, name in wanted.items()}
+
+
+def _function_source(path: Path, name: str) -> str:
+    """Function ``name`` of the file, decorators included and its docstring left out."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = text.splitlines()[first - 1 : node.end_lineno]
+            doc = node.body[0]
+            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+                del lines[doc.lineno - first : doc.end_lineno - first + 1]
+            return "\n".join(lines)
+    raise ValueError(f"{path.name} defines no function {name!r}")

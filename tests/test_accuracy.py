@@ -1,0 +1,79 @@
+"""FlashAttention's rule as a helper: the baseline, the verdict, checking a subset of rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention_core import (
+    flash_rule,
+    padding_mask,
+    scaled_dot_product_attention,
+    standard_attention,
+    tiled_attention,
+)
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def qkv(device: torch.device, dtype: torch.dtype = torch.float32, L: int = 48, S: int = 40):
+    gen = torch.Generator().manual_seed(3)
+    shapes = ((2, 3, L, 16), (2, 3, S, 16), (2, 3, S, 8))
+    return tuple((2 * torch.randn(s, generator=gen)).to(device=device, dtype=dtype) for s in shapes)
+
+
+def test_standard_attention_is_torchs_attention_in_float64(device: torch.device) -> None:
+    q, k, v = (t.double() for t in qkv(device))
+    mask = padding_mask([40, 7], 40, device=device).unsqueeze(1)  # (2, 1, 1, 40)
+    for kwargs in ({}, {"attn_mask": mask}, {"is_causal": True}):
+        expected = F.scaled_dot_product_attention(q, k, v, **kwargs)
+        torch.testing.assert_close(standard_attention(q, k, v, **kwargs), expected)
+
+
+def test_a_fully_masked_row_gives_zeros_not_nan(device: torch.device) -> None:
+    q, k, v = qkv(device)
+    mask = padding_mask([0, 40], 40, device=device).unsqueeze(1)  # item 0 has no key at all
+    out = standard_attention(q, k, v, mask)
+    assert torch.equal(out[0], torch.zeros_like(out[0])) and bool(torch.isfinite(out).all())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_rule_passes_real_kernels_and_fails_a_perturbed_one(device: torch.device, dtype: torch.dtype) -> None:
+    q, k, v = qkv(device, dtype)
+    for causal in (False, True):
+        for out in (
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            scaled_dot_product_attention(q, k, v, is_causal=causal),
+            tiled_attention(q, k, v, is_causal=causal, block_size=16),
+        ):
+            check = flash_rule(out, q, k, v, is_causal=causal)
+            assert check.passes, check.describe()
+            assert check.baseline_error > 0 and check.bound >= 2 * check.baseline_error
+        wrong = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=1.0)  # a real bug: no ÷√d_k
+        check = flash_rule(wrong, q, k, v, is_causal=causal)
+        assert not check.passes and "FAIL" in check.describe()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_checking_some_rows_agrees_with_checking_all(device: torch.device, causal: bool) -> None:
+    q, k, v = qkv(device, torch.float16, L=40, S=40)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    rows = torch.tensor([0, 9, 39])
+    part = flash_rule(out, q, k, v, is_causal=causal, rows=rows)
+    # the same rows checked by hand: the float64 answer on those queries, with the causal rule kept
+    ref = standard_attention(q.double(), k.double(), v.double(), is_causal=causal)[..., rows.to(device), :]
+    assert part.error == pytest.approx(float((out[..., rows.to(device), :].double() - ref).abs().max()))
+    whole = flash_rule(out, q, k, v, is_causal=causal)
+    assert part.error <= whole.error and part.baseline_error <= whole.baseline_error
+
+
+def test_bad_arguments_are_explained() -> None:
+    q, k, v = qkv(torch.device("cpu"))
+    out = standard_attention(q, k, v)
+    with pytest.raises(ValueError, match="rows must be"):
+        flash_rule(out, q, k, v, rows=torch.tensor([48]))
+    with pytest.raises(ValueError, match="out must have"):
+        flash_rule(out[..., :3, :], q, k, v)
+    with pytest.raises(ValueError, match="factor"):
+        flash_rule(out, q, k, v, factor=0.5)

@@ -1,0 +1,80 @@
+"""The heads page in a real browser: every tab renders, in normal and talk mode; the URL follows the view.
+
+Uses the shared harness (``streamlit run`` + Debian's Chromium). Nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+from browser_harness import ALERT, TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.browser
+
+TABS = ("Split", "Heads side by side", "MHA → GQA → MQA", "KV-cache calculator", "Decode")
+# The decode tab's live timing at its smallest, so that opening the tab costs a second or two.
+SMALL = "hd_tmax=2048&hd_tdm=64"
+
+
+def query(page: Page) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def visible_panel_has_content(page: Page) -> bool:
+    panel = page.get_by_role("tabpanel").filter(visible=True)
+    return panel.count() == 1 and panel.locator("[data-testid='stElementContainer']").count() > 0
+
+
+def test_every_tab_renders_by_clicking_and_keeps_the_url(
+    page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path
+) -> None:
+    goto(page, streamlit_server, f"/heads?{SMALL}")
+    assert "Heads, shared keys and the KV cache" in page.locator("[data-testid='stMain']").inner_text()
+    for i, tab in enumerate(TABS):
+        if i > 0:  # the tabs rerun the script: only the open tab is computed
+            rerun(page, page.get_by_role("tab", name=tab, exact=True).click, timeout=120_000)
+            assert query(page).get("hd_tab") == tab, "the open tab must be in the URL"
+        assert exception_texts(page) == [], f"exception on the {tab} tab"
+        assert visible_panel_has_content(page), f"the {tab} tab is empty"
+        assert page.locator("[role='tabpanel']:visible .stPlotlyChart").count() >= 1, f"no figure on {tab}"
+        screenshot(page, artifacts_dir, f"heads-tab{i}")
+
+
+def test_every_tab_renders_in_talk_mode(browser, streamlit_server: StreamlitServer, artifacts_dir: Path) -> None:
+    context = browser.new_context(viewport=TALK_VIEWPORT)
+    try:
+        page = context.new_page()
+        for i, tab in enumerate(TABS):
+            goto(page, streamlit_server, f"/heads?talk=1&hd_tab={quote(tab)}&{SMALL}", timeout=120_000)
+            assert exception_texts(page) == [], f"exception on the {tab} tab in talk mode"
+            assert query(page).get("talk") == "1"
+            assert visible_panel_has_content(page)
+            screenshot(page, artifacts_dir, f"heads-talk-tab{i}")
+    finally:
+        context.close()
+
+
+def test_the_kv_heads_slider_moves_with_the_keyboard_and_lands_in_the_url(
+    page: Page, streamlit_server: StreamlitServer
+) -> None:
+    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[2])}&hd_h=8&hd_kv=2")
+    thumb = page.locator(".st-key-hd_kv input[type='range']")
+    thumb.focus()
+    rerun(page, lambda: page.keyboard.press("ArrowLeft"))  # 2 → 1: multi-query
+    assert exception_texts(page) == []
+    assert query(page).get("hd_kv") == "1"
+    assert page.locator(".st-key-hd_kv [data-testid='stSliderThumbValue']").inner_text().strip() == "1 (MQA)"
+
+
+def test_a_tampered_link_shows_a_notice_not_a_traceback(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[2])}&hd_h=8&hd_kv=3&hd_dm=%3Cb%3E&hd_ctx=1e99")
+    assert exception_texts(page) == []
+    alerts = " ".join(page.locator(f"{ALERT}").all_inner_texts())
+    assert "This link asked for" in alerts and "must divide" in alerts
+    assert "<b>" not in alerts

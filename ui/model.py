@@ -1,0 +1,17 @@
+"""The pretrained encoder, loaded once per server and shared by every page and session that uses it.
+
+Only pages that show the model call :func:`encoder`, so the others never read its weights.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_core import Bert, encode, load_bert
+
+
+@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (22.6 M weights, read from the installed package)…")
+def encoder() -> Bert:
+    bert = load_bert()
+    encode(bert, ["A first sentence warms the model up."])  # the first forward pays one-off costs
+    return bert
