@@ -28,6 +28,7 @@ VIEWS = [
     "preset=random&n=16&mask=padding&pad=3&step=3",
     "preset=tiny&view=all",
     "preset=sentence&view=compare",
+    "preset=model&step=4",  # a trained model's head (issue 13), where its weights are present
 ]
 
 
