@@ -445,8 +445,8 @@ def variance_tab(sh: Shared) -> None:
     wanted = int(st.session_state["sc_ns"])
     key = (wanted, sh.seed, sh.d_k)
     n = wanted
-    if wanted > QUICK_SAMPLES and not _refiner().ready(key):
-        _refiner().start(key)
+    refine = wanted > QUICK_SAMPLES and not _refiner().ready(key)
+    if refine:
         n = QUICK_SAMPLES
         with line[1]:
             _await_refinement(key)
@@ -477,6 +477,8 @@ def variance_tab(sh: Shared) -> None:
         "abs_p95": NUMBER("95% within ±", format="%.3g"), "scaled_var": NUMBER("Var(q·k/√d_k)", format="%.4f"),
         "scaled_abs_p95": NUMBER("scaled 95% within ±", format="%.3f"),
     }, f"{n:,} samples per d_k, seed {sh.seed}.")  # fmt: skip
+    if refine:  # only now: on 2 cores a job started earlier would slow the estimate it replaces
+        _refiner().start(key)
 
 
 def saturation_tab(sh: Shared) -> None:
