@@ -4,13 +4,7 @@ import streamlit as st
 
 from ui import frame
 
-st.set_page_config(
-    page_title="Attention, step by step",
-    page_icon=":material/blur_on:",
-    layout="wide",
-    initial_sidebar_state="expanded",
-)
-
+frame.page_config()
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/walkthrough.py", title="Walkthrough", icon=":material/stairs:", url_path="walkthrough"),
@@ -20,6 +14,7 @@ pages = [
     st.Page("pages/model.py", title="Real attention", icon=":material/psychology:", url_path="model"),
 ]
 nav = st.navigation(pages)
-frame.sidebar()
+device_box = frame.sidebar()
 frame.talk_css()
 nav.run()
+frame.after_page(device_box)  # the device line and the viewport probe: after the page, see there

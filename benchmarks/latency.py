@@ -13,8 +13,13 @@ For every page of the navigation (home, walkthrough, scaling, benchmark, heads �
    opened in headless Chromium, and the clock stops when the app is idle (script finished, no
    spinner). Median of ``--cold`` starts. Goal: ≤ 5 s.
 
+3. **Where a cold start's time goes**: the import cost of what the pages load (streamlit, torch,
+   pandas, the core's parts), each in a fresh interpreter, median of ``--cold`` runs. A page's
+   cold start is about: server healthy + its imports + its first computation + the browser's paint.
+
     python benchmarks/latency.py              # everything
     python benchmarks/latency.py --pages walkthrough --cold 0
+    python benchmarks/latency.py --reruns 0   # cold starts and import costs only (about 2 minutes)
 """
 
 from __future__ import annotations
@@ -278,6 +283,41 @@ def cold_starts(paths: dict[str, str], repeats: int) -> dict[str, list[tuple[flo
     return out
 
 
+# What a page's first run may import, cheapest first; each is timed in a fresh interpreter.
+IMPORTS = {
+    "streamlit": "import streamlit",
+    "plotly figure": "import plotly.graph_objects as go; go.Figure(go.Heatmap(z=[[1]])).to_plotly_json()",
+    "pandas": "import pandas",
+    "torch": "import torch",
+    "core: walkthrough": "from attention_core import run_walkthrough",
+    "core: explorer": "from attention_core import variance_table",
+    "core: benchmark": "from attention_core import bench",
+}
+
+
+def import_costs(repeats: int) -> dict[str, float]:
+    """Median seconds for each of :data:`IMPORTS`, each in a fresh ``python`` started in the repo root."""
+    import subprocess
+
+    out: dict[str, list[float]] = {k: [] for k in IMPORTS}
+    for _ in range(max(1, repeats)):
+        for name, code in IMPORTS.items():
+            timed = f"import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
+            r = subprocess.run([sys.executable, "-c", timed], cwd=ROOT, capture_output=True, text=True, check=True)
+            out[name].append(float(r.stdout.strip().splitlines()[-1]))
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def print_import_table(costs: dict[str, float]) -> None:
+    print("\n## Import costs (fresh interpreter, s, median): what a page's first run pays before it computes\n")
+    print(f"| {'what':20} | {'s':>6} |")
+    print(f"|{'-' * 22}|{'-' * 8}|")
+    for name, sec in costs.items():
+        print(f"| {name:20} | {sec:6.2f} |")
+    print("\nThe core's rows include torch. Home imports none of torch, pandas or the core; the walkthrough "
+          "needs the core's walkthrough part and plotly; the explorer adds pandas; the benchmark its bench part.")
+
+
 def print_cold_table(results: dict[str, list[tuple[float, float, float]]]) -> None:
     print("\n## Cold start to first idle paint (fresh `streamlit run`, headless Chromium, s from launch)\n")
     print(f"| {'page':12} | {'server healthy':>14} | {'title drawn':>11} | {'idle (median)':>13} | {'idle (max)':>10} "
@@ -298,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = discover_pages()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", nargs="+", choices=list(pages), default=list(pages))
-    ap.add_argument("--reruns", type=int, default=20, help="timed reruns per widget (≥ 20 for the goal)")
+    ap.add_argument("--reruns", type=int, default=20, help="timed reruns per widget (≥ 20 for the goal; 0 skips)")
     ap.add_argument("--cold", type=int, default=3, help="cold starts per page (0 skips Chromium)")
     args = ap.parse_args(argv)
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's "no ScriptRunContext" chatter
@@ -307,13 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# Latency of the dashboard ({', '.join(args.pages)})")
     print(f"Load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     over = 0
-    for name in args.pages:
+    for name in args.pages if args.reruns > 0 else []:
         rows = rerun_rows(name, args.reruns)
         print_rerun_table(name, rows)
         over += sum(r.median > r.goal_ms for r in rows)
     if args.cold > 0:
         cold = cold_starts({n: pages[n][1] for n in args.pages}, args.cold)
         print_cold_table(cold)
+        print_import_table(import_costs(args.cold))
         over += sum(statistics.median(r[2] for r in runs) > COLD_GOAL_S for runs in cold.values() if runs)
     print(f"\nLoad average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{over} measurement(s) over goal." if over else "All measurements within their goals.")

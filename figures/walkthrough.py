@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -9,26 +10,28 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .arrays import as_array
+from .cells import LINE_EM, cell_label, cell_labels, heatmap_geometry, hover_label
 from .style import DIVERGING, HIGHLIGHT, MASKED, SCALED, SEQUENTIAL, UNSCALED, base_layout, font_size
 
-ANNOTATE_MAX = 12  # write the values into the cells up to this many rows and columns
+# Cell numbers smaller than this are hidden (the value shows on hover): on a projector 14 px is
+# about the smallest a back row reads; on a laptop screen 10 px.
+MIN_CELL_FONT = {False: 10, True: 14}
+# The width a heatmap is laid out for when the page does not say: the main column beside the
+# step's text on a laptop (normal mode), the whole main column of a 1280-wide screen (talk mode).
+DEFAULT_WIDTH = {False: 640, True: 1180}
 
 
-def _cell_text(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
-    def fmt(x: float) -> str:
-        if np.isneginf(x):
-            return "−∞"
-        if abs(x - round(x)) < 1e-6 and abs(x) < 1000:
-            return f"{round(x):d}".replace("-", "−")
-        text = f"{x:.2f}"
-        if abs(x) < 1:  # ".94" rather than "0.94": narrower cells stay readable
-            text = text.replace("0.", ".", 1)
-        return text.replace("-", "−")
+def _colour(kind: str, shown: np.ndarray) -> dict:
+    if kind == "weights":
+        return {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
+    finite = shown[np.isfinite(shown)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    return {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
 
-    text = np.vectorize(fmt, otypes=[object])(values) if values.size else np.empty(values.shape, dtype=object)
-    if blocked is not None:
-        text[blocked] = ""  # the grey "blocked" layer writes these cells' label
-    return text
+
+def _colorbar_labels(colour: dict) -> list[str]:
+    """What the colour bar's tick labels will roughly say: the ends of the scale."""
+    return [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
 
 
 def matrix_heatmap(
@@ -44,12 +47,18 @@ def matrix_heatmap(
     row_title: str = "",
     col_title: str = "",
     talk: bool = False,
+    width: int | None = None,
     height: int | None = None,
     colorbar: bool = True,
 ) -> go.Figure:
     """A labelled matrix. ``kind``: ``"signed"`` (diverging, centred on 0), ``"weights"`` (0…1),
     or ``"plain"`` (diverging, for inputs). ``blocked`` (bool, same shape) greys out and
     labels masked cells "−∞"; ``dropped`` marks cells zeroed by dropout with ×.
+
+    ``width`` is the pixel width the figure will be shown at (the page's column) and ``height``
+    its height (default: from the number of rows). From them the cells' size is known, and the
+    numbers in the cells get the largest font that fits the longest of them, or are left out
+    (shown on hover) when the cells are too small to hold a legible one (:mod:`figures.cells`).
     """
     z = as_array(values, float)
     if z.ndim != 2:
@@ -58,29 +67,38 @@ def matrix_heatmap(
         raise ValueError(
             f"labels must match the matrix: {z.shape} vs {len(row_labels)} rows, {len(col_labels)} columns"
         )
+    if width is not None and width < 50:
+        raise ValueError(f"width must be at least 50 px, got {width}")
     blocked_cells = np.isneginf(z) if blocked is None else (as_array(blocked, bool) | np.isneginf(z))
     shown = np.where(blocked_cells, np.nan, z)
-    annotate = max(z.shape) <= ANNOTATE_MAX
     blocked_text = "0" if kind == "weights" else "−∞"  # after softmax a blocked cell is an exact zero
-    text = _cell_text(z, blocked_cells)
+    text = cell_labels(z)
+    text[blocked_cells] = ""  # the grey "blocked" layer writes these cells' label
     if dropped is not None:
         text = np.where(as_array(dropped, bool), "×", text)
-    if kind == "weights":
-        colour = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
-    else:
-        finite = shown[np.isfinite(shown)]
-        bound = float(np.abs(finite).max()) if finite.size else 1.0
-        colour = {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
+    hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
+    colour = _colour(kind, shown)
     size = font_size(talk)
+    everything = [*text.ravel().tolist(), *([blocked_text] if blocked_cells.any() else [])]
+    geo = heatmap_geometry(
+        everything, [str(r) for r in row_labels], [str(c) for c in col_labels],
+        width=width or DEFAULT_WIDTH[talk], height=height, font=size, min_font=MIN_CELL_FONT[talk],
+        title=bool(title), row_title=bool(row_title), col_title=bool(col_title), colorbar=colorbar,
+        colorbar_labels=_colorbar_labels(colour), natural_cell=44 if talk else 40,
+    )  # fmt: skip
+    annotate = geo.annotation_font is not None
+    cell_font = geo.annotation_font or size
     fig = go.Figure(
         go.Heatmap(
             z=shown,
             x=list(col_labels),
             y=list(row_labels),
             text=text,
+            customdata=hover,
             texttemplate="%{text}" if annotate else None,
-            textfont={"size": size - (1 if talk else 2)},
-            hovertemplate=f"{row_title or 'row'} %{{y}} · {col_title or 'column'} %{{x}}<br>%{{text}}<extra></extra>",
+            textfont={"size": cell_font},
+            hovertemplate=f"{row_title or 'row'} %{{y}} · {col_title or 'column'} %{{x}}<br>%{{customdata}}"
+            "<extra></extra>",
             xgap=2,
             ygap=2,
             colorbar={"thickness": 14, "len": 0.9},
@@ -100,7 +118,7 @@ def matrix_heatmap(
                 showscale=False,
                 text=np.where(blocked_cells, blocked_text, ""),
                 texttemplate="%{text}" if annotate else None,
-                textfont={"size": size - (1 if talk else 2), "color": "#555555"},
+                textfont={"size": cell_font, "color": "#555555"},
                 hovertemplate="masked: may not attend<extra></extra>",
                 xgap=2,
                 ygap=2,
@@ -118,17 +136,21 @@ def matrix_heatmap(
             y1=highlight_row + 0.5,
             line={"color": HIGHLIGHT, "width": 4},
         )
-    fig.update_yaxes(autorange="reversed", title_text=row_title, type="category", tickfont={"size": size})
-    long_labels = sum(len(str(c)) + 1 for c in col_labels) > 36
-    fig.update_xaxes(
-        title_text=col_title, type="category", side="top", tickangle=-35 if long_labels else 0, tickfont={"size": size}
+    # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some)
+    fig.update_yaxes(
+        autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
     )
-    cell = 40
-    default_height = max(260, min(520 if talk else 700, 120 + cell * n_rows))
-    base_layout(fig, title=title or None, talk=talk, height=height or default_height)
-    fig.update_layout(margin={"t": 90 if title else 60})
-    fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False)
+    fig.update_xaxes(
+        title_text=col_title, type="category", side="top", dtick=1, tickangle=geo.tick_angle,
+        tickfont={"size": geo.col_font},
+    )
+    base_layout(fig, title=title or None, talk=talk, height=geo.height)
+    fig.update_layout(
+        margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
+    )
+    # The geometry's margins are exact: automargin would move the plot and break the cells' size.
+    fig.update_xaxes(showgrid=False, automargin=False)
+    fig.update_yaxes(showgrid=False, automargin=False)
     return fig
 
 
@@ -220,21 +242,38 @@ def compare_masks(
     left_title: str,
     right_title: str,
     talk: bool = False,
+    width: int | None = None,
+    height: int | None = None,
 ) -> go.Figure:
-    """Two weight matrices side by side on one colour scale (0…1)."""
+    """Two weight matrices side by side on one colour scale (0…1); cell numbers sized as in
+    :func:`matrix_heatmap`, for half the ``width`` each."""
     size = font_size(talk)
-    left, right = as_array(left, float), as_array(right, float)
-    annotate = max(np.shape(left)) <= ANNOTATE_MAX
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=0.08)
-    for col, z in ((1, left), (2, right)):
+    a, b = as_array(left, float), as_array(right, float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"both matrices must be 2-D and of one shape, got {a.shape} and {b.shape}")
+    total = width or DEFAULT_WIDTH[talk]
+    texts = [cell_labels(a), cell_labels(b)]
+    rows, cols = [str(r) for r in row_labels], [str(c) for c in col_labels]
+    spacing = 0.08
+    common = dict(font=size, min_font=MIN_CELL_FONT[talk], col_title=False, natural_cell=40)
+    # The left panel carries the row labels; the right one the colour bar. Lay each out in its half.
+    half = int(total * (1 - spacing) / 2)
+    geo_l = heatmap_geometry(texts[0].ravel().tolist(), rows, cols, width=half, height=height, title=True,
+                             colorbar=False, **common)  # fmt: skip
+    geo_r = heatmap_geometry(texts[1].ravel().tolist(), [""] * len(rows), cols, width=half, height=geo_l.height,
+                             title=True, colorbar=True, colorbar_labels=["0.8"], **common)  # fmt: skip
+    fonts = [g.annotation_font for g in (geo_l, geo_r)]
+    cell_font = None if None in fonts else min(f for f in fonts if f is not None)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=spacing)
+    for col, z, text in ((1, a, texts[0]), (2, b, texts[1])):
         fig.add_trace(
             go.Heatmap(
                 z=z,
                 x=list(col_labels),
                 y=list(row_labels),
-                text=np.vectorize(lambda x: f"{x:.2f}")(z),
-                texttemplate="%{text}" if annotate else None,
-                textfont={"size": size - 2},
+                text=text,
+                texttemplate="%{text}" if cell_font else None,
+                textfont={"size": cell_font or size},
                 colorscale=SEQUENTIAL,
                 zmin=0,
                 zmax=1,
@@ -246,10 +285,14 @@ def compare_masks(
             row=1,
             col=col,
         )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-35)
-    n = np.shape(left)[0]
-    base_layout(fig, talk=talk, height=max(320, min(720, 140 + 40 * n)))
+    angle = min(geo_l.tick_angle, geo_r.tick_angle)
+    fig.update_yaxes(autorange="reversed", type="category", tickfont={"size": geo_l.row_font})
+    fig.update_xaxes(type="category", tickangle=angle, tickfont={"size": min(geo_l.col_font, geo_r.col_font)})
+    base_layout(fig, talk=talk, height=geo_l.height)
+    # The geometry put ticks and titles above; here the titles stay above and the ticks go below.
+    title_h = math.ceil(LINE_EM * (size + 4) + 14)
+    fig.update_layout(margin={"l": geo_l.margin_l, "r": geo_r.margin_r, "t": title_h,
+                              "b": geo_l.margin_t + geo_l.margin_b - title_h})  # fmt: skip
     fig.update_annotations(font_size=size + 1)
     fig.update_xaxes(showgrid=False)
     fig.update_yaxes(showgrid=False)

@@ -13,7 +13,7 @@ import streamlit as st
 from attention_core import available_devices, bench, default_device, triton_available, triton_kernel_sources
 from figures import benchmark as figs
 from figures.style import PLOTLY_CONFIG
-from ui import urlstate
+from ui import urlstate, viewport
 from ui.params import BoolParam, ChoiceParam, IntParam, MultiChoiceParam
 
 ON_CLOUD = bench.running_on_streamlit_cloud()
@@ -294,8 +294,12 @@ def show_results(talk: bool) -> None:
     }
     no_law = [f.describe() for f in all_fits.values() if f.time_slope is None]
     tabs = st.tabs(["Time", "Memory", "FLOP rate", "Speed-up", "Table"])
+
+    def chart(fig: Any) -> None:  # talk mode: scrolled to, the chart and its tabs fit the window
+        st.plotly_chart(viewport.fit_figure(fig, 150) if talk else fig, width="stretch", config=PLOTLY_CONFIG)
+
     with tabs[0]:
-        st.plotly_chart(figs.time_figure(dicts, fits, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.time_figure(dicts, fits, talk=talk))
         few = sorted({f"{r.impl} n = {r.n}" for r in rows if r.status == "ok" and r.samples < bench.MIN_SAMPLES})
         if few:
             st.caption(
@@ -314,7 +318,7 @@ def show_results(talk: bool) -> None:
         if no_law:
             st.caption(" · ".join(no_law))
     with tabs[1]:
-        st.plotly_chart(figs.memory_figure(dicts, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.memory_figure(dicts, talk=talk))
         if not talk:
             source = next((r.memory_source for r in rows if r.memory_source), "")
             st.caption(
@@ -327,9 +331,9 @@ def show_results(talk: bool) -> None:
                 "they hold to 3 % (20 runs each)."
             )
     with tabs[2]:
-        st.plotly_chart(figs.rate_figure(dicts, peak, talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.rate_figure(dicts, peak, talk=talk))
     with tabs[3]:
-        st.plotly_chart(figs.speedup_figure(bench.speedups(rows), talk=talk), width="stretch", config=PLOTLY_CONFIG)
+        chart(figs.speedup_figure(bench.speedups(rows), talk=talk))
     with tabs[4]:
         _results_table(rows)
 

@@ -50,7 +50,7 @@ from figures.scaling import (
     variance_figure,
 )
 from figures.style import PLOTLY_CONFIG
-from ui import urlstate
+from ui import urlstate, viewport
 from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
 
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
@@ -59,6 +59,9 @@ DIMS = tuple(2**i for i in range(13))  # 1 … 4096
 DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 KEY_CHOICES = (2, 4, 8, 16, 32, 64, 128)
 SAMPLE_CHOICES = (1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000 × (1 + … + 4096) × 2 ≈ 330M draws, ≈ 2 s
+# The variance tab first shows an estimate from this many samples (a tenth of the time), and
+# refines it to the chosen count in the background: the page is up at once on a cold visit.
+QUICK_SAMPLES = 2_000
 TAU_CHOICES = tuple(float(f"{2 ** (k / 2):.3g}") for k in range(-4, 25))  # 0.25 … 4096, 3 significant digits
 MAG_CHOICES = (1, 2, 5, 8, 10, 11, 12, 15, 20, 50, 80, 88, 89, 90, 100, 200, 500, 1000)
 D_MODEL_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
@@ -184,6 +187,59 @@ def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFram
     return table, overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
 
 
+class _Refiner:
+    """Full-size variance samples, computed off the script thread; one job per settings at a time.
+
+    The job calls the same cached functions the page calls, so when it is done the page's own
+    call is a cache hit. Shared by every session of the server.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: set[tuple[int, int, int]] = set()
+        self._failed: dict[tuple[int, int, int], str] = {}
+        self._running: set[tuple[int, int, int]] = set()
+
+    def ready(self, key: tuple[int, int, int]) -> bool:
+        with self._lock:
+            return key in self._done or key in self._failed
+
+    def start(self, key: tuple[int, int, int]) -> None:
+        with self._lock:
+            if key in self._running or key in self._done:
+                return
+            self._running.add(key)
+        threading.Thread(target=self._run, args=(key,), name=f"refine-variance-{key}", daemon=True).start()
+
+    def _run(self, key: tuple[int, int, int]) -> None:
+        n, seed, d_k = key
+        try:
+            variance_data(n, seed)
+            histogram_data(d_k, n, seed)
+        except Exception as exc:  # shown by the page's own call, which raises it again
+            with self._lock:
+                self._failed[key] = str(exc)
+        else:
+            with self._lock:
+                self._done.add(key)
+        finally:
+            with self._lock:
+                self._running.discard(key)
+
+
+@st.cache_resource(show_spinner=False)
+def _refiner() -> _Refiner:
+    return _Refiner()
+
+
+@st.fragment(run_every=0.5)
+def _await_refinement(key: tuple[int, int, int]) -> None:
+    """Say the numbers are an estimate; rerun the page once the full sample is in."""
+    if _refiner().ready(key):
+        st.rerun()
+    st.caption(f":material/hourglass_top: Estimate from {QUICK_SAMPLES:,} samples, refining to {key[0]:,}…")
+
+
 class _RunStore:
     """Finished training runs by their settings, shared by every session (the oldest go first).
 
@@ -270,13 +326,33 @@ def _figure(key: tuple[Any, ...], _make: Callable[[], go.Figure]) -> go.Figure:
     return _make()
 
 
-def plot(key: tuple[Any, ...], make: Callable[[], go.Figure]) -> None:
+# Talk mode: how far down the window a tab's first figure starts (settings row, tabs, formula, the
+# tab's own controls), measured with benchmarks/rehearsal.py. The figure takes what is left.
+TALK_ABOVE_FIRST = {"Variance": 400, "Scaling strategies": 395, "Numerical stability": 370, "Training": 385}
+TALK_ABOVE_DEFAULT = 335
+_PENDING = "_sc_pending_metrics"  # talk mode: metric rows held back until the first figure is drawn
+_FIT = "_sc_fit_next"  # talk mode: the next figure is the tab's first, fit it to the window
+
+
+def plot(
+    key: tuple[Any, ...], make: Callable[[], go.Figure], *, fit: bool = False, metrics_after: bool = True
+) -> None:
     """Draw the figure ``make()`` builds, built once per ``key`` (which must name all it depends on).
 
     Building a plotly figure costs tens of milliseconds, most of a rerun. ``st.cache_resource``
     keeps the object itself: a figure restored from a pickle (``st.cache_data``) is validated
     again, which costs as much as building it. Figures are never changed after they are built.
     """
+    first = st.session_state.pop(_FIT, False)
+    if first or (fit and urlstate.talk_mode()):  # talk mode: fit the figure to the window, numbers after it
+        natural = _figure(key, _make=make).layout.height or 450
+        above = TALK_ABOVE_FIRST.get(str(st.session_state.get("sc_tab")), TALK_ABOVE_DEFAULT)
+        height = viewport.fit_height(above, natural=int(natural), low=220)
+        fig = _figure((*key, "talk-fit", height), _make=lambda: make().update_layout(height=height))
+        st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG)
+        if metrics_after:
+            flush_metrics()
+        return
     st.plotly_chart(_figure(key, _make=make), width="stretch", config=PLOTLY_CONFIG)
 
 
@@ -300,7 +376,8 @@ def shared_controls(tab: str, talk: bool) -> Shared:
     """d_k, keys and seed above the tabs; disabled where the open tab does not use them."""
     snap("sc_dk", DIMS)
     snap("sc_nk", KEY_CHOICES)
-    with st.container(border=True):
+    box = st.popover("Settings", icon=":material/tune:") if talk else st.container(border=True)
+    with box:
         c = st.columns([3, 2, 1])
         c[0].select_slider("Key width d_k", options=DIMS, key="sc_dk", disabled=tab not in USES_DK,
                            help="The length of each query and key vector.")  # fmt: skip
@@ -313,7 +390,26 @@ def shared_controls(tab: str, talk: bool) -> Shared:
 
 
 def metrics(*items: tuple[str, str, str | None]) -> None:
-    """A row of headline numbers: (label, value, a note under it or None)."""
+    """A row of headline numbers: (label, value, a note under it or None).
+
+    In talk mode, before a tab's first figure, the row is held back and drawn under that figure,
+    so the figure fits the projector's screen (see :func:`plot`).
+    """
+    if st.session_state.get(_FIT):
+        st.session_state[_PENDING] = [*st.session_state.get(_PENDING, []), list(items)]
+        return
+    _metric_row(list(items))
+
+
+def flush_metrics() -> None:
+    """Draw the metric rows held back in talk mode (none otherwise)."""
+    for row in st.session_state.pop(_PENDING, []):
+        _metric_row(row)
+
+
+def _metric_row(items: list[tuple[str, str, str | None]]) -> None:
+    if not items:
+        return
     for col, (label, value, note) in zip(st.columns(len(items)), items, strict=True):
         col.metric(label, value, note, delta_color="off", delta_arrow="off")
 
@@ -342,9 +438,18 @@ def variance_tab(sh: Shared) -> None:
         "random pairs are drawn at every width and the variance of their dot products is measured.",
     )
     snap("sc_ns", SAMPLE_CHOICES)
-    st.select_slider("Samples per d_k", options=SAMPLE_CHOICES, key="sc_ns", format_func="{:,}".format,
-                     help="Random (q, k) pairs drawn at each width; the estimate's error shrinks like 1/√samples.")
-    n = int(st.session_state["sc_ns"])
+    line = st.columns([2, 3], vertical_alignment="bottom")  # the slider and, while refining, the note beside it
+    line[0].select_slider("Samples per d_k", options=SAMPLE_CHOICES, key="sc_ns", format_func="{:,}".format,
+                         help="Random (q, k) pairs drawn at each width; the estimate's error shrinks like "
+                         "1/√samples.")  # fmt: skip
+    wanted = int(st.session_state["sc_ns"])
+    key = (wanted, sh.seed, sh.d_k)
+    n = wanted
+    refine = wanted > QUICK_SAMPLES and not _refiner().ready(key)
+    if refine:
+        n = QUICK_SAMPLES
+        with line[1]:
+            _await_refinement(key)
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         table = variance_data(n, sh.seed)
         hist_u, hist_s = histogram_data(sh.d_k, n, sh.seed)
@@ -372,6 +477,8 @@ def variance_tab(sh: Shared) -> None:
         "abs_p95": NUMBER("95% within ±", format="%.3g"), "scaled_var": NUMBER("Var(q·k/√d_k)", format="%.4f"),
         "scaled_abs_p95": NUMBER("scaled 95% within ±", format="%.3f"),
     }, f"{n:,} samples per d_k, seed {sh.seed}.")  # fmt: skip
+    if refine:  # only now: on 2 cores a job started earlier would slow the estimate it replaces
+        _refiner().start(key)
 
 
 def saturation_tab(sh: Shared) -> None:
@@ -579,6 +686,16 @@ def _cell(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _verdict_box(broken: bool, magnitude: int, dtype: str) -> None:
+    if broken:
+        st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns NaN "
+                   "(not a number) where the max-subtracted one still gives the right weights.",
+                   icon=":material/warning:")  # fmt: skip
+    else:
+        st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
+                   icon=":material/check_circle:")  # fmt: skip
+
+
 def stability_tab(sh: Shared) -> None:
     st.latex(
         r"\operatorname{softmax}(x)_i=\frac{e^{x_i}}{\sum_j e^{x_j}}=\frac{e^{x_i-m}}{\sum_j e^{x_j-m}},"
@@ -603,19 +720,18 @@ def stability_tab(sh: Shared) -> None:
         f"single score above {overflow_limit('float16'):.1f} is enough to break a naive softmax.",
     )
     broken = not bool(table["naive_finite"].all())
-    if broken:
-        st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns NaN "
-                   "(not a number) where the max-subtracted one still gives the right weights.",
-                   icon=":material/warning:")  # fmt: skip
-    else:
-        st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
-                   icon=":material/check_circle:")  # fmt: skip
+    # In talk mode the verdict goes under the figures, so they fit the screen.
+    verdict = st.container() if not sh.talk else None
     c = st.columns(2)
+    fit = bool(st.session_state.pop(_FIT, False))  # side by side: both fit the window, or neither
     with c[0]:
-        plot(("overflow_bars", magnitude, dtype, sh.talk), lambda: overflow_bars_figure(table, talk=sh.talk))
+        plot(("overflow_bars", magnitude, dtype, sh.talk), lambda: overflow_bars_figure(table, talk=sh.talk),
+             fit=fit, metrics_after=False)  # fmt: skip
     with c[1]:
         plot(("overflow_curve", magnitude, dtype, sh.talk),
-             lambda: overflow_figure(sweep, dtype, limit, magnitude, talk=sh.talk))
+             lambda: overflow_figure(sweep, dtype, limit, magnitude, talk=sh.talk), fit=fit, metrics_after=False)
+    with verdict if verdict is not None else st.container():
+        _verdict_box(broken, magnitude, dtype)
     shown = pd.DataFrame({
         "logit": [f"{x:.4g}" for x in table["logit"]],
         "exp(x)": [_cell(x) for x in table["exp_naive"]],
@@ -689,7 +805,8 @@ def training_tab(sh: Shared) -> None:
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
     runs = training_runs(*run_key)
     summary = training_summary(runs, THRESHOLD)
-    st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
+    if not sh.talk:  # in talk mode the sentence goes under the figures, so they fit the screen
+        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
     by = summary.set_index("run")
     metrics(
         ("Final loss, ÷√d_k", f"{by.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
@@ -699,14 +816,19 @@ def training_tab(sh: Shared) -> None:
     )
     uniform = (sh.n_keys - 1) / sh.n_keys
     c = st.columns(2)
+    fit = bool(st.session_state.pop(_FIT, False))  # side by side: both fit the window, or neither
     with c[0]:
         plot(("train_loss", *run_key, sh.talk), lambda: training_figure(
             runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
-            smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=sh.talk))  # fmt: skip
+            smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=sh.talk),
+            fit=fit, metrics_after=False)  # fmt: skip
     with c[1]:
         plot(("train_grad", *run_key, sh.talk), lambda: training_figure(
             runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
-            smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk))  # fmt: skip
+            smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk), fit=fit, metrics_after=False)  # fmt: skip
+    if sh.talk:
+        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
+    flush_metrics()
     prose(
         sh.talk,
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
@@ -744,7 +866,8 @@ TAB_BODIES = {
 def scaling_page() -> None:
     urlstate.seed(PARAMS)
     talk = urlstate.talk_mode()
-    st.title("The √d_k explorer")
+    if not talk:  # on a projector the tabs say where we are; the room goes to the figure
+        st.title("The √d_k explorer")
     if not talk:
         st.markdown(
             "Why attention divides its scores by √d_k, measured live: each tab samples random vectors, "
@@ -756,11 +879,16 @@ def scaling_page() -> None:
     tabs = st.tabs(list(TABS), key="sc_tab", on_change="rerun")
     for name, tab in zip(TABS, tabs, strict=True):
         if tab.open:
+            if talk:  # the metrics wait for the first figure (see metrics and plot)
+                st.session_state[_FIT] = True
             with tab:
                 try:
                     TAB_BODIES[name](sh)
                 except ValueError as exc:
                     st.error(f"These settings cannot be computed: {exc}")
+                finally:
+                    st.session_state.pop(_FIT, None)
+                    flush_metrics()
     urlstate.publish(PARAMS)
 
 

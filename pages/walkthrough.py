@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -13,7 +12,7 @@ from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, default_device, run_
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
-from ui import urlstate
+from ui import urlstate, viewport
 from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam, TextParam
 
 VIEWS = ("steps", "all", "query", "compare")
@@ -51,6 +50,9 @@ MASK_NAMES = {
     "cross": "Cross-attention (n_q ≠ n_k)",
 }
 VIEW_NAMES = {"steps": "Step by step", "all": "All steps", "query": "One query", "compare": "Causal vs none"}
+# Talk mode: how far down the window each view's main figure starts (px), measured in Chromium
+# with benchmarks/rehearsal.py; the figure takes the height that is left (ui.viewport.fit_height).
+ABOVE_TALK = {"steps": 250, "steps_tall_formula": 262, "all": 150, "compare": 140}
 FORMULAS = [
     r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V",
     r"S = QK^\top,\qquad S_{ij} = q_i \cdot k_j",
@@ -75,20 +77,20 @@ EXPLAIN = [
     "Each output row is a weighted average of the value rows, with that query's weights. It has the width "
     "of V (d_v), not of the scores.",
 ]
-MASK_TABLE = pd.DataFrame(
-    {
-        "kind of attention": [
-            "Encoder self-attention", "Decoder self-attention", "Encoder with padded batch", "Cross-attention",
-        ],
-        "mask": ["none", "causal", "padding", "cross"],
-        "what it blocks": [
-            "nothing: every token sees every token",
-            "the future: token i sees tokens 0…i",
-            "padding tokens added to fill a batch",
-            "padding of the source sentence; queries come from the target",
-        ],
-    }
-)
+# The mask table's rows; a DataFrame is built only when its expander opens (pandas costs ~0.4 s
+# to import, which a cold visit should not pay for a table it may never open).
+MASK_ROWS = {
+    "kind of attention": [
+        "Encoder self-attention", "Decoder self-attention", "Encoder with padded batch", "Cross-attention",
+    ],
+    "mask": ["none", "causal", "padding", "cross"],
+    "what it blocks": [
+        "nothing: every token sees every token",
+        "the future: token i sees tokens 0…i",
+        "padding tokens added to fill a batch",
+        "padding of the source sentence; queries come from the target",
+    ],
+}
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -198,13 +200,13 @@ def query_figure(data_key: tuple, kind: str, i: int, talk: bool) -> go.Figure:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def compare_figure(data_key: tuple, talk: bool) -> go.Figure:
+def compare_figure(data_key: tuple, talk: bool, width: int, height: int | None) -> go.Figure:
     base = dict(zip(DATA_KEYS, data_key, strict=True)) | {"mask": "none", "drop": 0.0}
     plain = walkthrough_data(**base)
     causal = walkthrough_data(**{**base, "mask": "causal"})
     return compare_masks(
         plain["weights"], causal["weights"], plain["q_tokens"], plain["k_tokens"],
-        left_title="no mask", right_title="causal mask", talk=talk,
+        left_title="no mask", right_title="causal mask", talk=talk, width=width, height=height,
     )
 
 
@@ -231,11 +233,18 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
         f"{n_q}×{n_k}, each row sums to 1",
         f"{n_q}×{n_k} · {n_k}×{d['d_v']} → {n_q}×{d['d_v']}",
     ]
+    vp = viewport.viewport()
     if talk:  # the matrix gets the full width on a projector; the shape goes under the heading
         head[0].markdown(f"**Shape:** {shapes[step]}")
-        left, right = st.container(), st.container()
+        # Notes go under the figure, so they never push it off the screen.
+        right, left = st.container(), st.container()
+        width = vp.main_width
+        above = ABOVE_TALK["steps_tall_formula" if step in (3, 4) else "steps"]
+        natural = 90 + 44 * n_q
+        height: int | None = viewport.fit_height(above, natural=natural)
     else:
         left, right = st.columns([1, 2], gap="large")
+        width, height = int(vp.main_width * 2 / 3) - 24, None
     with left:
         if not talk:
             st.markdown(f"**Shape:** {shapes[step]}")
@@ -257,7 +266,7 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
                 with col:
                     _heatmap(d, name, "q_tokens" if name == "q" else "k_tokens", "d_v" if name == "v" else "d_k",
                              f"wt_step0_{name}", talk, title=name.upper(), kind="plain", col_title="feature",
-                             colorbar=False)
+                             colorbar=False, width=(width - 32) // 3, height=height)
             # Lazy: the four extra heatmaps are built and sent only while the expander is open.
             xw = st.expander("X and the projection matrices W_Q, W_K, W_V", key="wt_xw", on_change="rerun")
             if not xw.open:
@@ -275,10 +284,10 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
         if step in mats:
             _heatmap(d, mats[step], "q_tokens", "k_tokens", f"wt_step{step}", talk,
                      kind="weights" if step == 4 else "signed", use_blocked=step >= 3, row_title="query",
-                     col_title="key")
+                     col_title="key", width=width, height=height)
         else:
             _heatmap(d, "output", "q_tokens", "d_v", "wt_step5", talk, kind="signed", row_title="query",
-                     col_title="feature")
+                     col_title="feature", width=width, height=height)
         if step >= 4 and d["keep"] is not None:
             p = st.session_state.drop
             st.markdown(
@@ -286,19 +295,21 @@ def show_step(step: int, d: dict[str, Any], talk: bool) -> None:
                 f"1/(1−p) = {1 / (1 - p):.2f}, so each row's expected total is still 1. The output uses these."
             )
             _heatmap(d, "dropped", "q_tokens", "k_tokens", "wt_dropped", talk, kind="signed", use_dropped=True,
-                     row_title="query", col_title="key")
+                     row_title="query", col_title="key", width=width, height=height)
 
 
-def steps_view(d: dict[str, Any], talk: bool) -> None:
-    c = st.columns([1, 4, 1])
-    c[0].button("◀ Previous", on_click=_step_by, args=(-1,), shortcut="left", width="stretch",
-                disabled=st.session_state.step <= 0, key="wt_prev")
-    c[1].select_slider(
-        "Step", options=list(range(6)), format_func=lambda i: f"{i} · {STEP_NAMES[i]}", key="step",
-        label_visibility="collapsed",
-    )
-    c[2].button("Next ▶", on_click=_step_by, args=(1,), shortcut="right", width="stretch",
-                disabled=st.session_state.step >= 5, key="wt_next")
+def steps_view(d: dict[str, Any], talk: bool, nav: Any = None) -> None:
+    """The step control (in ``nav`` when given: talk mode puts it in the top row) and one step."""
+    with nav if nav is not None else st.container():
+        c = st.columns([1, 4, 1] if nav is None else [1, 2.2, 1], vertical_alignment="center")
+        c[0].button("◀ Previous" if nav is None else "◀", on_click=_step_by, args=(-1,), shortcut="left",
+                    width="stretch", disabled=st.session_state.step <= 0, key="wt_prev", help="Previous step (←)")
+        c[1].select_slider(
+            "Step", options=list(range(6)), format_func=lambda i: f"{i} · {STEP_NAMES[i]}", key="step",
+            label_visibility="collapsed",
+        )
+        c[2].button("Next ▶", on_click=_step_by, args=(1,), shortcut="right", width="stretch",
+                    disabled=st.session_state.step >= 5, key="wt_next", help="Next step (→)")
     show_step(int(st.session_state.step), d, talk)
 
 
@@ -308,11 +319,18 @@ def all_view(d: dict[str, Any], talk: bool) -> None:
         (3, "masked", "k_tokens", "signed"), (4, "weights", "k_tokens", "weights"), (5, "output", "d_v", "signed"),
     ]
     cols = st.columns(2 if not talk else 1)
+    vp = viewport.viewport()
+    if talk:  # each panel fits the window on its own, so the presenter scrolls one panel at a time
+        width = vp.main_width
+        height: int | None = viewport.fit_height(ABOVE_TALK["all"], natural=90 + 44 * len(d["q_tokens"]))
+    else:
+        width, height = (vp.main_width - 16) // 2, None
     for i, (step, matrix, col_labels, kind) in enumerate(panels):
         with cols[i % len(cols)]:
             st.markdown(f"**{step}. {STEP_NAMES[step]}**")
             st.latex(FORMULAS[step])
-            _heatmap(d, matrix, "q_tokens", col_labels, f"wt_all{step}", talk, kind=kind, use_blocked=step in (3, 4))
+            _heatmap(d, matrix, "q_tokens", col_labels, f"wt_all{step}", talk, kind=kind, use_blocked=step in (3, 4),
+                     width=width, height=height)
 
 
 def query_view(d: dict[str, Any], talk: bool) -> None:
@@ -358,7 +376,10 @@ def compare_view(d: dict[str, Any], talk: bool) -> None:
             "With the causal mask every query may only look at itself and earlier tokens, so the weights "
             "above the diagonal become 0 and each row shares its 100% among fewer keys."
         )
-    st.plotly_chart(compare_figure(d["data_key"], talk), width="stretch", config=PLOTLY_CONFIG, key="wt_compare")
+    vp = viewport.viewport()
+    height = viewport.fit_height(ABOVE_TALK["compare"], natural=140 + 40 * len(d["q_tokens"])) if talk else None
+    fig = compare_figure(d["data_key"], talk, vp.main_width, height)
+    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key="wt_compare")
 
 
 def check_panel(d: dict[str, Any]) -> None:
@@ -386,10 +407,11 @@ def walkthrough_page() -> None:
     if not talk:
         st.title("The five steps of attention")
     urlstate.notices()
-    if talk:  # on a projector the settings fold into a popover beside the view switch
-        top = st.columns([1, 4], vertical_alignment="center")
+    nav = None
+    if talk:  # on a projector the settings, the view switch and the step control share one row
+        top = st.columns([1, 3.3, 3.6], vertical_alignment="center")
         params = controls(top[0].popover("Settings", icon=":material/tune:", width="stretch"))
-        view_box = top[1]
+        view_box, nav = top[1], top[2]
     else:
         params = controls(st.container(border=True))
         view_box = None
@@ -413,7 +435,7 @@ def walkthrough_page() -> None:
     elif view == "compare":
         compare_view(d, talk)
     else:
-        steps_view(d, talk)
+        steps_view(d, talk, nav)
 
     st.divider()
     check_panel(d)
@@ -423,7 +445,9 @@ def walkthrough_page() -> None:
     masks = st.expander("Which mask does each kind of attention use?", key="wt_masks", on_change="rerun")
     if masks.open:
         chosen = params["mask"]
-        styled = MASK_TABLE.style.apply(
+        import pandas as pd
+
+        styled = pd.DataFrame(MASK_ROWS).style.apply(
             lambda row: ["background-color: #FFE9B3" if row["mask"] == chosen else "" for _ in row], axis=1
         )
         masks.dataframe(styled, hide_index=True, width="stretch")
