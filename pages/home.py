@@ -29,8 +29,8 @@ def home() -> None:
          "Why the scores are divided by √d_k, measured live: variance, saturation, gradients, other "
          "scalings, initialisation, a stable softmax and a small training run, each beside its theory."),
         ("pages/benchmark.py", "Benchmark", ":material/speed:",
-         "What attention costs on this machine: time, memory and FLOP rate against n for the naive "
-         "path, torch's fused kernels and a tiled online softmax, with the n² theory beside them."),
+         "What attention costs on this machine: time, memory and FLOP rate against n for textbook attention, "
+         "the explained path, torch's fused kernels and tiled online softmax, with the n² theory beside them."),
         ("pages/heads.py", "Heads", ":material/view_week:",
          "Multi-head, grouped-query and multi-query attention on a sentence, the KV cache of real models "
          "against GPU memory, and decoding token by token, timed live with and without a cache."),
@@ -38,12 +38,14 @@ def home() -> None:
          "A trained model's 72 heads (all-MiniLM-L6-v2) on your sentence, computed by our own core: who "
          "“it” looks at, attention sinks, and any head opened in the walkthrough."),
     ]
-    cols = st.columns(len(cards) if len(cards) > 1 else 2)
-    for col, (path, title, icon, text) in zip(cols, cards, strict=False):
-        with col, st.container(border=True):
-            st.subheader(title)
-            st.write(text)
-            st.page_link(path, label=f"Open {title.lower()}", icon=icon)
+    per_row = 3  # five cards in one row break their titles mid-word on a laptop screen
+    for start in range(0, len(cards), per_row):
+        cols = st.columns(per_row)
+        for col, (path, title, icon, text) in zip(cols, cards[start : start + per_row], strict=False):
+            with col, st.container(border=True, height="stretch"):
+                st.subheader(title)
+                st.write(text)
+                st.page_link(path, label=f"Open {title}", icon=icon)
     urlstate.publish([])
 
 
