@@ -126,7 +126,7 @@ def heads_grid(
     for i in range(h):
         r, c = divmod(i, cols)
         fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
-        fig.update_xaxes(showticklabels=show_labels, row=r + 1, col=c + 1)
+        fig.update_xaxes(showticklabels=show_labels and r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
     per_row = 300 if cols > 2 else (440 if talk else 380)
     base_layout(fig, talk=talk, height=min(900, 90 + per_row * rows + (40 if show_labels else 0)))
     fig.update_annotations(font_size=size)

@@ -33,7 +33,7 @@ from figures.heads import (
     split_figure,
 )
 from figures.style import PLOTLY_CONFIG
-from ui import urlstate
+from ui import urlstate, viewport
 from ui.params import BoolParam, ChoiceParam, IntParam
 
 TABS = ("Split", "Heads side by side", "MHA → GQA → MQA", "KV-cache calculator", "Decode")
@@ -141,9 +141,25 @@ def _figure(key: tuple[Any, ...], _make: Callable[[], go.Figure]) -> go.Figure:
     return _make()
 
 
+# px above each tab's first figure in talk mode (settings row, tab bar, formula, the tab's own controls),
+# read off screenshots at 1280×720; benchmarks/rehearsal.py flags a figure that no longer fits.
+TALK_ABOVE = {"Split": 250, "Heads side by side": 330, "Decode": 370}
+TALK_ABOVE_DEFAULT = 330
+
+
 def plot(cache_key: tuple[Any, ...], make: Callable[[], go.Figure], chart_key: str) -> None:
-    """Draw ``make()``, built once per ``cache_key`` (which names everything the figure depends on)."""
-    st.plotly_chart(_figure(cache_key, _make=make), width="stretch", config=PLOTLY_CONFIG, key=chart_key)
+    """Draw ``make()``, built once per ``cache_key`` (which names everything the figure depends on).
+
+    In talk mode the figure is no taller than the window leaves, so it fits a projector without scrolling.
+    """
+    if urlstate.talk_mode():
+        natural = int(_figure(cache_key, _make=make).layout.height or 450)
+        above = TALK_ABOVE.get(str(st.session_state.get("hd_tab")), TALK_ABOVE_DEFAULT)
+        height = viewport.fit_height(above, natural=natural, low=220)
+        fig = _figure((*cache_key, "talk-fit", height), _make=lambda: make().update_layout(height=height))
+    else:
+        fig = _figure(cache_key, _make=make)
+    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=chart_key)
 
 
 def prose(talk: bool, *paragraphs: str) -> None:
