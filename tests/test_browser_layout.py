@@ -8,11 +8,12 @@ step's heading, formula and figure lie wholly in the window without scrolling.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from browser_harness import StreamlitServer, exception_texts, goto
+from browser_harness import StreamlitServer, exception_texts, goto, wait_idle
 from layout_checks import cut_off, heatmap_boxes, heatmap_text_problems
 
 if TYPE_CHECKING:
@@ -49,6 +50,29 @@ def _charts_drawn(page: Page) -> None:
     )
 
 
+def _step_fit_problems(page: Page, step: str, settle_s: float = 10.0) -> list[str]:
+    """Why the step's heading, formula or figure is not wholly in the window, once the page settles.
+
+    In talk mode the viewport probe reports the window's size after the first paint, and the rerun
+    it starts redraws the figure at its fitted height; while that redraw is under way the chart can
+    be briefly detached. So the check is repeated until it passes or ``settle_s`` runs out, waiting
+    for the app to be idle between tries; what is reported is the last try's answer.
+    """
+    main = page.locator("[data-testid='stMain']")
+    parts = (
+        ("heading", main.locator("[data-testid='stHeading']").filter(has_text=f"{step}.").first),
+        ("formula", main.locator(".katex-display").first),
+        ("figure", main.locator("[data-testid='stPlotlyChart']").first),
+    )
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = [f"the {what} is cut off: {why}" for what, loc in parts if (why := cut_off(page, loc))]
+        if not found or time.monotonic() > deadline:
+            return found
+        page.wait_for_timeout(250)
+        wait_idle(page)
+
+
 def test_heatmap_numbers_never_overlap_and_steps_fit(talk_page: Page, streamlit_server: StreamlitServer) -> None:
     page = talk_page
     problems: list[str] = []
@@ -62,15 +86,7 @@ def test_heatmap_numbers_never_overlap_and_steps_fit(talk_page: Page, streamlit_
         numbers_seen += sum(len(f["texts"]) for f in heatmap_boxes(page))
         step = re.search(r"step=(\d)", view)
         if step and "view=" not in view:
-            main = page.locator("[data-testid='stMain']")
-            for what, loc in (
-                ("heading", main.locator("[data-testid='stHeading']").filter(has_text=f"{step.group(1)}.").first),
-                ("formula", main.locator(".katex-display").first),
-                ("figure", main.locator("[data-testid='stPlotlyChart']").first),
-            ):
-                why = cut_off(page, loc)
-                if why:
-                    problems.append(f"{view}: the {what} is cut off: {why}")
+            problems += [f"{view}: {p}" for p in _step_fit_problems(page, step.group(1))]
     assert numbers_seen > 100, "the check must see cell numbers, or it proves nothing"
     assert not problems, "\n".join(problems)
 
