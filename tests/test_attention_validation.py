@@ -1,0 +1,97 @@
+"""Validation: every invalid call raises a ValueError that names the problem; the edges stay legal."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from attention_checks import NEG_INF
+
+from attention_core import attention_trace, scaled_dot_product_attention
+
+# ---------------------------------------------------------------- validation
+
+
+def _qkv(L: int = 3, S: int = 4, E: int = 5, Ev: int = 2, dtype: torch.dtype = torch.float32):
+    gen = torch.Generator().manual_seed(11)
+    return (
+        torch.randn(2, L, E, generator=gen).to(dtype),
+        torch.randn(2, S, E, generator=gen).to(dtype),
+        torch.randn(2, S, Ev, generator=gen).to(dtype),
+    )
+
+
+def _with(index: int, value: torch.Tensor) -> tuple:
+    args = list(_qkv())
+    args[index] = value
+    return tuple(args)
+
+
+def _poisoned(index: int, value: float) -> tuple:
+    args = list(_qkv())
+    args[index] = args[index].clone()
+    args[index][0, 0, 0] = value
+    return tuple(args)
+
+
+BAD_CALLS = [
+    ("E_differs", lambda: ((*_qkv()[:1], torch.randn(2, 4, 6), _qkv()[2]), {}), "same feature size E"),
+    ("S_differs", lambda: (_with(2, torch.randn(2, 5, 2)), {}), "same number of keys S"),
+    ("lead_dims_clash", lambda: (_with(1, torch.randn(3, 4, 5)), {}), "must broadcast"),
+    ("mask_wrong_S", lambda: (_qkv(), {"attn_mask": torch.ones(3, 5, dtype=torch.bool)}), "does not broadcast"),
+    ("mask_wrong_L", lambda: (_qkv(), {"attn_mask": torch.ones(2, 4, dtype=torch.bool)}), "does not broadcast"),
+    ("mask_too_many_dims", lambda: (_qkv(), {"attn_mask": torch.ones(4, 2, 3, 4, dtype=torch.bool)}), "broadcast"),
+    (
+        "mask_with_causal",
+        lambda: (_qkv(), {"attn_mask": torch.ones(3, 4, dtype=torch.bool), "is_causal": True}),
+        "either attn_mask or is_causal",
+    ),
+    ("mask_int", lambda: (_qkv(), {"attn_mask": torch.ones(3, 4, dtype=torch.int64)}), "attn_mask must be bool"),
+    ("mask_not_tensor", lambda: (_qkv(), {"attn_mask": [[True] * 4] * 3}), "attn_mask must be a torch.Tensor"),
+    ("mask_nan", lambda: (_qkv(), {"attn_mask": torch.full((3, 4), float("nan"))}), "NaN or \\+inf"),
+    ("mask_pos_inf", lambda: (_qkv(), {"attn_mask": torch.full((3, 4), float("inf"))}), "NaN or \\+inf"),
+    ("q_int", lambda: (_with(0, torch.ones(2, 3, 5, dtype=torch.int64)), {}), "q must have a floating dtype"),
+    ("k_int32", lambda: (_with(1, torch.ones(2, 4, 5, dtype=torch.int32)), {}), "k must have a floating dtype"),
+    ("v_bool", lambda: (_with(2, torch.ones(2, 4, 2, dtype=torch.bool)), {}), "v must have a floating dtype"),
+    ("q_nan", lambda: (_poisoned(0, float("nan")), {}), "q contains NaN or inf"),
+    ("k_inf", lambda: (_poisoned(1, float("inf")), {}), "k contains NaN or inf"),
+    ("v_neg_inf", lambda: (_poisoned(2, NEG_INF), {}), "v contains NaN or inf"),
+    ("dtypes_differ", lambda: (_with(2, torch.randn(2, 4, 2, dtype=torch.float64)), {}), "share one dtype"),
+    ("q_1d", lambda: (_with(0, torch.randn(5)), {}), "at least 2 dimension"),
+    ("q_not_tensor", lambda: (_with(0, [[1.0] * 5] * 3), {}), "q must be a torch.Tensor"),
+    ("E_zero", lambda: (_qkv(E=0), {}), "E \\(d_k\\) must be > 0"),
+    ("S_zero", lambda: (_qkv(S=0), {}), "at least one key"),
+    ("L_zero", lambda: (_qkv(L=0), {}), "at least one query"),
+    ("dropout_negative", lambda: (_qkv(), {"dropout_p": -0.1}), "dropout_p must be ≥ 0"),
+    ("dropout_one", lambda: (_qkv(), {"dropout_p": 1.0}), "dropout_p must be < 1"),
+    ("dropout_big", lambda: (_qkv(), {"dropout_p": 1.5}), "dropout_p must be < 1"),
+    ("dropout_nan", lambda: (_qkv(), {"dropout_p": float("nan")}), "dropout_p must be finite"),
+    ("dropout_text", lambda: (_qkv(), {"dropout_p": "lots"}), "dropout_p must be a real number"),
+    ("scale_zero", lambda: (_qkv(), {"scale": 0.0}), "scale must be > 0"),
+    ("scale_negative", lambda: (_qkv(), {"scale": -0.5}), "scale must be > 0"),
+    ("scale_inf", lambda: (_qkv(), {"scale": float("inf")}), "scale must be finite"),
+    ("scale_nan", lambda: (_qkv(), {"scale": float("nan")}), "scale must be finite"),
+    ("fp16_overflow", lambda: ((torch.full((1, 2, 4), 300.0, dtype=torch.float16),) * 3, {}), "overflowed"),
+]
+
+
+@pytest.mark.parametrize("fn", [scaled_dot_product_attention, attention_trace], ids=["sdpa", "trace"])
+@pytest.mark.parametrize("make, match", [c[1:] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS])
+def test_validation_errors(fn, make, match: str) -> None:
+    args, kwargs = make()
+    with pytest.raises(ValueError, match=match):
+        fn(*args, **kwargs)
+
+
+def test_validation_accepts_the_edges() -> None:
+    """The boundaries that must stay legal: dropout 0, a tiny positive scale, a 1×1 problem."""
+    q, k, v = _qkv(L=1, S=1, E=1, Ev=1)
+    assert scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=1e-6).shape == (2, 1, 1)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v), v)  # one key takes all the weight
+
+
+def test_mask_on_another_device_is_rejected() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA to put the mask elsewhere")
+    q, k, v = (t.cuda() for t in _qkv())
+    with pytest.raises(ValueError, match="attn_mask is on cpu but q is on cuda"):
+        scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
