@@ -19,6 +19,10 @@ MIN_CELL_FONT = {False: 10, True: 14}
 # The width a heatmap is laid out for when the page does not say: the main column beside the
 # step's text on a laptop (normal mode), the whole main column of a 1280-wide screen (talk mode).
 DEFAULT_WIDTH = {False: 640, True: 1180}
+# One query's weight bars: with more keys than this a percent label per bar no longer fits (half
+# the main column, 16 keys, talk-mode font), so only the largest few are labelled.
+LABEL_EVERY_BAR_UP_TO = 10
+CROWDED_LABELS = 3
 
 
 def _colour(kind: str, shown: np.ndarray) -> dict:
@@ -177,11 +181,23 @@ def query_scores(
 def query_weights(
     weights: np.ndarray, key_labels: Sequence[str], *, blocked: np.ndarray | None = None, talk: bool = False
 ) -> go.Figure:
-    """One query's softmax weights as bars, labelled in percent; masked keys marked."""
+    """One query's softmax weights as bars, labelled in percent; masked keys marked.
+
+    Up to :data:`LABEL_EVERY_BAR_UP_TO` keys every bar gets its label. With more keys the labels
+    would run into each other, so only the :data:`CROWDED_LABELS` largest weights are labelled
+    (hover shows every value) and a masked key is marked ``✕``, explained in a corner note.
+    """
     w = as_array(weights, float)
-    text = [f"{x:.0%}" for x in w]
-    if blocked is not None:
-        text = ["masked" if b else t for t, b in zip(text, as_array(blocked, bool), strict=True)]
+    mask = np.zeros(w.shape, bool) if blocked is None else as_array(blocked, bool)
+    if mask.shape != w.shape:
+        raise ValueError(f"blocked must have the weights' shape {w.shape}, got {mask.shape}")
+    crowded = w.size > LABEL_EVERY_BAR_UP_TO
+    shown = set(range(w.size))
+    if crowded:
+        order = np.argsort(-np.where(mask, -np.inf, w), kind="stable")
+        shown = {int(j) for j in order[:CROWDED_LABELS] if not mask[j] and round(w[j] * 100) > 0}
+    text = [("✕" if crowded else "masked") if mask[j] else (f"{w[j]:.0%}" if j in shown else "") for j in range(w.size)]
+    hover = ["masked" if b else f"{x:.3f}" for x, b in zip(w, mask, strict=True)]
     fig = go.Figure(
         go.Bar(
             x=list(key_labels),
@@ -190,9 +206,15 @@ def query_weights(
             textposition="outside",
             marker_color=SCALED,
             cliponaxis=False,
-            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+            customdata=hover,
+            hovertemplate="%{x}: %{customdata}<extra></extra>",
         )
     )
+    if crowded and mask.any():
+        fig.add_annotation(
+            text="✕ masked key", xref="paper", yref="paper", x=1, y=1, xanchor="right", yanchor="top",
+            showarrow=False,
+        )  # fmt: skip
     fig.update_xaxes(type="category", title_text="key")
     fig.update_yaxes(title_text="weight", range=[0, 1.12])
     fig.update_layout(uniformtext={"minsize": font_size(talk) - 3, "mode": "show"})

@@ -365,7 +365,7 @@ def _reading(token: str, shares: list[tuple[str, float]]) -> str:
     if not shares:
         return f"“{token}” attends to nothing."
     first = f"“{token}” takes {shares[0][1]:.0%} of its value from “{shares[0][0]}”"
-    if len(shares) > 1:
+    if len(shares) > 1 and round(shares[1][1] * 100) > 0:  # "and 0% from …" would say nothing
         first += f" and {shares[1][1]:.0%} from “{shares[1][0]}”"
     return first + "."
 

@@ -191,3 +191,24 @@ def test_the_walkthrough_opens_a_head_with_its_real_weights(bert) -> None:
     assert at.session_state["q"] == 10
     at.selectbox(key="mask").set_value("cross").run()  # an encoder has no cross-attention: a message
     assert not at.exception and "no cross-attention" in at.error[0].value
+
+
+def test_the_reading_names_a_second_key_only_when_its_share_shows(bert) -> None:
+    """“[CLS]” puts almost all of its weight on itself in layer 3, head 1: no “and 0% from …”."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/walkthrough.py")
+    at.query_params.update({"preset": "model", "text": TIRED, "layer": "3", "head": "1", "view": "query"})
+    at.run()
+    _, out = encode(bert, [TIRED])
+    branches = set()
+    for q in (0, 10):  # [CLS], "it"
+        at.selectbox(key="q").set_value(q).run()
+        assert not at.exception, [e.value for e in at.exception]
+        first, second = torch.topk(out.attentions[3].weights[0, 1, q], 2).values.tolist()
+        headline = next(m.value for m in at.markdown if m.value.startswith("####"))
+        assert f"takes {first:.0%} of its value" in headline
+        shows_second = round(second * 100) > 0
+        assert (f" and {second:.0%} from " in headline) == shows_second, headline
+        branches.add(shows_second)
+    assert branches == {True, False}  # both readings were exercised
