@@ -51,6 +51,7 @@ from attention_core.bench import (
     time_call,
 )
 from attention_core.bench import measure as measure_mod
+from attention_core.bench import run as run_mod
 from attention_core.bench import sweep as sweep_mod
 from attention_core.bench.cli import _parser, main
 
@@ -284,7 +285,7 @@ def test_the_guard_refuses_an_over_cap_config_without_allocating(monkeypatch):
     def must_not_allocate(*args, **kwargs):
         raise AssertionError("the guard let an over-cap configuration allocate")
 
-    monkeypatch.setattr(sweep_mod, "make_inputs", must_not_allocate)
+    monkeypatch.setattr(run_mod, "make_inputs", must_not_allocate)
     config = BenchConfig("naive", 1 << 17, d=64, heads=8)  # 6 × 512 GiB of scores
     row = run_config(config, cap_bytes=2**30)
     assert row.status == "skipped"
@@ -294,7 +295,7 @@ def test_the_guard_refuses_an_over_cap_config_without_allocating(monkeypatch):
 
 def test_the_guard_uses_the_default_cap_when_none_is_given(monkeypatch):
     monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.001")
-    monkeypatch.setattr(sweep_mod, "make_inputs", lambda *a, **k: pytest.fail("allocated"))
+    monkeypatch.setattr(run_mod, "make_inputs", lambda *a, **k: pytest.fail("allocated"))
     row = run_config(BenchConfig("naive", 1024, d=64, heads=8))
     assert row.status == "skipped" and "cap 1.0 MiB" in row.note
 
@@ -658,10 +659,10 @@ def test_a_sweep_with_explicit_sizes_skips_none_of_them(monkeypatch):
 
 
 def test_the_table_marks_rows_timed_from_fewer_than_three_samples():
-    row = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
+    row = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
     table = bench.format_table([row])
     assert "1*" in table and "fewer than 3 timed samples" in table
-    full = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
+    full = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
     assert "fewer than" not in bench.format_table([full])
 
 
@@ -729,7 +730,7 @@ def test_the_lock_keeps_finished_rows_but_not_skips_or_cancels():
     lock = bench.BenchLock()
     config = BenchConfig("tiled", 16, d=4, heads=1)
     for status, kept in (("skipped", False), ("cancelled", False), ("oom", True), ("ok", True)):
-        row = sweep_mod._result(config, 1, status)
+        row = run_mod._result(config, 1, status)
         lock.remember(row)
         assert (lock.lookup(config) is row) == kept, status
     lock.forget()
