@@ -16,6 +16,7 @@ from attention_core.bench import (
     DEFAULT_SWEEP,
     BenchConfig,
 )
+from attention_core.bench import run as run_mod
 from attention_core.bench import sweep as sweep_mod
 from attention_core.bench.cli import _parser, main
 
@@ -86,10 +87,10 @@ def test_a_sweep_with_explicit_sizes_skips_none_of_them(monkeypatch):
 
 
 def test_the_table_marks_rows_timed_from_fewer_than_three_samples():
-    row = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
+    row = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
     table = bench.format_table([row])
     assert "1*" in table and "fewer than 3 timed samples" in table
-    full = sweep_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
+    full = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
     assert "fewer than" not in bench.format_table([full])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attention_core import bench
 from attention_core.bench import BenchConfig
-from attention_core.bench import sweep as sweep_mod
+from attention_core.bench import run as run_mod
 
 # ---- one run at a time per server ---------------------------------------------------------
 
@@ -40,7 +40,7 @@ def test_the_lock_keeps_finished_rows_but_not_skips_or_cancels():
     lock = bench.BenchLock()
     config = BenchConfig("tiled", 16, d=4, heads=1)
     for status, kept in (("skipped", False), ("cancelled", False), ("oom", True), ("ok", True)):
-        row = sweep_mod._result(config, 1, status)
+        row = run_mod._result(config, 1, status)
         lock.remember(row)
         assert (lock.lookup(config) is row) == kept, status
     lock.forget()

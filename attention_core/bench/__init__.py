@@ -3,7 +3,9 @@
 - :mod:`.impls`: the registry of implementations (naive, explained, sdpa and its forced kernels,
   tiled, numpy);
 - :mod:`.measure`: timing, peak memory, the matmul rate, the memory cap and tables;
-- :mod:`.sweep`: running configurations with a memory guard, a time budget and fits;
+- :mod:`.run`: one configuration measured behind a memory guard, its result row, and the CSV;
+- :mod:`.sweep`: a grid of configurations run in order under a time budget;
+- :mod:`.fits`: how time and memory grow with n (log-log slopes, launch-bound sizes);
 - :mod:`.isolated`: peak memory measured in a fresh worker process, independent of history;
 - :mod:`.runlock`: one run at a time per server, and the rows measured so far;
 - :mod:`.cli`: ``python -m attention_core.bench``.
@@ -13,6 +15,7 @@ It is a package rather than one module so that ``python -m attention_core.bench`
 """
 
 from .cli import format_table, main
+from .fits import FIT_MIN_N, ScalingFit, fit_loglog_slope, growth_start, scaling_fits
 from .impls import (
     DTYPES,
     IMPLEMENTATIONS,
@@ -47,34 +50,31 @@ from .measure import (
     score_matrix_bytes,
     time_call,
 )
-from .runlock import BenchLock
-from .sweep import (
+from .run import (
     CSV_COLUMNS,
-    DEFAULT_BUDGET_S,
-    DEFAULT_MIN_RUN_TIME,
-    DEFAULT_SWEEP,
-    FIT_MIN_N,
     MIN_SAMPLES,
     NOT_AVAILABLE,
     STATUSES,
     BenchResult,
+    correctness_error,
+    is_oom,
+    not_available,
+    result_dicts,
+    run_config,
+    speedups,
+    write_csv,
+)
+from .runlock import BenchLock
+from .sweep import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MIN_RUN_TIME,
+    DEFAULT_SWEEP,
     PlannedConfig,
-    ScalingFit,
     SweepProgress,
     SweepResult,
     SweepSpec,
-    correctness_error,
-    fit_loglog_slope,
-    growth_start,
-    is_oom,
-    not_available,
     plan,
-    result_dicts,
-    run_config,
     run_sweep,
-    scaling_fits,
-    speedups,
-    write_csv,
 )
 
 __all__ = [

@@ -15,20 +15,18 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from .fits import scaling_fits
 from .impls import DTYPES, IMPLEMENTATIONS
 from .measure import default_cap_bytes, format_bytes
+from .run import MIN_SAMPLES, BenchResult, write_csv
 from .sweep import (
     DEFAULT_BUDGET_S,
     DEFAULT_MIN_RUN_TIME,
     DEFAULT_SWEEP,
-    MIN_SAMPLES,
-    BenchResult,
     SweepProgress,
     SweepResult,
     SweepSpec,
     run_sweep,
-    scaling_fits,
-    write_csv,
 )
 
 

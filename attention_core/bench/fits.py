@@ -1,0 +1,130 @@
+"""How time and measured memory grow with n: log-log slopes, fitted only where the time grows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..validation import check_int
+from .run import BenchResult
+
+FIT_MIN_N = 512  # slopes are fitted from here up
+
+
+def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
+    """Least-squares fit of log(value) = slope·log(n) + intercept; returns (slope, intercept).
+
+    A slope of 2 means the value grows as n², 1 as n.
+    """
+    x = np.asarray(ns, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"ns and values must be two lists of one length, got {x.shape} and {y.shape}")
+    if len(np.unique(x)) < 2:
+        raise ValueError("a slope needs at least two different n")
+    if not (np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("every n and every value must be positive and finite to fit on log-log axes")
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope), float(intercept)
+
+
+MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth in time is fixed cost per call
+MIN_POINTS_AFTER_KNEE = 3  # past a launch-bound stretch, an exponent needs three sizes that grow
+
+
+def growth_start(ns: Sequence[float], times: Sequence[float], min_slope: float = MIN_GROWTH_SLOPE) -> int:
+    """Index (into ``ns`` sorted ascending) of the first size from which the time grows.
+
+    Every implementation of attention does at least n (in fact n²) work, so where doubling n
+    multiplies the time by less than 2^``min_slope`` the time is set by a fixed cost per call
+    (kernel launches, Python, thread wake-ups), not by the algorithm: "launch-bound". The
+    growing range is the longest tail of sizes in which every step grows at least that fast;
+    the sizes before it are launch-bound. Returns ``len(ns) − 1`` when no step grows.
+    """
+    x = np.asarray(ns, dtype=float)
+    y = np.asarray(times, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size == 0:
+        raise ValueError(f"ns and times must be two non-empty lists of one length, got {x.shape} and {y.shape}")
+    if not (np.all(np.diff(x) > 0) and np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(y))):
+        raise ValueError("ns must increase and every n and time must be positive and finite")
+    start = x.size - 1
+    while start > 0 and np.log(y[start] / y[start - 1]) / np.log(x[start] / x[start - 1]) >= min_slope:
+        start -= 1
+    return start
+
+
+@dataclass(frozen=True)
+class ScalingFit:
+    """log(ms) = time_slope·log(n) + time_intercept over n_from…n_to, and the slope of measured memory.
+
+    ``time_slope`` is ``None`` where the times do not grow over enough sizes to mean a law; then
+    ``launch_bound_below`` is the first n whose time grows (``None`` if none does). ``launch_bound_to``
+    is the largest n still launch-bound when smaller sizes were dropped from the fit.
+    """
+
+    impl: str
+    time_slope: float | None
+    memory_slope: float | None
+    n_from: int
+    n_to: int
+    time_intercept: float | None = None
+    launch_bound_below: int | None = None
+    launch_bound_to: int | None = None
+
+    def describe(self) -> str:
+        """One line for a reader: the exponent with its range, or why there is none."""
+        memory = f", memory ∝ n^{self.memory_slope:.2f}" if self.memory_slope is not None else ""
+        if self.time_slope is not None:
+            dropped = f"; launch-bound up to n = {self.launch_bound_to}" if self.launch_bound_to else ""
+            return f"{self.impl}: time ∝ n^{self.time_slope:.2f} (n = {self.n_from}…{self.n_to}{dropped}){memory}"
+        if self.launch_bound_below is not None:
+            why = f"launch-bound below n = {self.launch_bound_below}, too few larger sizes for an exponent"
+        else:
+            why = f"launch-bound at every n measured (up to {self.n_to}): no exponent"
+        return f"{self.impl}: time {why}{memory}"
+
+
+def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MIN_N) -> dict[str, ScalingFit]:
+    """Per implementation, the log-log slopes of time and of measured memory against n.
+
+    Time is fitted only where it grows (:func:`growth_start`), over the ``tail`` largest such n
+    that are at least ``min_n``. If launch-bound sizes had to be dropped and fewer than three
+    growing sizes remain, no exponent is given: the fit says "launch-bound below n = …" instead.
+    Memory is fitted over the ``tail`` largest ok n ≥ ``min_n``.
+    """
+    tail = check_int("tail", tail, low=2)
+    min_n = check_int("min_n", min_n, low=1)
+    fits: dict[str, ScalingFit] = {}
+    for name in dict.fromkeys(r.impl for r in rows):
+        ok = sorted((r for r in rows if r.impl == name and r.status == "ok" and r.n >= min_n), key=lambda r: r.n)
+        ok = list({r.n: r for r in ok}.values())  # one row per n
+        if len(ok) < 2:
+            continue
+        last = ok[-tail:]
+        ns = [r.n for r in last]
+        mem = [r.peak_bytes for r in last]
+        m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
+        if not all(r.median_ms for r in ok):
+            fits[name] = ScalingFit(name, None, m_slope, ns[0], ns[-1])
+            continue
+        start = growth_start([r.n for r in ok], [r.median_ms for r in ok])
+        growing = ok[start:][-tail:]
+        flat_to = ok[start - 1].n if start > 0 else None
+        if start > 0 and len(ok) - start < MIN_POINTS_AFTER_KNEE:
+            grows = len(ok) - start >= 2  # else not one step grows: every size is launch-bound
+            fits[name] = ScalingFit(
+                name,
+                None,
+                m_slope,
+                ok[0].n,
+                ok[-1].n,
+                launch_bound_below=ok[start].n if grows else None,
+                launch_bound_to=flat_to if grows else ok[-1].n,
+            )
+            continue
+        g_ns = [r.n for r in growing]
+        t_slope, t_icpt = fit_loglog_slope(g_ns, [r.median_ms for r in growing])
+        fits[name] = ScalingFit(name, t_slope, m_slope, g_ns[0], g_ns[-1], t_icpt, launch_bound_to=flat_to)
+    return fits

@@ -1,0 +1,253 @@
+"""Run one configuration: guard, warm up, measure, check, record; and write the rows out.
+
+Each configuration ends as one :class:`BenchResult` whose ``status`` says what happened:
+
+- ``ok``: timed and measured;
+- ``n/a``: the implementation cannot run on this device, dtype or shape (the note says why; a
+  forced SDPA kernel that refuses the inputs says "not available for these inputs: <torch's reason>");
+- ``skipped``: the memory guard or the time budget refused it before anything was allocated;
+- ``oom``: it was tried and ran out of memory;
+- ``cancelled``: the caller asked the sweep to stop;
+- ``error``: anything else torch raised, with its first line as the note.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import re
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import IO, Any
+
+import torch
+
+from ..validation import check_int
+from .impls import BenchConfig, get_impl, make_inputs, reference_attention
+from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
+
+STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
+CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
+MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
+    beyond the inputs; ``None`` where not measured)."""
+
+    impl: str
+    device: str
+    dtype: str
+    batch: int
+    heads: int
+    n: int
+    d: int
+    causal: bool
+    median_ms: float | None
+    iqr_ms: float | None
+    peak_bytes: int | None
+    predicted_bytes: int
+    gflops: float | None
+    status: str
+    pct_of_peak: float | None = None
+    samples: int = 0
+    max_error: float | None = None
+    backend: str = ""
+    memory_source: str = ""
+    note: str = ""
+    kv_heads: int | None = None  # K/V heads (GQA/MQA when fewer than heads)
+
+
+CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
+
+
+def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
+    return BenchResult(
+        impl=config.impl,
+        device=config.device,
+        dtype=config.dtype,
+        batch=config.batch,
+        heads=config.heads,
+        n=config.n,
+        d=config.d,
+        causal=config.causal,
+        kv_heads=config.kv_heads,
+        median_ms=values.pop("median_ms", None),
+        iqr_ms=values.pop("iqr_ms", None),
+        peak_bytes=values.pop("peak_bytes", None),
+        predicted_bytes=predicted,
+        gflops=values.pop("gflops", None),
+        status=status,
+        note=note,
+        **values,
+    )
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch's and Python's out-of-memory errors, and the CPU allocator's RuntimeError."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+NOT_AVAILABLE = "not available for these inputs"
+
+
+def not_available(reason: str) -> str:
+    """The note of a forced kernel that cannot run some inputs: never an error, always torch's reason."""
+    return f"{NOT_AVAILABLE}: {reason}" if reason else NOT_AVAILABLE
+
+
+def _torch_says(message: Warning | str) -> str:
+    """A torch warning without its "(Triggered internally at <file>:<line>.)" tail."""
+    return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_config(
+    config: BenchConfig,
+    *,
+    cap_bytes: int | None = None,
+    min_run_time: float = 0.2,
+    min_samples: int = MIN_SAMPLES,
+    deadline: float | None = None,
+    peak_gflops: float | None = None,
+    max_error: float | None = None,
+    warm_up: bool = True,
+) -> BenchResult:
+    """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
+
+    The memory guard runs first: a configuration whose inputs plus predicted extra
+    memory exceed ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before
+    any tensor is made. Then one warm-up call (``warm_up``; always on CUDA), one call
+    whose peak memory is measured, and the timed calls. A sweep warms each
+    implementation up once, at its first configuration: on the CPU a larger n needs no
+    new initialisation, and the memory-measured call already precedes the timing.
+    """
+    impl = get_impl(config.impl)
+    dev = torch.device(config.device)
+    predicted = int(impl.extra_bytes(config))
+    reason = impl.not_here(dev, config.torch_dtype)
+    if reason:
+        return _result(config, predicted, "n/a", reason)
+    cap = default_cap_bytes(dev) if cap_bytes is None else check_int("cap_bytes", cap_bytes, low=1)
+    reason = guard_reason(config.input_bytes() + predicted, cap)
+    if reason:
+        return _result(config, predicted, "skipped", reason)
+
+    inputs: Any = None
+    failure: tuple[str, str] | None = None
+    try:
+        inputs = impl.prepare(*make_inputs(config))
+
+        def call() -> Any:
+            return impl.run(inputs, config.causal)
+
+        first_s = 0.0
+
+        def timed_call() -> Any:  # the call alone, without the memory bookkeeping around it
+            nonlocal first_s
+            started = time.perf_counter()
+            out = call()
+            first_s = time.perf_counter() - started
+            return out
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                if warm_up or dev.type == "cuda":
+                    call()  # warm-up: kernels chosen, caches filled, lazy initialisation done
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize(dev)
+                peak, source = measure_peak_extra(timed_call, dev)  # also a warm-up for this shape
+            except RuntimeError as exc:
+                if impl.forced and not is_oom(exc):  # e.g. "No available kernel": a limit of the kernel, no fault
+                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught))
+                    return _result(config, predicted, "n/a", not_available(told or _first_line(exc)))
+                raise
+        backend = impl.backend(inputs, config.causal)
+        timing = time_call(
+            call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline, expected_s=first_s
+        )
+    except (RuntimeError, MemoryError) as exc:
+        failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
+    finally:
+        inputs = None  # the closure `call` sees this too, so the tensors can go
+    _free(dev)  # after the except block: the traceback's frames held the big tensors until now
+    if failure is not None:
+        return _result(config, predicted, *failure)
+    gflops = config.flops() / timing.median / 1e9
+    return _result(
+        config,
+        predicted,
+        "ok",
+        median_ms=timing.median * 1e3,
+        iqr_ms=timing.iqr * 1e3,
+        peak_bytes=peak,
+        gflops=gflops,
+        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops else None,
+        samples=len(timing.samples),
+        max_error=max_error,
+        backend=backend,
+        memory_source=source,
+    )
+
+
+def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
+    """Max |output − float64 reference| of the config's implementation at a small ``n``.
+
+    ``None`` when the implementation cannot run there.
+    """
+    impl = get_impl(config.impl)
+    dev = torch.device(config.device)
+    if impl.not_here(dev, config.torch_dtype):
+        return None
+    q, k, v = make_inputs(config, n=min(n, config.n), seed=1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+    except RuntimeError:
+        return None
+    ref = reference_attention(q, k, v, config.causal)
+    return float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+def result_dicts(rows: Sequence[BenchResult]) -> list[dict[str, Any]]:
+    """Rows as plain dicts with the CSV's columns, in order."""
+    return [asdict(r) for r in rows]
+
+
+def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
+    """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
+    writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in result_dicts(rows):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+def speedups(rows: Sequence[BenchResult], baseline: str = "naive") -> list[dict[str, Any]]:
+    """For every ok row that has an ok ``baseline`` row at the same n: baseline time / its time."""
+    base = {r.n: r.median_ms for r in rows if r.impl == baseline and r.status == "ok" and r.median_ms}
+    return [
+        {"impl": r.impl, "n": r.n, "speedup": base[r.n] / r.median_ms}
+        for r in rows
+        if r.status == "ok" and r.median_ms and r.n in base and r.impl != baseline
+    ]

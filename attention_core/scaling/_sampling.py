@@ -1,0 +1,173 @@
+"""What the √d_k explorer's measurements share: limits, seeded generators, random rows, softmax stats.
+
+Private to :mod:`attention_core.scaling`, which re-exports the public names: the limits,
+:data:`SCALE_RULES` (the divisors of :func:`_divisor`), :func:`row_entropy` and :func:`softmax_jacobian`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import zlib
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from ..attention import stable_softmax
+from ..device import one_thread
+from ..validation import check_choice, check_float, check_tensor
+
+MAX_D_K = 1 << 16
+MAX_SAMPLES = 1_000_000
+MAX_KEYS = 4096
+SCALE_RULES = ("none", "sqrt", "d", "fourth_root", "two_sqrt")
+OPTIMIZERS = ("adam", "sgd")
+_CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever d_k × samples
+
+
+@contextlib.contextmanager
+def _small_op_mode(device: torch.device) -> Iterator[None]:
+    """Run many tiny CPU ops fast: one intra-op thread, denormals flushed to zero.
+
+    Used by the toy training and the temperature fits: their tensors hold a few thousand
+    numbers, and splitting them over threads costs more than it saves (5-20× more on a
+    busy 2-core machine). A saturated softmax also makes gradients of ~1e-40, denormal
+    floats that are 10-100× slower on CPUs; flushing them to zero (as GPU fast paths do)
+    changes nothing visible. The thread count is process-wide and shared with the
+    benchmark (see :func:`attention_core.device.one_thread`); flushing is per thread.
+    """
+    if device.type != "cpu":
+        yield
+        return
+    with one_thread(device):
+        flushed = torch.set_flush_denormal(True)
+        try:
+            yield
+        finally:
+            if flushed:
+                torch.set_flush_denormal(False)
+
+
+class _Optimizer:
+    """Plain SGD, or Adam with torch's defaults (β₁ = 0.9, β₂ = 0.999, ε = 1e-8), for a few tensors.
+
+    The same update rules as ``torch.optim.SGD`` and ``torch.optim.Adam`` (a test holds them to
+    it), written out because constructing a ``torch.optim`` optimizer imports ``torch._dynamo``:
+    about 70 MB of resident memory and a second on first use, for a server that trains toys.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], kind: str, lr: float) -> None:
+        self.params = list(params)
+        self.kind = check_choice("optimizer", kind, OPTIMIZERS)
+        self.lr = check_float("lr", lr, low=0.0, low_open=True)
+        self.t = 0
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            g = p.grad
+            if self.kind == "sgd":
+                p.add_(g, alpha=-self.lr)
+                continue
+            m.lerp_(g, 1 - b1)  # m ← β₁m + (1 − β₁)g
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v ← β₂v + (1 − β₂)g²
+            denom = (v.sqrt() / math.sqrt(1 - b2**self.t)).add_(eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))  # p ← p − lr·m̂ / (√v̂ + ε)
+
+
+def _generator(seed: int, *salt: object, device: torch.device) -> torch.Generator:
+    """A generator on ``device`` seeded by ``seed`` and a salt (e.g. the d_k and a purpose)."""
+    words = [seed] + [zlib.crc32(repr(s).encode()) for s in salt]
+    state = np.random.SeedSequence(words).generate_state(2, dtype=np.uint32)
+    g = torch.Generator(device=device)
+    g.manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
+    return g
+
+
+def _fill(buf: torch.Tensor, init: str, g: torch.Generator) -> torch.Tensor:
+    """Overwrite ``buf`` with unit-variance, zero-mean entries: Gaussian, uniform on [−√3, √3], or ±1."""
+    if init == "normal":
+        return buf.normal_(generator=g)
+    if init == "uniform":
+        return buf.uniform_(-math.sqrt(3.0), math.sqrt(3.0), generator=g)
+    return buf.bernoulli_(0.5, generator=g).mul_(2.0).sub_(1.0)
+
+
+def _divisor(rule: str, d_k: int) -> float:
+    """The number the scores are divided by under a scaling rule."""
+    return {
+        "none": 1.0,
+        "sqrt": math.sqrt(d_k),
+        "d": float(d_k),
+        "fourth_root": d_k**0.25,
+        "two_sqrt": 2.0 * math.sqrt(d_k),
+    }[rule]
+
+
+def _row_scores(
+    d_k: int, n_rows: int, n_keys: int, seed: int, device: torch.device, *, cosine: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Raw scores of ``n_rows`` independent queries against their own ``n_keys`` keys.
+
+    q, k have i.i.d. N(0, 1) entries. Returns float64 ``scores (n_rows, n_keys)`` and,
+    when asked, the cosine similarities ``(n_rows, n_keys)``. Generated in blocks, so a
+    large d_k never holds more than ``_CHUNK`` numbers per tensor at once.
+    """
+    g = _generator(seed, "rows", d_k, n_keys, device=device)
+    per_block = max(1, min(n_rows, _CHUNK // ((n_keys + 1) * d_k)))
+    # One pair of buffers refilled block after block: allocating fresh multi-MB tensors per block
+    # lets glibc's heap grow by hundreds of MB (its mmap threshold adapts upwards) and keep it.
+    q_buf = torch.empty(per_block, 1, d_k, device=device)
+    k_buf = torch.empty(per_block, n_keys, d_k, device=device)
+    scores, cosines = [], []
+    for start in range(0, n_rows, per_block):
+        r = min(per_block, n_rows - start)
+        q = q_buf[:r].normal_(generator=g)  # (r, 1, d_k)
+        k = k_buf[:r].normal_(generator=g)  # (r, n_keys, d_k)
+        s = (q @ k.transpose(-2, -1)).squeeze(-2)  # (r, 1, d_k) @ (r, d_k, n_keys) -> (r, n_keys)
+        scores.append(s.double())
+        if cosine:
+            norms = q.norm(dim=-1) * k.norm(dim=-1)  # (r, n_keys)
+            cosines.append((s / norms).double())
+    return torch.cat(scores), (torch.cat(cosines) if cosine else None)
+
+
+def row_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy (nats) of each row of ``weights (..., n)``, with 0·log 0 = 0. Returns ``(...)``."""
+    check_tensor("weights", weights, min_dim=1)
+    return -torch.special.xlogy(weights, weights).sum(dim=-1)
+
+
+def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
+    """∂softmax/∂z = diag(s) − s sᵀ for each row ``s`` of ``weights (..., n)``. Returns ``(..., n, n)``.
+
+    The diagonal s(1 − s) is how strongly a logit moves its own weight; when the
+    row is one-hot (saturated) every entry is ≈ 0 and almost no gradient passes.
+    """
+    check_tensor("weights", weights, min_dim=1)
+    return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)  # (..., n, n)
+
+
+def _softmax_stats(logits: torch.Tensor) -> dict[str, float]:
+    """Mean entropy, mean entropy as % of log n, mean max weight, variance and mean range of ``(rows, n)``."""
+    w = stable_softmax(logits, dim=-1)  # (rows, n)
+    h = row_entropy(w)  # (rows,)
+    n = logits.shape[-1]
+    return {
+        "entropy": float(h.mean()),
+        "entropy_pct": float(100.0 * h.mean() / math.log(n)),
+        "max_weight": float(w.amax(dim=-1).mean()),
+        "score_var": float(logits.var()),
+        "score_range": float((logits.amax(dim=-1) - logits.amin(dim=-1)).mean()),
+    }

@@ -1,0 +1,183 @@
+"""How a softmax row saturates as d_k grows (entropy falls, the largest weight tends to 1), and how
+little gradient a saturated softmax passes back (via ``torch.autograd``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from ..attention import stable_softmax
+from ..device import new_tensor_device
+from ..validation import check_choice, check_float, check_int, check_int_list
+from ._sampling import (
+    MAX_D_K,
+    MAX_KEYS,
+    MAX_SAMPLES,
+    SCALE_RULES,
+    _divisor,
+    _generator,
+    _row_scores,
+    _softmax_stats,
+    softmax_jacobian,
+)
+
+
+def saturation_table(
+    dims: Sequence[int],
+    n_keys: int = 16,
+    seed: int = 0,
+    scale: str = "sqrt",
+    *,
+    n_rows: int = 256,
+    device: str | torch.device | None = None,
+) -> pd.DataFrame:
+    """How saturated a softmax row is, per d_k, unscaled and scaled by the rule ``scale``.
+
+    Each row is one query against ``n_keys`` keys, all with N(0, 1) entries; ``n_rows``
+    rows per d_k. ``scale`` is one of :data:`SCALE_RULES` (``sqrt`` divides by √d_k).
+    Columns: ``d_k``, ``divisor``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean
+    nats), ``entropy_pct_*`` (% of the uniform row's log n), ``max_weight_*`` (mean largest
+    weight), ``score_var_*`` (variance of the softmax input), ``score_range_*`` (mean max − min).
+    """
+    dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
+    n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    scale = check_choice("scale", scale, SCALE_RULES)
+    n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
+    dev = new_tensor_device(device)
+    out = []
+    for d in dims:
+        scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
+        c = _divisor(scale, d)
+        row: dict[str, float] = {"d_k": d, "divisor": c}
+        for name, logits in (("unscaled", scores), ("scaled", scores / c)):
+            row.update({f"{k}_{name}": v for k, v in _softmax_stats(logits).items()})
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def temperature_sweep(
+    d_k: int,
+    n_keys: int = 16,
+    taus: Sequence[float] = (),
+    seed: int = 0,
+    *,
+    n_rows: int = 256,
+    device: str | torch.device | None = None,
+) -> pd.DataFrame:
+    """Mean entropy and max weight of softmax(q·k / τ) for each temperature τ in ``taus``.
+
+    The same rows as :func:`saturation_table` at this d_k. τ = 1 is no scaling, τ = √d_k
+    the usual one. Columns: ``tau``, ``entropy``, ``entropy_pct``, ``max_weight``, ``score_var``,
+    ``score_range``.
+    """
+    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
+    taus = list(taus)
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    taus = [check_float(f"taus[{i}]", t, low=0.0, low_open=True) for i, t in enumerate(taus)]
+    scores, _ = _row_scores(d_k, n_rows, n_keys, seed, new_tensor_device(device))  # (n_rows, n_keys)
+    return pd.DataFrame([{"tau": t, **_softmax_stats(scores / t)} for t in taus])
+
+
+@dataclass(frozen=True)
+class RowSample:
+    """One query's raw scores against ``n_keys`` keys, and what softmax makes of them.
+
+    ``scores`` is ``(n_keys,)``; ``weights_*`` are ``(n_keys,)``; ``jacobian_*`` are
+    ``(n_keys, n_keys)``, the softmax Jacobian diag(s) − ssᵀ at those weights.
+    """
+
+    d_k: int
+    scores: torch.Tensor
+    weights_unscaled: torch.Tensor
+    weights_scaled: torch.Tensor
+    jacobian_unscaled: torch.Tensor
+    jacobian_scaled: torch.Tensor
+
+    def weights_at(self, tau: float) -> torch.Tensor:
+        """softmax(scores / τ), ``(n_keys,)``."""
+        tau = check_float("tau", tau, low=0.0, low_open=True)
+        return stable_softmax(self.scores / tau)
+
+
+def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch.device | None = None) -> RowSample:
+    """One fresh row (q and ``n_keys`` keys with N(0, 1) entries), unscaled and ÷√d_k, in float64."""
+    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    dev = new_tensor_device(device)
+    g = _generator(seed, "row", d_k, n_keys, device=dev)
+    q = torch.randn(d_k, generator=g, device=dev, dtype=torch.float64)  # (d_k,)
+    k = torch.randn(n_keys, d_k, generator=g, device=dev, dtype=torch.float64)  # (n_keys, d_k)
+    scores = k @ q  # (n_keys, d_k) @ (d_k,) -> (n_keys,)
+    w_u = stable_softmax(scores)
+    w_s = stable_softmax(scores / math.sqrt(d_k))
+    return RowSample(d_k, scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
+
+
+def gradient_table(
+    dims: Sequence[int],
+    n_keys: int = 4,
+    n_trials: int = 512,
+    seed: int = 0,
+    *,
+    dead_below: float = 0.01,
+    device: str | torch.device | None = None,
+) -> pd.DataFrame:
+    """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k.
+
+    For each of ``n_trials`` rows (the rows of :func:`saturation_table`), a random upstream
+    gradient g ~ N(0, I) is pulled back through the softmax with ``torch.autograd``:
+    L = g · softmax(z), and ∂L/∂z = (diag(s) − ssᵀ) g.
+
+    Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*``, the mean of s(1 − s) (the
+    Jacobian's diagonal); ``grad_*`` and ``grad_median_*``, the mean and median over rows of
+    ‖∂L/∂z‖ at the softmax input z; ``dead_*``, the share of rows passing less than
+    ``dead_below`` (the scaled rows' median is about 0.27). Ratios: ``grad_ratio`` and
+    ``grad_median_ratio`` (scaled / unscaled). At the scores q·k themselves the scaled model's
+    gradient carries the extra 1/√d_k of the division (for the unscaled model z *is* q·k):
+    ``grad_qk_median_scaled`` and ``grad_qk_median_ratio`` (÷ ``grad_median_unscaled``).
+    """
+    dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
+    n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
+    n_trials = check_int("n_trials", n_trials, low=2, high=MAX_SAMPLES)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    dead_below = check_float("dead_below", dead_below, low=0.0, low_open=True)
+    dev = new_tensor_device(device)
+    tiny = 1e-300
+    out = []
+    for d in dims:
+        scores, _ = _row_scores(d, n_trials, n_keys, seed, dev)  # (n_trials, n_keys)
+        g = _generator(seed, "upstream", d, n_keys, device=dev)
+        upstream = torch.randn(scores.shape, generator=g, device=dev, dtype=torch.float64)  # (n_trials, n_keys)
+        row: dict[str, float] = {"d_k": d}
+        for name, divisor in (("unscaled", 1.0), ("scaled", math.sqrt(d))):
+            qk = scores.clone().requires_grad_(True)  # (n_trials, n_keys)
+            z = qk / divisor
+            z.retain_grad()
+            s = stable_softmax(z)  # (n_trials, n_keys)
+            (s * upstream).sum().backward()
+            norms = z.grad.norm(dim=-1)  # (n_trials,)
+            s = s.detach()
+            row[f"jac_diag_{name}"] = float((s * (1 - s)).mean())
+            row[f"grad_{name}"] = float(norms.mean())
+            row[f"grad_median_{name}"] = float(norms.median())
+            row[f"dead_{name}"] = float((norms < dead_below).double().mean())
+            if name == "scaled":
+                row["grad_qk_median_scaled"] = float(qk.grad.norm(dim=-1).median())
+        row["grad_ratio"] = row["grad_scaled"] / max(row["grad_unscaled"], tiny)
+        row["grad_median_ratio"] = row["grad_median_scaled"] / max(row["grad_median_unscaled"], tiny)
+        row["grad_qk_median_ratio"] = row["grad_qk_median_scaled"] / max(row["grad_median_unscaled"], tiny)
+        out.append(row)
+    cols = ["d_k", "jac_diag_unscaled", "jac_diag_scaled", "grad_unscaled", "grad_scaled", "grad_ratio",
+            "grad_median_unscaled", "grad_median_scaled", "grad_median_ratio", "dead_unscaled", "dead_scaled",
+            "grad_qk_median_scaled", "grad_qk_median_ratio"]  # fmt: skip
+    return pd.DataFrame(out)[cols]

@@ -1,0 +1,99 @@
+"""Other ways to set the softmax temperature: other divisors, a fitted temperature, cosine attention."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from ..attention import stable_softmax
+from ..device import new_tensor_device
+from ..validation import check_float, check_int
+from ._sampling import (
+    MAX_D_K,
+    MAX_KEYS,
+    MAX_SAMPLES,
+    _Optimizer,
+    _row_scores,
+    _small_op_mode,
+    _softmax_stats,
+    row_entropy,
+)
+
+
+def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: float) -> tuple[float, float]:
+    """Fit τ in softmax(logits / τ) so the mean row entropy is ``target_pct`` % of log n.
+
+    Gradient descent (Adam) on log τ, starting from τ = 1, minimising
+    (mean entropy / log n − target)². Returns (τ, the % reached on these rows).
+    """
+    log_tau = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
+    opt = _Optimizer([log_tau], "adam", lr)
+    log_n = math.log(logits.shape[-1])
+    for _ in range(steps):
+        opt.zero_grad()
+        w = torch.softmax(logits / log_tau.exp(), dim=-1)  # (rows, n)
+        pct = -torch.special.xlogy(w, w).sum(-1).mean() / log_n
+        loss = (pct - target_pct / 100.0) ** 2
+        loss.backward()
+        opt.step()
+    tau = float(log_tau.detach().exp())
+    w = stable_softmax(logits / tau)
+    return tau, float(100.0 * row_entropy(w).mean() / log_n)
+
+
+STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")
+
+
+def scaling_strategies(
+    d_k: int,
+    n: int = 16,
+    seed: int = 0,
+    *,
+    n_rows: int = 256,
+    target_entropy_pct: float = 50.0,
+    fit_steps: int = 150,
+    device: str | torch.device | None = None,
+) -> pd.DataFrame:
+    """Seven ways to set the softmax temperature, measured on the same random rows.
+
+    Rows (``strategy``): none, √d_k, d_k, d_k^¼, 2√d_k — fixed divisors of q·k; ``learned τ``
+    — a divisor fitted by ``fit_steps`` Adam steps (lr 0.1) on log τ from τ = 1 (no scaling),
+    minimising (mean entropy / log n − ``target_entropy_pct``/100)² on half of the rows;
+    ``cosine / τ`` — q and k L2-normalised (so q̂·k̂ ∈ [−1, 1]), divided by a τ fitted the same
+    way. Every row is *measured* on the other half of the rows, which the fit never saw.
+
+    Columns: ``strategy``, ``divisor`` (what the softmax input is q·k, or q̂·k̂, divided by),
+    ``score_var``, ``score_range``, ``entropy``, ``entropy_pct``, ``max_weight``, ``how``.
+    """
+    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    n = check_int("n", n, low=2, high=MAX_KEYS)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    n_rows = check_int("n_rows", n_rows, low=4, high=MAX_SAMPLES)
+    target = check_float("target_entropy_pct", target_entropy_pct, low=1.0, high=99.0)
+    fit_steps = check_int("fit_steps", fit_steps, low=1, high=10_000)
+    scores, cos = _row_scores(d_k, n_rows, n, seed, new_tensor_device(device), cosine=True)  # (n_rows, n) each
+    assert cos is not None
+    half = n_rows // 2
+    fit_s, test_s, fit_c, test_c = scores[:half], scores[half:], cos[:half], cos[half:]
+    with _small_op_mode(scores.device):  # hundreds of tiny steps: one thread is several times faster
+        tau, reached = _fit_temperature(fit_s, target, fit_steps, 0.1)
+        tau_c, reached_c = _fit_temperature(fit_c, target, fit_steps, 0.1)
+    fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
+    fixed = [
+        ("none", 1.0, "q·k, raw"),
+        ("√d_k", math.sqrt(d_k), "q·k / √d_k: the Transformer's choice"),
+        ("d_k", float(d_k), "q·k / d_k"),
+        ("d_k^¼", d_k**0.25, "q·k / d_k^¼"),
+        ("2√d_k", 2 * math.sqrt(d_k), "q·k / (2√d_k)"),
+    ]
+    out = []
+    for name, c, how in fixed:
+        out.append({"strategy": name, "divisor": c, **_softmax_stats(test_s / c), "how": how})
+    out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
+                "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
+    out.append({"strategy": "cosine / τ", "divisor": tau_c, **_softmax_stats(test_c / tau_c),
+                "how": f"q̂·k̂ / τ, q and k L2-normalised; {fit_note} (reached {reached_c:.1f}%)"})  # fmt: skip
+    cols = ["strategy", "divisor", "score_var", "score_range", "entropy", "entropy_pct", "max_weight", "how"]
+    return pd.DataFrame(out)[cols]

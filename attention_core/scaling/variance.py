@@ -1,0 +1,135 @@
+"""The variance of q·k against d_k, before and after ÷√d_k: Var(q·k) = d_k, Var(q·k / √d_k) = 1."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..device import new_tensor_device
+from ..validation import check_choice, check_float, check_int, check_int_list, check_tensor
+from ._sampling import _CHUNK, MAX_D_K, MAX_SAMPLES, _fill, _generator
+
+DEFAULT_SAMPLES = 20_000  # relative std. error of the variance ≈ √(2/n) ≈ 1% (2% at d_k = 1)
+INITS = ("normal", "uniform", "rademacher")
+
+
+def dot_products(
+    d_k: int,
+    n_samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    *,
+    init: str = "normal",
+    device: str | torch.device | None = None,
+) -> torch.Tensor:
+    """``n_samples`` independent draws of q·k for q, k with unit-variance entries.
+
+    ``init`` is the entries' distribution: ``normal``, ``uniform`` (on [−√3, √3])
+    or ``rademacher`` (±1); all have variance 1, so Var(q·k) = d_k for each.
+    Returns float32 ``(n_samples,)`` on ``device``; divide by √d_k for the scaled scores.
+    """
+    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    n_samples = check_int("n_samples", n_samples, low=2, high=MAX_SAMPLES)
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    init = check_choice("init", init, INITS)
+    dev = new_tensor_device(device)
+    g = _generator(seed, "dot", init, d_k, device=dev)
+    per_block = max(1, min(n_samples, _CHUNK // d_k))
+    q_buf = torch.empty(per_block, d_k, device=dev)  # refilled block after block (see _row_scores)
+    k_buf = torch.empty(per_block, d_k, device=dev)
+    out = []
+    for start in range(0, n_samples, per_block):
+        r = min(per_block, n_samples - start)
+        q = _fill(q_buf[:r], init, g)  # (r, d_k)
+        k = _fill(k_buf[:r], init, g)  # (r, d_k)
+        out.append(q.mul_(k).sum(dim=-1))  # (r,)
+    return torch.cat(out)  # (n_samples,)
+
+
+def variance_table(
+    dims: Sequence[int],
+    n_samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    init: str = "normal",
+    *,
+    device: str | torch.device | None = None,
+) -> pd.DataFrame:
+    """Var(q·k) measured against its theory, d_k, before and after ÷√d_k.
+
+    Columns: ``d_k``, ``theoretical_var`` (= d_k), ``empirical_var``, ``empirical_std``,
+    ``rel_error`` (empirical / theory − 1), ``scaled_var`` (of q·k/√d_k, theory 1),
+    ``scaled_std``, ``abs_p95`` (95% of |q·k| lie below it) and ``scaled_abs_p95``.
+    With the default 20,000 samples the estimate's standard error is about 1% (2% at d_k = 1).
+    """
+    dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
+    rows = []
+    for d in dims:
+        x = dot_products(d, n_samples, seed, init=init, device=device).double()  # (n_samples,)
+        var = float(x.var())
+        p95 = float(torch.quantile(x.abs().cpu(), 0.95))
+        rows.append(
+            {
+                "d_k": d,
+                "theoretical_var": float(d),
+                "empirical_var": var,
+                "empirical_std": math.sqrt(var),
+                "rel_error": var / d - 1.0,
+                "scaled_var": var / d,
+                "scaled_std": math.sqrt(var / d),
+                "abs_p95": p95,
+                "scaled_abs_p95": p95 / math.sqrt(d),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def histogram_table(
+    samples: torch.Tensor, bins: int = 60, span: float | None = None, *, normal_std: float | None = None
+) -> pd.DataFrame:
+    """Counts of ``samples (n,)`` in ``bins`` equal bins over [−span, span] (default: 4 std devs).
+
+    Columns: ``center``, ``count``, ``density`` (count / (n · width), comparable with a pdf) and,
+    when ``normal_std`` is given, ``normal_pdf``: the N(0, normal_std²) density at each centre
+    (the central-limit approximation of q·k). Samples outside the span are left out.
+    """
+    check_tensor("samples", samples, min_dim=1)
+    bins = check_int("bins", bins, low=2, high=10_000)
+    x = samples.detach().double().flatten().cpu()
+    if x.numel() < 2:
+        raise ValueError(f"samples must hold at least 2 values, got {x.numel()}")
+    span = 4.0 * float(x.std()) if span is None else check_float("span", span, low=0.0, low_open=True)
+    span = span if span > 0 else 1.0
+    counts = torch.histc(x, bins=bins, min=-span, max=span)  # (bins,)
+    width = 2 * span / bins
+    centers = -span + width * (torch.arange(bins, dtype=torch.float64) + 0.5)  # (bins,)
+    table = pd.DataFrame(
+        {"center": centers.numpy(), "count": counts.numpy(), "density": (counts / (x.numel() * width)).numpy()}
+    )
+    if normal_std is not None:
+        sd = check_float("normal_std", normal_std, low=0.0, low_open=True)
+        table["normal_pdf"] = np.exp(-0.5 * (table["center"] / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+    return table
+
+
+def dot_product_histograms(
+    d_k: int,
+    n_samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    bins: int = 60,
+    *,
+    device: str | torch.device | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Histograms of q·k and of q·k/√d_k (the same samples as :func:`variance_table` at this d_k).
+
+    Each is a :func:`histogram_table` over ±4 theoretical std devs (±4√d_k and ±4) with the
+    normal approximation N(0, d_k), N(0, 1) in ``normal_pdf``.
+    """
+    x = dot_products(d_k, n_samples, seed, device=device)  # (n_samples,)
+    root = math.sqrt(d_k)
+    return (
+        histogram_table(x, bins, 4.0 * root, normal_std=root),
+        histogram_table(x / root, bins, 4.0, normal_std=1.0),
+    )
