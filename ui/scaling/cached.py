@@ -1,0 +1,96 @@
+"""Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_core import (
+    dot_product_histograms,
+    gradient_table,
+    init_effects,
+    named_init_stds,
+    overflow_logits,
+    overflow_sweep,
+    row_entropy,
+    sample_row,
+    saturation_table,
+    scaling_strategies,
+    softmax_overflow,
+    temperature_sweep,
+    variance_table,
+)
+from ui.scaling.settings import DEVICE, DIMS, MAG_CHOICES, TAU_CHOICES, VECTORS
+
+
+def rows_for(n_keys: int) -> int:
+    """Rows per d_k for saturation and gradients (the same rows for both): the cost stays flat in n."""
+    return max(32, VECTORS // (n_keys + 1))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def variance_data(n_samples: int, seed: int) -> pd.DataFrame:
+    return variance_table(DIMS, n_samples, seed, device=DEVICE)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def histogram_data(d_k: int, n_samples: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return dot_product_histograms(d_k, n_samples, seed, device=DEVICE)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def saturation_data(n_keys: int, seed: int) -> pd.DataFrame:
+    return saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
+    return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def row_data(d_k: int, n_keys: int, seed: int) -> dict[str, Any]:
+    r = sample_row(d_k, n_keys, seed, device=DEVICE)
+    return {
+        "scores": r.scores.cpu().numpy(),
+        "unscaled": r.weights_unscaled.cpu().numpy(),
+        "scaled": r.weights_scaled.cpu().numpy(),
+        "jac_unscaled": r.jacobian_unscaled.cpu().numpy(),
+        "jac_scaled": r.jacobian_scaled.cpu().numpy(),
+        "entropy_pct_unscaled": float(100 * row_entropy(r.weights_unscaled) / math.log(n_keys)),
+        "entropy_pct_scaled": float(100 * row_entropy(r.weights_scaled) / math.log(n_keys)),
+    }
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def tau_row_data(d_k: int, n_keys: int, seed: int, tau: float) -> tuple[np.ndarray, float]:
+    w = sample_row(d_k, n_keys, seed, device=DEVICE).weights_at(tau)
+    return w.cpu().numpy(), float(100 * row_entropy(w) / math.log(n_keys))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def gradient_data(n_keys: int, seed: int) -> pd.DataFrame:
+    return gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> pd.DataFrame:
+    return scaling_strategies(
+        d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target), device=DEVICE
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> pd.DataFrame:
+    stds = {**named_init_stds(d_model, d_k), "custom": custom}
+    return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    table = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
+    return table, overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
