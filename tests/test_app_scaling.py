@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,21 @@ def test_shared_controls_are_disabled_where_they_do_nothing() -> None:
     assert at.select_slider(key="sc_dk").disabled and at.number_input(key="sc_seed").disabled
     at = open_tab("Variance")
     assert not at.select_slider(key="sc_dk").disabled and at.select_slider(key="sc_nk").disabled
+
+
+EXIT_RIGHT_AWAY = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.run()
+at.switch_page("pages/scaling.py")
+at.run()  # the variance tab starts its full-size refinement in the background
+assert not at.exception, at.exception
+"""
+
+
+def test_a_process_that_exits_while_the_variance_refines_exits_cleanly() -> None:
+    """A daemon refinement thread still inside torch at exit aborted the process (exit code 134)."""
+    done = subprocess.run([sys.executable, "-c", EXIT_RIGHT_AWAY, APP], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "terminate called" not in done.stderr

@@ -67,7 +67,7 @@ class _DeviceLine:
     def start_in_background(self) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self.compute, name="device-line", daemon=True)
+                self._thread = threading.Thread(target=self.compute, name="device-line", daemon=False)  # see refine.py
                 self._thread.start()
 
 

@@ -32,7 +32,11 @@ class _Refiner:
             if key in self._running or key in self._done:
                 return
             self._running.add(key)
-        threading.Thread(target=self._run, args=(key,), name=f"refine-variance-{key}", daemon=True).start()
+        # Not a daemon: a daemon thread still inside a torch op when the interpreter exits makes the
+        # process abort ("terminate called without an active exception", exit code 134). The job
+        # takes a few seconds at most, so exiting waits for it instead. Said explicitly: a new thread
+        # would inherit "daemon" from the script thread that starts it, which is one.
+        threading.Thread(target=self._run, args=(key,), name=f"refine-variance-{key}", daemon=False).start()
 
     def _run(self, key: tuple[int, int, int]) -> None:
         n, seed, d_k = key
