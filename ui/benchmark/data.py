@@ -1,0 +1,57 @@
+"""The benchmark page's cached wrappers of the core, and the run lock every session of this server shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from attention_core import bench
+
+# ---- one benchmark at a time per server -------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def server() -> bench.BenchLock:
+    """Shared by every session of this server: the run lock and the rows measured so far."""
+    return bench.BenchLock()
+
+
+# ---- cached wrappers of the core ----------------------------------------------------------
+
+
+def cap_and_free(device: str) -> tuple[int, int | None]:
+    """Read every run (two small /proc reads): free memory changes, and so may $ATTENTION_BENCH_CAP_GB."""
+    return bench.default_cap_bytes(device), bench.free_memory_bytes(device)
+
+
+@st.cache_data(show_spinner=False)
+def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int) -> list[dict[str, Any]]:
+    return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap)
+
+
+@st.cache_data(show_spinner=False)
+def flop_table(n: int, d: int, batch: int, heads: int, causal: bool) -> list[dict[str, Any]]:
+    return bench.flop_table(n, d, batch, heads, causal)
+
+
+@st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves
+def environment(device: str) -> dict[str, str]:
+    return bench.environment(device)
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def plan(
+    impls: tuple[str, ...],
+    ns: tuple[int, ...],
+    d: int,
+    heads: int,
+    batch: int,
+    dtype: str,
+    causal: bool,
+    device: str,
+    kv_heads: int | None,
+    cap: int,
+) -> list[tuple[str, int, int, str | None]]:
+    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device, kv_heads)
+    return [(p.config.impl, p.config.n, p.needed_bytes, p.refusal) for p in bench.plan(spec, cap)]

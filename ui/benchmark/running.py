@@ -1,0 +1,102 @@
+"""Running a sweep: queue for the server's lock, measure with a line per configuration, keep the result."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from attention_core import bench
+from ui.benchmark import data
+
+
+def _line(row: bench.BenchResult, reused: bool) -> str:
+    head = f"`{row.impl}` n = {row.n}"
+    if row.status == "ok":
+        tail = " (measured earlier)" if reused else ""
+        return f":material/check: {head}: {row.median_ms:.3g} ms, {bench.format_bytes(row.peak_bytes)}{tail}"
+    return f":material/block: {head}: **{row.status}**, {row.note}"
+
+
+class _Holding:
+    """Set the moment the lock is ours, before any Streamlit call that a rerun could interrupt."""
+
+    ours = False
+
+
+def _wait_for_lock(server: bench.BenchLock, holding: _Holding) -> bool:
+    """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
+    if server.try_acquire():
+        holding.ours = True
+        return True
+    start = time.perf_counter()
+    with st.status("Busy, queued: another viewer's benchmark is running…", state="running") as status:
+        while time.perf_counter() - start < server.wait_s:
+            if server.try_acquire(timeout=0.5):
+                holding.ours = True
+                status.update(label="Our turn: starting.", state="complete", expanded=False)
+                return True
+            status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")
+        status.update(label=f"Still busy after {server.wait_s:.0f} s; try again later.", state="error")
+    return False
+
+
+def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
+    """Run the sweep under the server lock, with a line per configuration and a progress bar."""
+    server = data.server()
+    configs = spec.configs()
+    st.session_state["bm_partial"] = []
+    if all(server.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
+        rows = [server.lookup(c) for c in configs]
+        peak = server.peaks.get((configs[0].device, spec.dtype))
+        _keep(spec, bench.SweepResult(rows, 0.0, peak), reused_all=True)
+        return
+    holding = _Holding()
+    try:
+        if not _wait_for_lock(server, holding):
+            return
+        server.describe(f"{len(configs)} configurations on {configs[0].device}")
+        with st.status(f"Measuring {len(configs)} configurations…", expanded=True) as status:
+            bar = st.progress(0.0, text="warming up")
+
+            def progress(p: bench.SweepProgress) -> None:
+                if p.result is None:
+                    bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
+                    return
+                reused = server.lookup(p.config) is p.result
+                server.remember(p.result)
+                st.session_state["bm_partial"].append(p.result)  # kept if a rerun interrupts the loop
+                st.markdown(_line(p.result, reused))
+                bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
+
+            result = bench.run_sweep(
+                spec,
+                cap_bytes=cap,
+                budget_s=budget,
+                min_run_time=bench.DEFAULT_MIN_RUN_TIME,
+                progress=progress,
+                cached=server.lookup,
+            )
+            if result.peak_gflops:
+                server.peaks[(configs[0].device, spec.dtype)] = result.peak_gflops
+            ended = {"budget": "stopped: time budget used up", "cancelled": "cancelled"}.get(result.stopped or "")
+            label = f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else "")
+            status.update(label=label, state="complete", expanded=False)
+        _keep(spec, result)
+    finally:
+        if holding.ours:  # also when Cancel (a rerun) interrupted the loop at a Streamlit call
+            server.release()
+
+
+def _keep(spec: bench.SweepSpec, result: bench.SweepResult, reused_all: bool = False) -> None:
+    st.session_state["bm_result"] = {
+        "spec": spec,
+        "rows": result.rows,
+        "peak": result.peak_gflops,
+        "wall": result.wall_s,
+        "stopped": result.stopped,
+        "reused_all": reused_all,
+        "disturbed": result.disturbed,
+        "load": result.load_per_core,
+    }
+    st.session_state.pop("bm_partial", None)
