@@ -185,7 +185,7 @@ def query_weights(
 
     Up to :data:`LABEL_EVERY_BAR_UP_TO` keys every bar gets its label. With more keys the labels
     would run into each other, so only the :data:`CROWDED_LABELS` largest weights are labelled
-    (hover shows every value) and a masked key is marked ``✕``, explained in a corner note.
+    (hover shows every value) and a masked key is marked ``✕``, explained above the plot.
     """
     w = as_array(weights, float)
     mask = np.zeros(w.shape, bool) if blocked is None else as_array(blocked, bool)
@@ -210,15 +210,16 @@ def query_weights(
             hovertemplate="%{x}: %{customdata}<extra></extra>",
         )
     )
-    if crowded and mask.any():
-        fig.add_annotation(
-            text="✕ masked key", xref="paper", yref="paper", x=1, y=1, xanchor="right", yanchor="top",
-            showarrow=False,
-        )  # fmt: skip
     fig.update_xaxes(type="category", title_text="key")
     fig.update_yaxes(title_text="weight", range=[0, 1.12])
     fig.update_layout(uniformtext={"minsize": font_size(talk) - 3, "mode": "show"})
-    return base_layout(fig, talk=talk, height=340 if not talk else 420)
+    base_layout(fig, talk=talk, height=340 if not talk else 420)
+    if crowded and mask.any():
+        # Above the plot, in a top margin of its own: no bar or label can run into the words.
+        fig.add_annotation(text="✕ masked key", xref="paper", yref="paper", x=1, y=1, xanchor="right",
+                           yanchor="bottom", yshift=4, showarrow=False)  # fmt: skip
+        fig.update_layout(margin_t=font_size(talk) + 16)
+    return fig
 
 
 def output_blend(

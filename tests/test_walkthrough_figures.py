@@ -35,7 +35,9 @@ def test_many_keys_label_only_the_largest_weights(n: int, talk: bool) -> None:
     assert sorted(labelled) == sorted(top.tolist())
     assert [text[j] for j in np.flatnonzero(blocked)] == ["✕"] * 3
     assert all(t == "" for j, t in enumerate(text) if j not in labelled and not blocked[j])
-    assert [a.text for a in fig.layout.annotations] == ["✕ masked key"]
+    (note,) = fig.layout.annotations
+    assert note.text == "✕ masked key" and note.yref == "paper" and note.y == 1 and note.yanchor == "bottom"
+    assert fig.layout.margin.t >= WF.font_size(talk) + 16  # the note has a margin of its own above the bars
     # Hover still gives every key its value, and says which ones are masked.
     hover = list(fig.data[0].customdata)
     assert hover[-1] == "masked" and hover[0] == f"{w[0]:.3f}"
