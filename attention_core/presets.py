@@ -57,7 +57,7 @@ class WalkthroughInputs:
     v: torch.Tensor
     positions: bool
     cross: bool
-    note: str
+    unknown: tuple[str, ...] = ()  # the model preset: words outside its vocabulary, read as [UNK]
 
     @property
     def n_q(self) -> int:
@@ -92,8 +92,8 @@ def _finish(
     *,
     positions: bool,
     cross: bool,
-    note: str,
     device: str | torch.device | None,
+    unknown: tuple[str, ...] = (),
 ) -> WalkthroughInputs:
     dev = new_tensor_device(device)
     if positions:
@@ -116,7 +116,7 @@ def _finish(
         v=v,
         positions=positions,
         cross=cross,
-        note=note,
+        unknown=unknown,
     )
 
 
@@ -141,13 +141,7 @@ def tiny_example(
     if cross:
         x_q = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # (2, 4)
         q_tokens = ["J'", "aime"]
-    note = "Small integers, so every product can be checked by hand."
-    if positions:
-        note += " Positions are added, so the inputs are no longer whole numbers."
-    return _finish(
-        "tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v,
-        positions=positions, cross=cross, note=note, device=device,
-    )
+    return _finish("tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v, positions=positions, cross=cross, device=device)
 
 
 def _word_vector(word: str, d_model: int, seed: int) -> torch.Tensor:
@@ -201,14 +195,9 @@ def sentence_example(
     w_v = torch.randn(d_model, d_v, generator=g) / math.sqrt(d_model)
     keys = SENTENCE
     queries = SENTENCE_FR if cross else SENTENCE
-    note = (
-        "Word vectors are seeded random numbers plus a few hand-set shared features "
-        "('animal', 'it' and 'tired' share one), so related words look alike. "
-        "The projections are random, not trained."
-    )
     return _finish(
         "sentence", queries, keys, embed(queries), embed(keys), w_q, w_k, w_v,
-        positions=positions, cross=cross, note=note, device=device,
+        positions=positions, cross=cross, device=device,
     )
 
 
@@ -241,10 +230,8 @@ def random_example(
     w_v = torch.randn(d_model, d_v, generator=g) / math.sqrt(d_model)  # (d_model, d_v)
     k_tokens = [f"t{i}" for i in range(n)]
     q_tokens = [f"y{i}" for i in range(n_q)] if cross else k_tokens
-    note = f"Gaussian inputs from seed {seed}; projections scaled by 1/√d_model."
     return _finish(
-        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v,
-        positions=positions, cross=cross, note=note, device=device,
+        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v, positions=positions, cross=cross, device=device
     )
 
 
@@ -279,17 +266,10 @@ def model_example(
         return torch.cat([p[f"w_{name}"], p[f"b_{name}"].unsqueeze(0)], dim=0)  # (D + 1, d_head)
 
     tokens = list(batch.items[0].tokens)
-    unknown = batch.items[0].unknown
-    note = (
-        f"Real weights: {bert.name}, layer {layer}, head {head} (counted from 0). X is what layer {layer} "
-        f"reads (the {'embeddings' if layer == 0 else f'output of layer {layer - 1}'}), with a last column "
-        "of 1s so that each W's last row is the projection's bias."
-    )
-    if unknown:
-        note += f" Not in the vocabulary, read as [UNK]: {', '.join(repr(u) for u in unknown)}."
     return _finish(
         "model", tokens, tokens, x1, x1, with_bias("q"), with_bias("k"), with_bias("v"),
-        positions=False, cross=False, note=note, device=device if model is None else x.device,
+        positions=False, cross=False, device=device if model is None else x.device,
+        unknown=tuple(batch.items[0].unknown),
     )
 
 

@@ -1,145 +1,78 @@
-"""The frame around every page: the sidebar with the device and the talk-mode switch.
+"""The frame around every page: page config, the sidebar (talk mode, the device), link notices.
 
-Nothing here imports torch: importing it takes seconds on a small machine, and the home page
-needs none of it. The device line is drawn from ``attention_core.device_info`` once torch is
-loaded (every other page loads it for its content); on a visit that has not loaded it yet, a
-background thread loads it after the page is drawn and the line fills in when it is ready.
+``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, :func:`sidebar`, the page, :func:`after_page`.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
-
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from . import urlstate, viewport
+from . import links
 
-_PAGE_CONFIG = {
-    "page_title": "Attention, step by step",
-    "page_icon": ":material/blur_on:",
-    "layout": "wide",
-}
+TALK = "talk"  # the shared flag: larger type and less prose, for a projector; bound to the URL on every page
+TALK_CSS = (
+    "<style>"
+    "[data-testid='stMain'] [data-testid='stMarkdown'] p,"
+    "[data-testid='stMain'] [data-testid='stMarkdown'] li {font-size: 1.3rem; line-height: 1.45;}"
+    "[data-testid='stMetricValue'] {font-size: 2.4rem;}"
+    "[data-testid='stMainBlockContainer'] {padding-top: 4rem; padding-bottom: 2rem;}"
+    ".katex {font-size: 1.5em !important;}"
+    "</style>"
+)
+
+
+def talk() -> bool:
+    """Whether the presenter's talk mode is on."""
+    return bool(st.session_state.get(TALK, False))
 
 
 def page_config() -> None:
-    """``st.set_page_config`` for every page; talk mode starts with the sidebar collapsed.
-
-    The presenter can still open it with the arrow at the top left. Called by ``app.py`` first.
-    """
-    urlstate.seed(urlstate.FRAME_PARAMS)
-    talk = urlstate.talk_mode()
-    st.set_page_config(**_PAGE_CONFIG, initial_sidebar_state="collapsed" if talk else "expanded")
-
-
-class _DeviceLine:
-    """The sidebar's device summary, computed once per server, off the script thread if need be."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.summary: dict[str, str] | None = None
-        self.failed = False
-
-    def compute(self) -> None:
-        try:
-            from attention_core import device_info
-
-            info = device_info()
-        except Exception:  # no torch, a broken driver: the line says "unknown", the app goes on
-            self.failed = True
-            return
-        gpu = info.device.startswith("cuda")
-        mem = f"{info.total_memory_bytes / 2**30:.0f} GiB" if info.total_memory_bytes else "unknown"
-        self.summary = {
-            "kind": "CUDA GPU" if gpu else "CPU",
-            "name": info.name,
-            "device": info.device,
-            "torch": info.torch_version,
-            "threads": str(info.threads),
-            "memory": mem,
-        }
-
-    def ready(self) -> bool:
-        return self.summary is not None or self.failed
-
-    def start_in_background(self) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self.compute, name="device-line", daemon=False)  # see refine.py
-                self._thread.start()
-
-
-@st.cache_resource(show_spinner=False)
-def _device_line() -> _DeviceLine:
-    return _DeviceLine()
+    """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed."""
+    links.remember()
+    opened_in_talk = st.session_state.get(TALK, st.query_params.get(TALK, "").lower() in ("true", "1", "on", "yes"))
+    st.set_page_config(
+        page_title="Attention, step by step",
+        page_icon=":material/blur_on:",
+        layout="wide",
+        initial_sidebar_state="collapsed" if opened_in_talk else "expanded",
+    )
 
 
 def sidebar() -> DeltaGenerator:
-    """Draw the shared sidebar's top (the talk switch) and return its slot for :func:`device_line`."""
-    urlstate.seed(urlstate.FRAME_PARAMS)
-    with st.sidebar:
-        st.toggle(
-            "Talk mode",
-            key=urlstate.TALK.key,
-            help="Larger type and less prose, for a projector; the sidebar starts collapsed. Kept in the link.",
-        )
-        return st.container()
+    """The talk-mode switch (an old ``talk=1`` link upgraded first); returns the page's notice slot."""
+    links.upgrade(**{TALK: links.on_off})
+    st.sidebar.toggle(
+        "Talk mode", key=TALK, bind="query-params",
+        help="Larger type and less prose, for a projector; the sidebar starts collapsed. Kept in the link.",
+    )  # fmt: skip
+    if talk():
+        st.html(TALK_CSS)
+    return st.container()
 
 
-def after_page(box: DeltaGenerator) -> None:
-    """What the frame draws once the page is done: the device line and the viewport probe.
+@st.cache_resource(show_spinner=False)
+def _device_line() -> tuple[str, str]:
+    from attention_core.device import default_device, device_info
 
-    Both come last on purpose. The device line may need torch, which the home page does not load;
-    the probe's first report reruns the script, and a rerun requested while the page is still
-    running would interrupt it and start it over, doubling a cold visit's wait.
+    info = device_info(default_device())
+    mem = f"{info.total_memory_bytes / 2**30:.0f} GiB" if info.total_memory_bytes else "unknown"
+    kind = "CUDA GPU" if info.device.startswith("cuda") else "CPU"
+    details = f"torch {info.torch_version} · {info.threads} threads · {mem} memory"
+    return f"**Computing on:** {kind}  \n{info.name}", details
+
+
+def after_page(notices: DeltaGenerator) -> None:
+    """Once the page is drawn: its link's notices, the link box and the device line.
+
+    The device line needs torch, which the home page does not load for itself: asking for it last
+    lets that page appear first.
     """
-    device_line(box)
-    viewport.probe()
-
-
-def device_line(box: DeltaGenerator) -> None:
-    """The device summary in ``box``."""
-    line = _device_line()
-    if not line.ready() and "torch" in sys.modules:
-        line.compute()  # the page has loaded torch already: this is instant
-    with box:
-        if line.ready():
-            _draw(line)
-        else:
-            line.start_in_background()
-            _pending(line)
-
-
-def _draw(line: _DeviceLine) -> None:
-    d = line.summary
-    if d is None:
-        st.markdown("**Computing on:** unknown")
-        st.caption("torch could not be loaded to ask for the device.")
-        return
-    st.markdown(f"**Computing on:** {d['kind']}  \n{d['name']}")
-    st.caption(f"torch {d['torch']} · {d['threads']} threads · {d['memory']} memory")
-
-
-@st.fragment(run_every=1.0)
-def _pending(line: _DeviceLine) -> None:
-    """Until torch has loaded in the background: a placeholder, polled once a second."""
-    if line.ready():
-        st.rerun()  # the whole app: the next run draws the line without this fragment
-    st.markdown("**Computing on:** …")
-    st.caption("Loading torch to ask for the device.")
-
-
-def talk_css() -> None:
-    """In talk mode, enlarge the page's text so it reads from the back of a hall."""
-    if urlstate.talk_mode():
-        st.html(
-            "<style>"
-            "[data-testid='stMain'] [data-testid='stMarkdown'] p,"
-            "[data-testid='stMain'] [data-testid='stMarkdown'] li {font-size: 1.3rem; line-height: 1.45;}"
-            "[data-testid='stMetricValue'] {font-size: 2.4rem;}"
-            "[data-testid='stMainBlockContainer'] {padding-top: 4rem; padding-bottom: 2rem;}"
-            ".katex {font-size: 1.5em !important;}"
-            "</style>"
-        )
+    links.report(notices)
+    links.link_box()
+    try:
+        line, details = _device_line()
+    except Exception:  # no torch, a broken driver: the line says so and the app goes on
+        line, details = "**Computing on:** unknown", "torch could not be loaded to ask for the device."
+    st.sidebar.markdown(line)
+    st.sidebar.caption(details)

@@ -16,7 +16,7 @@ from ui import urlstate
 from ui.model import encoder
 from ui.params import ChoiceParam, IntParam, TextParam
 
-WALKTHROUGH = "pages/walkthrough.py"
+WALKTHROUGH = "app_pages/walkthrough.py"
 TIRED = "The animal didn't cross the street because it was too tired."
 WIDE = "The animal didn't cross the street because it was too wide."
 EXAMPLES = {

@@ -2,39 +2,34 @@
 
 import streamlit as st
 
-from ui import urlstate
+from ui.draw import prose
 
 
 def home() -> None:
-    urlstate.seed([])
-    talk = urlstate.talk_mode()
     st.title("Scaled dot-product attention, step by step")
     st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
-    if not talk:
-        st.markdown(
-            "Each token asks a **query**, every token offers a **key**, and the match between them "
-            "(a dot product) decides how much of each token's **value** flows into the answer. "
-            "Dividing by √d_k keeps the scores in a range where softmax still has a gradient; "
-            "softmax turns each row of scores into weights that sum to 1."
-        )
-        st.markdown(
-            "Every number on these pages is computed live by a small tested library, "
-            "`attention_core`, on the device shown in the sidebar."
-        )
+    prose(
+        "Each token asks a **query**, every token offers a **key**, and the match between them "
+        "(a dot product) decides how much of each token's **value** flows into the answer. "
+        "Dividing by √d_k keeps the scores in a range where softmax still has a gradient; "
+        "softmax turns each row of scores into weights that sum to 1.",
+        "Every number on these pages is computed live by a small tested library, "
+        "`attention_core`, on the device shown in the sidebar.",
+    )
     cards = [
-        ("pages/walkthrough.py", "Walkthrough", ":material/stairs:",
+        ("app_pages/walkthrough.py", "Walkthrough", ":material/stairs:",
          "The five steps with real numbers: QKᵀ, ÷√d_k, the mask, softmax and ·V, on a tiny "
          "example, a sentence, or random inputs."),
-        ("pages/scaling.py", "√d_k explorer", ":material/functions:",
+        ("app_pages/scaling.py", "√d_k explorer", ":material/functions:",
          "Why the scores are divided by √d_k, measured live: variance, saturation, gradients, other "
          "scalings, initialisation, a stable softmax and a small training run, each beside its theory."),
-        ("pages/benchmark.py", "Benchmark", ":material/speed:",
+        ("app_pages/benchmark.py", "Benchmark", ":material/speed:",
          "What attention costs on this machine: time, memory and FLOP rate against n for textbook attention, "
          "the explained path, torch's fused kernels and tiled online softmax, with the n² theory beside them."),
-        ("pages/heads.py", "Heads", ":material/view_week:",
+        ("app_pages/heads.py", "Heads", ":material/view_week:",
          "Multi-head, grouped-query and multi-query attention on a sentence, the KV cache of real models "
          "against GPU memory, and decoding token by token, timed live with and without a cache."),
-        ("pages/model.py", "Real attention", ":material/psychology:",
+        ("app_pages/model.py", "Real attention", ":material/psychology:",
          "A trained model's 72 heads (all-MiniLM-L6-v2) on your sentence, computed by our own core: who "
          "“it” looks at, attention sinks, and any head opened in the walkthrough."),
     ]
@@ -46,7 +41,6 @@ def home() -> None:
                 st.subheader(title)
                 st.write(text)
                 st.page_link(path, label=f"Open {title}", icon=icon)
-    urlstate.publish([])
 
 
 home()

@@ -1,0 +1,97 @@
+"""What every page draws with: charts (fitted to a projector in talk mode), prose, metric rows, tables.
+
+Talk mode fits a page's main figure to the window with CSS alone: the figure's container gets
+``height: min(natural, 100vh − the room above it)`` and the chart stretches to fill it, so the
+browser sizes it on load and on every resize with no round trip to Python. The room above each
+fitted figure (settings row, tabs, formula) is in :data:`TALK_ABOVE`, read off screenshots at
+1280×720 with ``benchmarks/rehearsal.py``, which flags a figure that no longer fits. Figures are
+laid out (cell fonts, label sizes) for that smallest talk screen, so a larger one only adds room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from figures.style import PLOTLY_CONFIG
+
+from .frame import talk
+
+# px from the window's top to each fitted figure's top in talk mode, at 1280×720.
+TALK_ABOVE = {
+    "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
+    "scaling.first": 335, "scaling.Variance": 400, "scaling.Scaling strategies": 395,
+    "scaling.Numerical stability": 370, "scaling.Training": 385,
+    "heads.Split": 250, "heads.Heads side by side": 330, "heads.Decode": 370, "heads.first": 330,
+    "benchmark.result": 150,
+}  # fmt: skip
+TALK_SCREEN = (1280, 720)  # the smallest screen talk mode is designed for (a projector's 720p mode)
+TALK_WIDTH = 1180  # its main column, sidebar collapsed: the width talk-mode figures are laid out for
+NORMAL_WIDTH = 820  # the main column of a 1280-wide laptop with the sidebar open
+NUMBER = st.column_config.NumberColumn
+
+
+def room(fit: str, natural: int, low: int = 260) -> int:
+    """The height a figure fitted as ``fit`` has on the smallest talk screen: lay it out for that."""
+    return int(max(low, min(natural, TALK_SCREEN[1] - TALK_ABOVE[fit] - 16)))
+
+
+def chart(fig: go.Figure, key: str, *, fit: str | None = None, low: int = 260, **kwargs: Any) -> Any:
+    """``st.plotly_chart`` with the project's config; in talk mode a figure with ``fit`` fills the window's rest."""
+    kwargs.setdefault("config", PLOTLY_CONFIG)
+    if fit is None or not talk():
+        return st.plotly_chart(fig, width="stretch", key=key, **kwargs)
+    natural = int(fig.layout.height or 450)
+    box = f"fit-{key}"
+    st.html(
+        f"<style>.st-key-{box}{{flex:none!important;min-height:{low}px;"
+        f"height:min({natural}px,calc(100vh - {TALK_ABOVE[fit]}px))!important}}</style>"
+    )
+    with st.container(key=box):
+        return st.plotly_chart(fig, width="stretch", height="stretch", key=key, **kwargs)
+
+
+def figure(build: Callable[..., go.Figure], *args: Any) -> go.Figure:
+    """``build(*args)``, built once per arguments (plain values) and kept: a plotly figure costs tens of
+    milliseconds to build, most of a rerun. Kept as the object: one restored from a pickle would be
+    validated again, which costs as much. Figures are never changed once built."""
+    return _figure(f"{build.__module__}.{build.__qualname__}", build, args)
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _figure(name: str, _build: Callable[..., go.Figure], args: tuple[Any, ...]) -> go.Figure:
+    return _build(*args)
+
+
+def prose(*paragraphs: str) -> None:
+    """Explanatory paragraphs: shown normally, left out in talk mode (the presenter says them)."""
+    if not talk():
+        for p in paragraphs:
+            st.markdown(p)
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    """A number for prose: ``digits`` significant digits, a true minus sign."""
+    return f"{x:.{digits}g}".replace("-", "−")
+
+
+def metrics(*items: tuple[str, str, str | None], border: bool = False) -> None:
+    """A row of headline numbers: (label, value, a note under it or None)."""
+    for col, (label, value, note) in zip(st.columns(len(items)), items, strict=True):
+        col.metric(label, value, note, delta_color="off", delta_arrow="off", border=border)
+
+
+def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None) -> None:
+    """The numbers behind a figure, as a compact table in a closed expander."""
+    with st.expander("The numbers", expanded=False):
+        if caption:
+            st.caption(caption)
+        st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
+
+
+def labelled(options: Sequence[Any], names: dict[Any, str]) -> Callable[[Any], str]:
+    """A ``format_func`` that names an option from ``names`` and falls back to its own text."""
+    return lambda o: names.get(o, str(o))

@@ -1,0 +1,112 @@
+"""The view's link: what ``bind="query-params"`` does not do by itself.
+
+Every control is bound to the URL where it is declared (``st.slider(..., key="n",
+bind="query-params")``): the link seeds it, a change is written back, a default drops out and
+an invalid value is discarded. Two things are left for this module:
+
+- **Notices.** Streamlit discards a value it cannot use without a word. The frame keeps the
+  values the session was opened with (:func:`remember`) and, after each run, compares those of
+  the controls drawn so far with what the URL holds now (:func:`report`): one the widget did not
+  take is named in a short notice, so a presenter knows the bookmark was off.
+- **Older bookmarks.** Before the widgets were bound, links wrote on/off as ``1``/``0``, lists
+  with commas and choices by their code (``mask=causal``). :func:`upgrade` rewrites such a value
+  in today's form on the session's first run and reruns once, so the old link opens the same view.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+Upgrade = Mapping[str, str] | Callable[[str], str | list[str] | None]
+_OPENED = "_link_opened"  # the link's values not yet judged: {key: [values]}
+_SETTLED = "_link_settled"  # set once a run has finished: later runs never rewrite the link
+
+
+def on_off(old: str) -> str | None:
+    """An old on/off value (1/0, yes/no, on/off) as a toggle's "true"/"false"."""
+    return {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(old.lower())
+
+
+def comma_list(old: str) -> list[str] | None:
+    """An old comma-separated list as repeated parameters (``a,b`` → ``?k=a&k=b``)."""
+    return [s.strip() for s in old.split(",") if s.strip()] if "," in old else None
+
+
+def upgrade(**old_forms: Upgrade) -> None:
+    """Rewrite values of an older link in today's form, once per session, and rerun.
+
+    Call before the widgets named by the keywords. A mapping translates old values (the others are
+    left alone); a function returns the new value, or ``None`` to leave the old one.
+    """
+    if _SETTLED in st.session_state:
+        return
+    changed = False
+    for key, form in old_forms.items():
+        values = st.query_params.get_all(key)
+        if len(values) != 1:
+            continue
+        new = form.get(values[0]) if isinstance(form, Mapping) else form(values[0])
+        if new is not None and new != values[0]:
+            st.query_params[key] = new
+            changed = True
+    if changed:
+        st.rerun()  # the rerun seeds the widgets from the rewritten link (and the frame remembers it)
+
+
+def remember() -> None:
+    """Keep the link's values until their widgets have been drawn (the frame calls this first)."""
+    if _SETTLED not in st.session_state:
+        st.session_state[_OPENED] = {k: st.query_params.get_all(k) for k in st.query_params}
+
+
+def report(box: DeltaGenerator) -> None:
+    """After a run: name in ``box`` the link's values that a control drawn in this run did not take."""
+    st.session_state[_SETTLED] = True
+    opened: dict[str, list[str]] = st.session_state.get(_OPENED) or {}
+    problems = []
+    for key in [k for k in opened if k in st.session_state]:  # drawn now; the rest wait (a closed tab)
+        asked = opened.pop(key)
+        now = st.query_params.get_all(key)
+        if now != asked and not (not now and asked == _url_form(st.session_state[key])):
+            instead = f"“{_shown(', '.join(now))}” is used instead" if now else "its default is used"
+            problems.append(f"{key} = “{_shown(', '.join(asked))}” is not a value this control offers; {instead}.")
+    if problems:
+        box.info(
+            "This link asked for settings that could not be used:\n\n"
+            + "\n".join(f"- {p}" for p in problems),
+            icon=":material/link:",
+        )
+
+
+def _url_form(value: Any) -> list[str]:
+    """How the URL writes ``value``, to tell a default (dropped from the URL) from a rejected value."""
+    values = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for v in values:
+        if isinstance(v, bool):
+            out.append(str(v).lower())
+        elif isinstance(v, float) and v.is_integer():
+            out.append(str(int(v)))
+        else:
+            out.append(str(v))
+    return out
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """A value from the link made harmless to echo: printable, no markup, short."""
+    text = re.sub(r"[^\w .,+\-:/=·()]", "?", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def link_box() -> None:
+    """A copyable link to this view in the sidebar (the address bar may be hidden on a projector)."""
+    query = urlencode([(k, v) for k in st.query_params for v in st.query_params.get_all(k)])
+    with st.sidebar, st.popover("Link to this view", icon=":material/link:", width="stretch"):
+        st.code((st.context.url or "") + (f"?{query}" if query else ""), language=None, wrap_lines=True)
+        st.caption("Copy it with the button at the right of the box. Opening it restores this view.")
