@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from .masks import causal_mask
-from .validation import all_finite, check_float, check_same_device, check_tensor
+from .validation import all_finite, broadcast_shapes, check_float, check_same_device, check_tensor
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ def check_attention_args(
             f"q needs at least one query and k at least one key, got L={q.shape[-2]} and S={k.shape[-2]}"
         )
     try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+        batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
         raise ValueError(
             f"the leading (batch, head) dims of q {tuple(q.shape[:-2])}, k {tuple(k.shape[:-2])} "
             f"and v {tuple(v.shape[:-2])} must broadcast"
@@ -133,9 +133,9 @@ def check_attention_args(
                 raise ValueError("a float attn_mask must not contain NaN or +inf (−inf blocks a key)")
         target = (*batch, q.shape[-2], k.shape[-2])
         try:
-            if torch.broadcast_shapes(attn_mask.shape, target) != torch.Size(target):
-                raise RuntimeError
-        except RuntimeError:
+            if broadcast_shapes(attn_mask.shape, target) != target:
+                raise ValueError
+        except ValueError:
             raise ValueError(
                 f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores' "
                 f"shape (..., L, S) = {target}"
@@ -241,7 +241,7 @@ def scaled_dot_product_attention(
         blocked = torch.ones(L, S, dtype=torch.bool, device=q.device).triu_(1)  # (L, S), top-left aligned
         scores.masked_fill_(blocked, float("-inf"))  # row i keeps key 0, so no row is fully masked
     elif attn_mask is not None:
-        in_place = torch.broadcast_shapes(scores.shape, attn_mask.shape) == scores.shape
+        in_place = broadcast_shapes(scores.shape, attn_mask.shape) == tuple(scores.shape)
         # Fully masked rows are found from the mask (O(mask), not O(scores)) and left unmasked,
         # so softmax never sees a row of −inf (NaN, and NaN gradients); their output is zeroed below.
         if attn_mask.dtype == torch.bool:

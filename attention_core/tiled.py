@@ -26,7 +26,7 @@ import math
 import torch
 
 from .attention import check_attention_args
-from .validation import check_int
+from .validation import broadcast_shapes, check_int
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
@@ -108,7 +108,7 @@ def tiled_attention(
         )
 
     L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
-    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if block_size is None:
         block_size = pick_block_size(q.device, L, S, batch_heads=math.prod(lead), itemsize=q.dtype.itemsize)
     block = check_int("block_size", block_size, low=1, high=1 << 16)

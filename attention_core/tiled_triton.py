@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from .attention import check_attention_args
-from .validation import check_int
+from .validation import broadcast_shapes, check_int
 
 NEEDS_GPU = "needs a CUDA GPU with Triton"
 HEAD_DIMS = (16, 32, 64, 128)  # powers of two: tl.dot needs ≥ 16 and the tiles must fit in SRAM
@@ -107,7 +107,7 @@ def tiled_triton_attention(
     from .tiled_triton_kernel import attention_forward_kernel  # imports Triton: the first call pays for it
 
     L, S = q.shape[-2], k.shape[-2]
-    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     # One flat (batch·head) axis for the grid; a view when q, k, v are (N, H, ·, ·) already.
     q3 = q.expand(*lead, L, E).reshape(-1, L, E)  # (BH, L, E)
     k3 = k.expand(*lead, S, E).reshape(-1, S, E)  # (BH, S, E)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from attention_checks import NEG_INF
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attention_core import attention_trace, scaled_dot_product_attention
+from attention_core.validation import broadcast_shapes
 
 # ---------------------------------------------------------------- validation
 
@@ -95,3 +98,18 @@ def test_mask_on_another_device_is_rejected() -> None:
     q, k, v = (t.cuda() for t in _qkv())
     with pytest.raises(ValueError, match="attn_mask is on cpu but q is on cuda"):
         scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=3))
+def test_broadcast_shapes_follows_torch(shapes: list[list[int]]) -> None:
+    """The pure-Python broadcast (no sympy import on a cold start) agrees with torch's, error included."""
+    try:
+        expected: tuple[int, ...] | None = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ValueError, match="do not broadcast"):
+            broadcast_shapes(*shapes)
+    else:
+        assert broadcast_shapes(*shapes) == expected
