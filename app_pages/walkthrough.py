@@ -10,7 +10,16 @@ import streamlit as st
 
 from attention_core.device import default_device
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, PRESETS, WalkthroughInputs
-from attention_core.walkthrough import MASK_KINDS, STEP_NAMES, run_walkthrough, top_sources
+from attention_core.walkthrough import (
+    MASK_KINDS,
+    STEP_NAMES,
+    UPSTREAM,
+    WalkthroughResult,
+    run_walkthrough,
+    top_sources,
+    upstream_gradient,
+    walkthrough_backward,
+)
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import draw, links
@@ -21,7 +30,29 @@ DEVICE = str(default_device())  # the core uses torch's default device unless to
 # Choices are shown, and written in the link, by these names: short, so the link stays readable.
 PRESET_NAMES = {"tiny": "Tiny example", "sentence": "Sentence", "random": "Random", "model": "Trained model"}
 MASK_NAMES = {"none": "No mask", "causal": "Causal", "padding": "Padding", "cross": "Cross-attention"}
-VIEW_NAMES = {"steps": "Step by step", "all": "All steps", "query": "One query", "compare": "Causal vs none"}
+VIEW_NAMES = {
+    "steps": "Step by step", "all": "All steps", "query": "One query", "compare": "Causal vs none",
+    "backward": "Backward",
+}  # fmt: skip
+UPSTREAM_NAMES = {"row": "1 on one output row", "ones": "All ones", "random": "Random"}
+# The backward pass's steps: (matrix, its formula, rows, columns, what it says).
+BACKWARD = [
+    ("grad_output", r"dO = \frac{\partial L}{\partial O}", "q_tokens", "d_v",
+     "How the loss changes with each entry of the output: where the backward pass starts."),
+    ("grad_v", r"dV = P^\top dO", "k_tokens", "d_v",
+     "Each value row gets back the gradient of every output row that used it, weighted as much as it was used."),
+    ("grad_weights", r"dP = dO\,V^\top", "q_tokens", "k_tokens",
+     "How the loss changes with each weight: the output row's gradient, dotted with the value row it weighted."),
+    ("row_dot", r"D_i = \textstyle\sum_j dO_{ij}\, O_{ij} = \sum_j P_{ij}\, dP_{ij}", "q_tokens", "one",
+     "One number per query: the weight-averaged dP of its row. Softmax's backward needs nothing else from "
+     "the forward pass but P itself."),
+    ("grad_scores", r"dS = P \circ (dP - D)", "q_tokens", "k_tokens",
+     "Softmax's backward: each weight's gradient minus its row's average, times the weight. A blocked key "
+     "(P = 0) gets exactly 0."),
+    ("grad_q", r"dQ = dS\,K \cdot \mathrm{scale}", "q_tokens", "d_k",
+     "Back through QKᵀ and the scale, to the queries."),
+    ("grad_k", r"dK = dS^\top Q \cdot \mathrm{scale}", "k_tokens", "d_k", "…and to the keys."),
+]
 FORMULAS = [
     r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V",
     r"S = QK^\top,\qquad S_{ij} = q_i \cdot k_j",
@@ -62,8 +93,9 @@ MASK_ROWS = {
 }
 
 
-def note(inp: WalkthroughInputs, seed: int, layer: int, head: int) -> str:
+def note(inp: WalkthroughInputs, params: dict[str, Any]) -> str:
     """Where the preset's numbers come from, in a sentence."""
+    seed, layer, head = params["seed"], params.get("layer", MODEL_LAYER), params.get("head", MODEL_HEAD)
     if inp.name == "tiny":
         return "Small integers, so every product can be checked by hand." + (
             " Positions are added, so the inputs are no longer whole numbers." if inp.positions else ""
@@ -84,22 +116,26 @@ def note(inp: WalkthroughInputs, seed: int, layer: int, head: int) -> str:
     return text + unknown
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def walkthrough_data(
-    preset: str, n: int, d_model: int, d_k: int, d_v: int, seed: int,
-    mask: str, pad: int, scaled: bool, pos: bool, drop: float,
-    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD,
-) -> dict[str, Any]:  # fmt: skip
-    """The trace and its checks as plain numpy arrays, cached on plain values."""
+def run(
+    preset: str, n: int, d_model: int, d_k: int, d_v: int, seed: int, mask: str, pad: int, scaled: bool, pos: bool,
+    drop: float, text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD,
+) -> WalkthroughResult:  # fmt: skip
+    """The core's walkthrough for the controls' values (named as the controls are)."""
     model = None
     if preset == "model":  # the trained encoder, loaded once per server, only when this preset is chosen
         from ui.model import encoder
 
         model = encoder()
-    r = run_walkthrough(
+    return run_walkthrough(
         preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, mask=mask, pad=pad,
         scaled=scaled, positions=pos, dropout_p=drop, text=text, layer=layer, head=head, model=model, device=DEVICE,
     )  # fmt: skip
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def walkthrough_data(**params: Any) -> dict[str, Any]:
+    """The trace and its checks as plain numpy arrays, cached on the controls' plain values."""
+    r = run(**params)
     t, inp = r.trace, r.inputs
 
     def cpu(x: Any) -> np.ndarray:
@@ -107,7 +143,7 @@ def walkthrough_data(
 
     blocked = ~cpu(r.mask) if r.mask is not None else np.zeros((inp.n_q, inp.n_k), dtype=bool)
     return {
-        "q_tokens": list(inp.query_tokens), "k_tokens": list(inp.key_tokens), "note": note(inp, seed, layer, head),
+        "q_tokens": list(inp.query_tokens), "k_tokens": list(inp.key_tokens), "note": note(inp, params),
         "x_q": cpu(inp.x_q), "x_kv": cpu(inp.x_kv), "w_q": cpu(inp.w_q), "w_k": cpu(inp.w_k), "w_v": cpu(inp.w_v),
         "q": cpu(inp.q), "k": cpu(inp.k), "v": cpu(inp.v),
         "scores": cpu(t.scores), "scaled": cpu(t.scaled), "masked": cpu(t.masked), "weights": cpu(t.weights),
@@ -119,6 +155,15 @@ def walkthrough_data(
         "top": [top_sources(t.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
         "d_k": inp.d_k, "d_v": inp.d_v, "d_model": inp.d_model,
     }  # fmt: skip
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def backward_data(upstream: str, row: int, **params: Any) -> dict[str, Any]:
+    """The backward pass of the walkthrough's trace for one upstream gradient, and its check against autograd."""
+    r = run(**params)
+    back, delta = walkthrough_backward(r, upstream_gradient(upstream, r, row=row))
+    out = {name: getattr(back, name).detach().cpu().numpy() for name, *_ in BACKWARD}
+    return out | {"delta_autograd": delta}
 
 
 def controls(box: Any) -> dict[str, Any]:
@@ -345,6 +390,46 @@ def _reading(token: str, shares: list[tuple[str, float]]) -> str:
     return first + "."
 
 
+def backward_figure(
+    key: tuple, upstream: str, row: int, i: int, talk: bool, width: int, height: int | None
+) -> go.Figure:
+    b = backward_data(upstream, row, **dict(key))
+    d = walkthrough_data(**dict(key)) | {"one": 1}
+    name, _formula, rows, cols, _text = BACKWARD[i]
+    return matrix_heatmap(b[name], _labels(d, rows), _labels(d, cols) if cols != "one" else ["D"], kind="signed",
+                          talk=talk, width=width, height=height, colorbar=cols != "one")  # fmt: skip
+
+
+def backward_view(d: dict[str, Any]) -> None:
+    """The gradient of attention step by step, from an upstream dO back to dQ, dK and dV."""
+    qt = d["q_tokens"]
+    c = st.columns([3, 2], vertical_alignment="bottom")
+    upstream = c[0].segmented_control("Upstream gradient dO", UPSTREAM, format_func=UPSTREAM_NAMES.__getitem__,
+                                      default="row", key="upstream", required=True, bind="query-params")  # fmt: skip
+    row = c[1].selectbox("Its output row", range(len(qt)), _default_query(qt), format_func=qt.__getitem__, key="q",
+                         bind="query-params", disabled=upstream != "row")  # fmt: skip
+    b = backward_data(upstream, row, **dict(d["key"]))
+    draw.prose(
+        "Training needs the gradient of a loss with respect to Q, K and V. The backward pass starts from dO, how "
+        "the loss changes with each output entry, and runs the five steps in reverse. Every matrix below is "
+        "computed step by step and checked against torch's autograd.",
+        "**Why fused kernels store so little:** a row's softmax backward needs only its weights P and one "
+        "number D = rowsum(dO ∘ O). So FlashAttention keeps each row's log-sum-exp (n numbers), recomputes P "
+        "tile by tile in the backward pass, and never stores the n × n weights.",
+    )
+    st.caption(f"Backward steps vs torch autograd: |Δ| ≤ {b['delta_autograd']:.1e}")
+    width = draw.TALK_WIDTH if talk() else draw.NORMAL_WIDTH // 2 - 16
+    cols = [st.container()] if talk() else st.columns(2)
+    for i, (name, formula, rows, _cols, text) in enumerate(BACKWARD):
+        n_rows = len(d["q_tokens"] if rows == "q_tokens" else d["k_tokens"])
+        height = draw.room("walkthrough.all", natural=90 + 44 * n_rows) if talk() else None
+        with cols[i % len(cols)]:
+            st.latex(formula)
+            draw.prose(text)
+            fig = draw.figure(backward_figure, d["key"], upstream, row, i, talk(), width, height)
+            draw.chart(fig, f"wt_back_{name}", fit="walkthrough.all")
+
+
 def compare_view(d: dict[str, Any]) -> None:
     draw.prose(
         "With the causal mask every query may only look at itself and earlier tokens, so the weights "
@@ -375,7 +460,7 @@ def check_panel(d: dict[str, Any]) -> None:
 def walkthrough_page() -> None:
     nav = None
     if talk():  # on a projector the settings, the view switch and the step control share one row
-        top = st.columns([1, 3.3, 3.6], vertical_alignment="center")
+        top = st.columns([1, 4.2, 3.2], vertical_alignment="center")
         params = controls(top[0].popover("Settings", icon=":material/tune:", width="stretch"))
         view_box, nav = top[1], top[2]
     else:
@@ -393,7 +478,8 @@ def walkthrough_page() -> None:
         view_box = st.container()
     view = view_box.segmented_control("View", tuple(VIEW_NAMES), format_func=VIEW_NAMES.get, default="steps",
                                       key="view", required=True, bind="query-params", label_visibility="collapsed")
-    {"all": all_view, "query": query_view, "compare": compare_view}.get(view, lambda d: steps_view(d, nav))(d)
+    views = {"all": all_view, "query": query_view, "compare": compare_view, "backward": backward_view}
+    views.get(view, lambda d: steps_view(d, nav))(d)
 
     st.divider()
     check_panel(d)

@@ -2,7 +2,8 @@
 
 :func:`run_walkthrough` builds the inputs of a preset, the mask of the chosen kind
 of attention, the five-step trace, and the live checks (the steps against one call
-of the core and against torch's fused SDPA).
+of the core and against torch's fused SDPA). :func:`walkthrough_backward` runs its
+backward pass in steps for an upstream gradient, checked against autograd.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import torch
 from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from .backward import BackwardTrace, attention_backward
 from .bert import Bert
 from .masks import causal_mask, padding_mask
 from .presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs, build_inputs
 from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
+UPSTREAM = ("row", "ones", "random")  # dO: ones on one output row, ones everywhere, seeded Gaussian
 STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 
 
@@ -34,6 +37,7 @@ class WalkthroughResult:
     delta_core: float  # max |Δ| between the traced output and one call of the core
     delta_torch: float  # max |Δ| between the traced (dropout-free) output and torch's SDPA
     row_sums: torch.Tensor  # (L,) sums of each weight row: 1, or 0 for a fully masked row
+    seed: int = 0  # the dropout pattern's seed
 
     @property
     def row_sum_error(self) -> float | None:
@@ -119,6 +123,7 @@ def run_walkthrough(
         delta_core=delta_core,
         delta_torch=delta_torch,
         row_sums=trace.weights.sum(dim=-1),
+        seed=seed,
     )
 
 
@@ -132,3 +137,31 @@ def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int =
     k = check_int("k", k, low=1)
     order = torch.argsort(row, descending=True)[:k].tolist()
     return [(key_tokens[j], float(row[j])) for j in order if row[j] > 0]
+
+
+def upstream_gradient(kind: str, result: WalkthroughResult, *, row: int = 0) -> torch.Tensor:
+    """dO ``(L, Ev)`` for the walkthrough's backward pass: 1 on output ``row`` only (``"row"``), 1 everywhere
+    (``"ones"``, the gradient of the outputs' sum) or seeded Gaussian numbers (``"random"``)."""
+    check_choice("kind", kind, UPSTREAM)
+    out = result.trace.output
+    row = check_int("row", row, low=0, high=out.shape[-2] - 1)
+    if kind == "random":
+        gen = torch.Generator().manual_seed(result.seed)
+        return torch.randn(out.shape, generator=gen, dtype=out.dtype).to(out.device)
+    grad = torch.ones_like(out) if kind == "ones" else torch.zeros_like(out)
+    grad[..., row, :] = 1.0
+    return grad
+
+
+def walkthrough_backward(result: WalkthroughResult, grad_output: torch.Tensor) -> tuple[BackwardTrace, float]:
+    """The backward pass of the walkthrough's trace in steps, and its largest difference from autograd.
+
+    Autograd differentiates the same five steps (same mask, scale and dropout pattern) on its own.
+    """
+    inp, tr = result.inputs, result.trace
+    back = attention_backward(inp.q, inp.k, inp.v, tr, grad_output)
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (inp.q, inp.k, inp.v))
+    gen = torch.Generator(device=q.device).manual_seed(result.seed)
+    attention_trace(q, k, v, result.mask, tr.dropout_p, scale=tr.scale, generator=gen).output.backward(grad_output)
+    pairs = ((back.grad_q, q.grad), (back.grad_k, k.grad), (back.grad_v, v.grad))
+    return back, max(float((ours - ref).abs().max()) for ours, ref in pairs)

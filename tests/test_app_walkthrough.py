@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 
+import numpy as np
 import pytest
 import torch
 from conftest import open_app_page
@@ -24,6 +27,15 @@ def shown_numbers(at: AppTest) -> str:
     parts = [str(m.value) for m in at.metric]
     parts += [df.value.to_string() for df in at.dataframe]
     return "\n".join(parts)
+
+
+def heatmap_values(spec: str) -> np.ndarray:
+    """The numbers of a chart's first heatmap, from the JSON the page sends (plotly packs arrays in base64)."""
+    z = json.loads(spec)["data"][0]["z"]
+    if isinstance(z, dict):
+        flat = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).copy()
+        return flat.reshape([int(n) for n in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
 
 
 def shown_text(at: AppTest) -> str:
@@ -159,3 +171,16 @@ def test_expanders_render_their_content_only_when_open() -> None:
     assert torch.allclose(namespace["weights"], expected, atol=1e-5)  # type: ignore[arg-type]
     table = at.dataframe[0].value
     assert "causal" in table["mask"].tolist()
+
+
+def test_the_backward_view_shows_the_gradients_autograd_gives() -> None:
+    """Every matrix of the Backward view against torch's autograd on the same inputs and dO."""
+    at = open_page({"preset": "Sentence", "mask": "Causal", "view": "Backward", "upstream": "All ones"})
+    shown = {c.proto.id.rsplit("-", 1)[-1]: heatmap_values(c.proto.spec) for c in at.get("plotly_chart")}
+    inp = run_walkthrough("sentence", d_model=8, d_k=4, d_v=4, mask="causal", positions=False).inputs
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (inp.q, inp.k, inp.v))
+    out = torch.softmax((q @ k.T / 2.0).masked_fill(torch.ones(11, 11).triu(1).bool(), float("-inf")), -1) @ v
+    out.backward(torch.ones_like(out))  # dO = all ones, as chosen
+    for name, ref in (("wt_back_grad_v", v.grad), ("wt_back_grad_q", q.grad), ("wt_back_grad_k", k.grad)):
+        assert torch.allclose(torch.as_tensor(shown[name], dtype=torch.float32), ref, atol=1e-5), name
+    assert any("vs torch autograd" in c.value for c in at.caption)
