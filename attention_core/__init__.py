@@ -19,7 +19,6 @@ _EXPORTS: dict[str, str] = {
     # accuracy
     "AccuracyCheck": ".accuracy",
     "flash_rule": ".accuracy",
-    "standard_attention": ".accuracy",
     # attention
     "AttentionTrace": ".attention",
     "attention_trace": ".attention",
@@ -129,6 +128,9 @@ _EXPORTS: dict[str, str] = {
     "train_toy": ".scaling",
     "training_summary": ".scaling",
     "variance_table": ".scaling",
+    # textbook
+    "reference_attention": ".textbook",
+    "textbook_attention": ".textbook",
     # tiled
     "tiled_attention": ".tiled",
     "tiled_extra_bytes": ".tiled",

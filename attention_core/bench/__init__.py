@@ -26,10 +26,7 @@ from .impls import (
     make_inputs,
     math_extra_bytes,
     naive_extra_bytes,
-    numpy_attention,
-    reference_attention,
     sdpa_choice,
-    textbook_attention,
 )
 from .isolated import fresh_process_peak
 from .measure import (
@@ -123,9 +120,7 @@ __all__ = [
     "memory_table",
     "naive_extra_bytes",
     "not_available",
-    "numpy_attention",
     "plan",
-    "reference_attention",
     "result_dicts",
     "run_config",
     "run_sweep",
@@ -134,7 +129,6 @@ __all__ = [
     "score_matrix_bytes",
     "sdpa_choice",
     "speedups",
-    "textbook_attention",
     "time_call",
     "write_csv",
 ]

@@ -2,8 +2,8 @@
 
 Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``:
 
-- ``naive``: the textbook code in plain torch ops, ``softmax(q @ kᵀ · scale) @ v``, as
-  tutorials write it: one ``n × n`` score matrix and its softmax, no checks;
+- ``naive``: :func:`attention_core.textbook_attention`, ``softmax(q @ kᵀ · scale) @ v`` in plain
+  torch ops as tutorials write it: one ``n × n`` score matrix and its softmax, timed without checks;
 - ``explained``: this project's traced path, :func:`attention_core.attention_trace`, which
   validates every step and keeps every ``n × n`` intermediate for the walkthrough;
 - ``sdpa``: torch's fused ``scaled_dot_product_attention``, letting torch pick the kernel;
@@ -35,6 +35,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from ..attention import attention_trace
 from ..device import resolve_device
 from ..heads import check_head_counts, repeat_kv
+from ..textbook import _textbook_attention
 from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
 from ..tiled_triton import DTYPES as TRITON_DTYPES
 from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
@@ -236,19 +237,9 @@ def _gqa_note(inputs: Inputs) -> str:
     return f", K/V heads repeated {q.shape[-3] // k.shape[-3]}×" if k.shape[-3] != q.shape[-3] else ""
 
 
-def textbook_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """softmax(q kᵀ/√d) v for ``(..., n, d)`` tensors, as tutorials write it in torch: no checks."""
-    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.size(-1)))  # (..., n, n)
-    if causal:
-        n_q, n_k = scores.shape[-2:]
-        allowed = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril()  # (n, n)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., n, n)
-    weights = torch.softmax(scores, dim=-1)  # (..., n, n)
-    return weights @ v  # (..., n, n) @ (..., n, d) -> (..., n, d)
-
-
 def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
-    return textbook_attention(*_shared_kv(inputs), causal=causal)
+    q, k, v = _shared_kv(inputs)
+    return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
 
 
 def _run_explained(inputs: Inputs, causal: bool) -> torch.Tensor:
@@ -334,8 +325,9 @@ def _sdpa_default_extra(c: BenchConfig) -> int:
     return fused_extra_bytes(c)
 
 
-def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
-    """softmax(q kᵀ/√d) v as the tutorials write it, for ``(..., n, d)`` arrays."""
+def _run_numpy(inputs: Inputs, causal: bool) -> np.ndarray:
+    """softmax(q kᵀ/√d) v as the tutorials write it in numpy, for ``(..., n, d)`` arrays."""
+    q, k, v = inputs
     if k.ndim >= 3 and k.shape[-3] != q.shape[-3]:  # GQA: each K/V head repeated for its query heads
         k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)  # (..., H, n, d)
         v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
@@ -397,7 +389,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "numpy": Impl(
         "numpy",
         "What people write first: numpy on the CPU, scores then softmax then the weighted sum.",
-        lambda inputs, causal: numpy_attention(*inputs, causal=causal),
+        _run_numpy,
         numpy_extra_bytes,
         lambda inputs, causal: f"numpy {np.__version__}" + _gqa_note(inputs),
         prepare=_to_numpy,
@@ -446,10 +438,3 @@ def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> 
     shapes = [(config.batch, h, side, config.d) for h in (config.heads, config.kv_heads, config.kv_heads)]
     # Drawn on the CPU in float32 so every device and dtype sees the same numbers.
     return tuple(torch.randn(s, generator=gen).to(device=config.device, dtype=config.torch_dtype) for s in shapes)
-
-
-def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    """The float64 answer every implementation is checked against (the explained path in float64)."""
-    h = q.shape[-3] if q.dim() >= 3 else 1
-    k, v = (repeat_kv(t, h) if t.dim() >= 3 and t.shape[-3] != h else t for t in (k, v))  # GQA: (..., H, n, d)
-    return attention_trace(q.double(), k.double(), v.double(), is_causal=causal).output

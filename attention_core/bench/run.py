@@ -24,8 +24,10 @@ from typing import IO, Any
 
 import torch
 
+from ..heads import repeat_kv
+from ..textbook import reference_attention
 from ..validation import check_int
-from .impls import BenchConfig, get_impl, make_inputs, reference_attention
+from .impls import BenchConfig, get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
@@ -223,7 +225,8 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
             out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         return None
-    ref = reference_attention(q, k, v, config.causal)
+    h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads
+    ref = reference_attention(q, repeat_kv(k, h), repeat_kv(v, h), is_causal=config.causal)  # (B, H, n, d)
     return float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
 
 
