@@ -8,8 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import MASK_KINDS, PRESETS, STEP_NAMES, default_device, run_walkthrough, top_sources, torch_snippet
-from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT
+from attention_core import default_device
+from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, PRESETS
+from attention_core.walkthrough import MASK_KINDS, STEP_NAMES, run_walkthrough, top_sources, torch_snippet
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import urlstate, viewport

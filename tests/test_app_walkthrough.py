@@ -8,7 +8,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention_core import MASK_KINDS, PRESETS, run_walkthrough
+from attention_core.presets import PRESETS
+from attention_core.walkthrough import MASK_KINDS, run_walkthrough
 
 PAGE = "pages/walkthrough.py"
 

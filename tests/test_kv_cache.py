@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attention_core import (
+from attention_core import multi_head_attention
+from attention_core.kv_cache import (
     MODEL_SHAPES,
     decode_step,
     decode_with_cache,
     kv_cache_bytes,
     max_context_that_fits,
-    multi_head_attention,
     time_decode_steps,
 )
 

@@ -41,38 +41,3 @@ from .stability import DTYPES, naive_softmax, overflow_limit, overflow_logits, o
 from .strategies import STRATEGY_NAMES, scaling_strategies
 from .training import DEFAULT_LR, SMOOTH, train_toy, training_summary
 from .variance import DEFAULT_SAMPLES, INITS, dot_product_histograms, dot_products, histogram_table, variance_table
-
-__all__ = [
-    "DEFAULT_LR",
-    "DEFAULT_SAMPLES",
-    "DTYPES",
-    "INITS",
-    "MAX_D_K",
-    "MAX_KEYS",
-    "MAX_SAMPLES",
-    "OPTIMIZERS",
-    "SCALE_RULES",
-    "SMOOTH",
-    "STRATEGY_NAMES",
-    "RowSample",
-    "dot_product_histograms",
-    "dot_products",
-    "gradient_table",
-    "histogram_table",
-    "init_effects",
-    "naive_softmax",
-    "named_init_stds",
-    "overflow_limit",
-    "overflow_logits",
-    "overflow_sweep",
-    "row_entropy",
-    "sample_row",
-    "saturation_table",
-    "scaling_strategies",
-    "softmax_jacobian",
-    "softmax_overflow",
-    "temperature_sweep",
-    "train_toy",
-    "training_summary",
-    "variance_table",
-]
