@@ -7,7 +7,6 @@
 - :mod:`.sweep`: a grid of configurations run in order under a time budget;
 - :mod:`.fits`: how time and memory grow with n (log-log slopes, launch-bound sizes);
 - :mod:`.isolated`: peak memory measured in a fresh worker process, independent of history;
-- :mod:`.runlock`: one run at a time per server, and the rows measured so far;
 - :mod:`.cli`: ``python -m attention_core.bench``.
 
 It is a package rather than one module so that ``python -m attention_core.bench`` runs
@@ -43,7 +42,6 @@ from .measure import (
     matmul_peak_gflops,
     measure_peak_extra,
     memory_table,
-    running_on_streamlit_cloud,
     score_matrix_bytes,
     time_call,
 )
@@ -61,7 +59,6 @@ from .run import (
     speedups,
     write_csv,
 )
-from .runlock import BenchLock
 from .sweep import (
     DEFAULT_BUDGET_S,
     DEFAULT_MIN_RUN_TIME,

@@ -33,29 +33,12 @@ from ..device import device_info, measuring_threads, resolve_device
 from ..validation import check_float, check_int
 from .impls import DTYPES
 
-CLOUD_ENV = "ATTENTION_CLOUD"
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
-CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and the app itself needs ≈ 1 GB
 LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
 GPU_CAP_FRACTION = 0.8  # of free GPU memory
 
 
 # ---- where we are -------------------------------------------------------------------------
-
-
-def running_on_streamlit_cloud() -> bool:
-    """Whether this process runs on Streamlit Community Cloud.
-
-    ``$ATTENTION_CLOUD`` (1/0) decides when set. Otherwise two public markers of
-    Community Cloud's containers: the host name ``streamlit`` and the repository
-    mounted under ``/mount/src``.
-    """
-    override = os.environ.get(CLOUD_ENV, "").strip().lower()
-    if override in ("1", "true", "yes", "on"):
-        return True
-    if override in ("0", "false", "no", "off"):
-        return False
-    return os.environ.get("HOSTNAME", "") == "streamlit" or Path("/mount/src").is_dir()
 
 
 def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
@@ -94,12 +77,12 @@ def _cgroup_headroom() -> int | None:
     return max(int(limit) - current, 0)
 
 
-def default_cap_bytes(device: str | torch.device | None = None) -> int:
+def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
     """How much memory one configuration may ask for.
 
-    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the
-    free memory (half of the RAM, 80 % of a GPU), and no more than 640 MiB on
-    Streamlit Community Cloud.
+    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the free memory
+    (half of the RAM, 80 % of a GPU), and no more than ``ceiling`` bytes when one is given (the
+    app passes Streamlit Community Cloud's).
     """
     override = os.environ.get(CAP_ENV, "").strip()
     if override:
@@ -113,8 +96,8 @@ def default_cap_bytes(device: str | torch.device | None = None) -> int:
     if free is None:
         free = 4 * 2**30  # nothing to go by: assume a small machine
     cap = int(free * (GPU_CAP_FRACTION if dev.type == "cuda" else LOCAL_CAP_FRACTION))
-    if running_on_streamlit_cloud() and dev.type == "cpu":
-        cap = min(cap, CLOUD_CAP_BYTES)
+    if ceiling is not None:
+        cap = min(cap, check_int("ceiling", ceiling, low=1))
     return max(cap, 1)
 
 
@@ -434,8 +417,9 @@ def cpu_load_per_core() -> float | None:
 # ---- the environment card ------------------------------------------------------------------
 
 
-def environment(device: str | torch.device | None = None) -> dict[str, str]:
-    """What a reader needs to compare numbers across machines, as plain strings."""
+def environment(device: str | torch.device | None = None, *, cap_bytes: int | None = None) -> dict[str, str]:
+    """What a reader needs to compare numbers across machines, as plain strings (``cap_bytes``: the
+    memory cap the run used, default :func:`default_cap_bytes`)."""
     info = device_info(device)
     env = {
         "torch": info.torch_version,
@@ -446,10 +430,9 @@ def environment(device: str | torch.device | None = None) -> dict[str, str]:
         "cuDNN": info.cudnn_version or "–",
         "TF32 matmul": "–" if info.tf32_matmul is None else ("on" if info.tf32_matmul else "off"),
         "memory": format_bytes(info.total_memory_bytes),
-        "Streamlit Community Cloud": "yes" if running_on_streamlit_cloud() else "no",
     }
     with contextlib.suppress(ValueError):
-        env["benchmark memory cap"] = format_bytes(default_cap_bytes(info.device))
+        env["benchmark memory cap"] = format_bytes(cap_bytes or default_cap_bytes(info.device))
     with contextlib.suppress(OSError, AttributeError):  # other processes on the cores make timings noisy
         env["load average (1 min)"] = f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     return env
