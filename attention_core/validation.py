@@ -7,6 +7,7 @@ and what arrived, so the pages can show the message as it is.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
 import torch
@@ -59,18 +60,10 @@ def check_same_device(**tensors: torch.Tensor | None) -> None:
 
 
 def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
-    """A plain integer (bools rejected) within ``[low, high]``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise ValueError(f"{name} must be an integer, got {value!r}") from None
-    assert isinstance(value, int)
+    """A plain integer (numpy integers too, bools rejected) within ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
     if low is not None and value < low:
         raise ValueError(f"{name} must be ≥ {low}, got {value}")
     if high is not None and value > high:

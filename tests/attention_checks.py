@@ -6,6 +6,8 @@ tests/test_accuracy.py holds to torch's own SDPA in float64.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -30,16 +32,10 @@ def make_mask(kind: str | None, shape: tuple[int, ...], gen: torch.Generator, de
     return values.masked_fill(blocked, NEG_INF).to(device)
 
 
-def reference_weights(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-) -> torch.Tensor:
+def reference_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, **kw: Any) -> torch.Tensor:
     """The float64 weights ``(N, ..., L, S)``: attention with V = I returns the weights themselves."""
     eye = torch.eye(k.shape[-2], dtype=k.dtype, device=k.device)  # (S, S)
-    return reference_attention(q, k, eye, mask, is_causal, scale=scale)
+    return reference_attention(q, k, eye, mask, **kw)  # is_causal, scale as for the output
 
 
 def max_err(x: torch.Tensor, ref: torch.Tensor | np.ndarray) -> float:

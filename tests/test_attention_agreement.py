@@ -69,7 +69,7 @@ def test_matches_torch_sdpa(case: tuple, device: torch.device) -> None:
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_matches_float64_reference(case: tuple, device: torch.device) -> None:
     q, k, v, mask, is_causal, scale = case_inputs(case, device, seed=100 + len(case[0]))
-    ref_w = reference_weights(q, k, mask, is_causal, scale)
+    ref_w = reference_weights(q, k, mask, is_causal=is_causal, scale=scale)
     ref_out = reference_attention(q, k, v, mask, is_causal, scale=scale)
     trace = attention_trace(q, k, v, mask, 0.0, is_causal, scale=scale)
     if device.type == "cpu":  # bounds measured on the CPU

@@ -1,23 +1,12 @@
-"""The implementations the benchmark can run, each with a name, a sentence and a memory model.
+"""The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each with a name, a
+sentence, a memory model and the reason it cannot run somewhere.
 
-Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``:
-
-- ``naive``: :func:`attention_core.textbook_attention`, ``softmax(q @ kᵀ · scale) @ v`` in plain
-  torch ops as tutorials write it: one ``n × n`` score matrix and its softmax, timed without checks;
-- ``explained``: this project's traced path, :func:`attention_core.attention_trace`, which
-  validates every step and keeps every ``n × n`` intermediate for the walkthrough;
-- ``sdpa``: torch's fused ``scaled_dot_product_attention``, letting torch pick the kernel;
-- ``sdpa-math`` / ``-flash`` / ``-efficient`` / ``-cudnn``: the same call with one kernel
-  forced by ``torch.nn.attention.sdpa_kernel``, so it can fail but never fall back;
-- ``tiled``: :func:`attention_core.tiled.tiled_attention`, the online softmax in plain torch;
-- ``numpy``: the version tutorials write first, on the CPU;
-- ``tiled-triton``: :func:`attention_core.tiled_triton.tiled_triton_attention`, the same
-  recurrence as one Triton kernel, on CUDA GPUs only.
-
-With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1) the SDPA entries pass
-``enable_gqa=True`` and torch shares each K/V head itself (a forced kernel that cannot is
-reported as unable to run); ``naive``, ``explained``, ``tiled``, ``tiled-triton`` and ``numpy`` repeat
-K and V to every query head inside the timed call, and their memory models count the copies.
+Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``. A forced SDPA kernel
+(``sdpa-math``, ``-flash``, ``-efficient``, ``-cudnn``, through ``torch.nn.attention.sdpa_kernel``)
+can fail but never falls back. With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1)
+the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
+and V to every query head inside the timed call (as Llama's reference code does), and their memory
+models count the copies.
 """
 
 from __future__ import annotations
@@ -172,15 +161,6 @@ def fused_extra_bytes(c: BenchConfig) -> int:
     return _output(c) + c.batch_heads * c.n * 4
 
 
-def math_accumulation_itemsize(c: BenchConfig) -> int:
-    """Bytes per element inside torch's math backend: float32 for 16-bit inputs, on every device,
-    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)`` keeps them 16-bit."""
-    if c.itemsize >= 4:
-        return c.itemsize
-    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
-    return c.itemsize if allowed else 4
-
-
 def math_extra_bytes(c: BenchConfig) -> int:
     """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
 
@@ -191,7 +171,9 @@ def math_extra_bytes(c: BenchConfig) -> int:
     (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
     i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
     """
-    acc = math_accumulation_itemsize(c)
+    # float32 inside for 16-bit inputs, on every device, unless allow_fp16_bf16_reduction_math_sdp(True)
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
     rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
     upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
     scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
@@ -220,10 +202,6 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 
 
 # ---- the entries --------------------------------------------------------------------------
-
-
-# naive, explained, tiled and numpy cannot share a K/V head between query heads: for GQA inputs they
-# repeat K and V to every query head first (as Llama's reference code does), inside the timing.
 
 
 def _shared_kv(inputs: Inputs) -> Inputs:

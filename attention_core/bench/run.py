@@ -35,7 +35,7 @@ CHECK_N = 128  # the n at which every implementation is compared with the float6
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchResult:
     """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
     beyond the inputs; ``None`` where not measured)."""
@@ -48,11 +48,11 @@ class BenchResult:
     n: int
     d: int
     causal: bool
-    median_ms: float | None
-    iqr_ms: float | None
-    peak_bytes: int | None
+    median_ms: float | None = None
+    iqr_ms: float | None = None
+    peak_bytes: int | None = None
     predicted_bytes: int
-    gflops: float | None
+    gflops: float | None = None
     status: str
     pct_of_peak: float | None = None
     samples: int = 0
@@ -67,25 +67,7 @@ CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
 
 
 def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
-    return BenchResult(
-        impl=config.impl,
-        device=config.device,
-        dtype=config.dtype,
-        batch=config.batch,
-        heads=config.heads,
-        n=config.n,
-        d=config.d,
-        causal=config.causal,
-        kv_heads=config.kv_heads,
-        median_ms=values.pop("median_ms", None),
-        iqr_ms=values.pop("iqr_ms", None),
-        peak_bytes=values.pop("peak_bytes", None),
-        predicted_bytes=predicted,
-        gflops=values.pop("gflops", None),
-        status=status,
-        note=note,
-        **values,
-    )
+    return BenchResult(**asdict(config), predicted_bytes=predicted, status=status, note=note, **values)
 
 
 def is_oom(exc: BaseException) -> bool:
