@@ -168,12 +168,8 @@ def attention_trace(
 
     scores = q @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     scaled = scores * s  # (N, ..., L, S)
-    if not bool(torch.isfinite(scaled).all()):
-        # finite inputs can still overflow (float16 tops out near 65504); say so plainly
-        raise ValueError(
-            f"the scaled scores Q·Kᵀ·scale overflowed {scaled.dtype}; "
-            "use a wider dtype, smaller inputs or a smaller scale"
-        )
+    if not bool(torch.isfinite(scaled).all()):  # finite inputs can still overflow (float16 tops out near 65504)
+        raise _overflowed(scaled.dtype)
     if mask is None:
         masked = scaled
     elif mask.dtype == torch.bool:
@@ -255,8 +251,9 @@ def scaled_dot_product_attention(
     if dead is not None and bool(dead.any()):
         output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)
     if not all_finite(output):
-        raise ValueError(
-            f"the scaled scores Q·Kᵀ·scale overflowed {output.dtype}; "
-            "use a wider dtype, smaller inputs or a smaller scale"
-        )
+        raise _overflowed(output.dtype)
     return output
+
+
+def _overflowed(dtype: torch.dtype) -> ValueError:
+    return ValueError(f"the scaled scores Q·Kᵀ·scale overflowed {dtype}; use a wider dtype, smaller inputs or scale")

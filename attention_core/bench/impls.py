@@ -11,6 +11,7 @@ models count the copies.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -242,9 +243,7 @@ def _sdpa_runner(backend: SDPBackend | None) -> Callable[[Inputs, bool], torch.T
     def run(inputs: Inputs, causal: bool) -> torch.Tensor:
         q, k, v = inputs
         gqa = k.shape[-3] != q.shape[-3]  # torch shares each K/V head itself (or the kernel refuses)
-        if backend is None:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-        with sdpa_kernel(backend):  # this kernel or an error: never a silent fallback
+        with contextlib.nullcontext() if backend is None else sdpa_kernel(backend):  # forced: never a fallback
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
     return run
