@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import AttentionTrace, attention_trace
-from .validation import check_int, check_tensor
+from .validation import check_int, check_tensor, check_weight
 
 
 @dataclass(frozen=True)
@@ -109,17 +109,9 @@ def _check_weights(
     d_model = x.shape[-1]
     if x_kv.shape[-1] != d_model:
         raise ValueError(f"x_kv must have the width of x (d_model = {d_model}), got {tuple(x_kv.shape)}")
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
-        check_tensor(name, w, min_dim=2)
-        if w.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(w.shape)}")
-        if w.dtype != x.dtype or w.device != x.device:
-            raise ValueError(
-                f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got {w.dtype}, {w.device}"
-            )
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        if w.shape[0] != d_model:
-            raise ValueError(f"{name} must have d_model = {d_model} rows (shape (d_model, ·)), got {tuple(w.shape)}")
+        check_weight(name, w, x, rows=d_model)
+    check_weight("w_o", w_o, x)
     if w_q.shape[1] % h:
         raise ValueError(
             f"the query width {w_q.shape[1]} (d_model for standard multi-head attention) must be divisible by "

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 from .attention import AttentionTrace, attention_trace, check_attention_args
 from .device import new_tensor_device
 from .heads import merge_heads, split_heads
-from .validation import check_float, check_int, check_tensor
+from .validation import check_float, check_int, check_tensor, check_weight
 
 
 def project_qkv(
@@ -28,13 +28,7 @@ def project_qkv(
     check_tensor("x", x, min_dim=2)
     d_model = x.shape[-1]
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        check_tensor(name, w, min_dim=2)
-        if w.dim() != 2 or w.shape[0] != d_model:
-            raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {tuple(w.shape)}")
-        if w.dtype != x.dtype or w.device != x.device:
-            raise ValueError(
-                f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got ({w.dtype}, {w.device})"
-            )
+        check_weight(name, w, x, rows=d_model)
     if w_q.shape[1] != w_k.shape[1]:
         raise ValueError(f"w_q and w_k must give the same d_k, got {w_q.shape[1]} and {w_k.shape[1]}")
     q = x @ w_q  # (N, ..., L, d_model) @ (d_model, d_k) -> (N, ..., L, d_k)

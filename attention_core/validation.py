@@ -40,6 +40,17 @@ def all_finite(x: torch.Tensor) -> bool:
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
+def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None) -> torch.Tensor:
+    """A finite 2-D weight matrix in ``x``'s dtype and on its device, with ``rows`` rows when given."""
+    w = check_tensor(name, w, min_dim=2)
+    if w.dim() != 2 or (rows is not None and w.shape[0] != rows):
+        want = "2-D" if rows is None else f"(d_model={rows}, d)"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(w.shape)}")
+    if w.dtype != x.dtype or w.device != x.device:
+        raise ValueError(f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got {w.dtype}, {w.device}")
+    return w
+
+
 def check_same_device(**tensors: torch.Tensor | None) -> None:
     """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` naming both devices.
 

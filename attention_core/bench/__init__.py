@@ -20,7 +20,6 @@ from .impls import (
     IMPLEMENTATIONS,
     BenchConfig,
     Impl,
-    explained_extra_bytes,
     get_impl,
     make_inputs,
     math_extra_bytes,
@@ -29,7 +28,6 @@ from .impls import (
 )
 from .isolated import fresh_process_peak
 from .measure import (
-    TABLE_NS,
     Timing,
     cpu_load_per_core,
     default_cap_bytes,
@@ -52,8 +50,6 @@ from .run import (
     STATUSES,
     BenchResult,
     correctness_error,
-    is_oom,
-    not_available,
     result_dicts,
     run_config,
     speedups,
