@@ -149,12 +149,9 @@ def decode_with_cache(
     n_heads: int,
     n_kv_heads: int | None = None,
 ) -> DecodeRun:
-    """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row.
-
-    Step t projects token t alone, appends its k and v to the cache, and lets its query
-    attend to the t + 1 cached keys with :func:`decode_step`. The rows of ``output`` equal
-    causal :func:`multi_head_attention` over the whole sequence (a test holds it to that).
-    """
+    """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row:
+    step t projects token t alone, appends its k and v, and its query attends to the t + 1 cached
+    keys. The rows of ``output`` equal causal :func:`multi_head_attention` over the whole sequence."""
     h, g = check_head_counts(n_heads, n_kv_heads)
     check_tensor("x", x, min_dim=2)
     if x.dim() != 2:
@@ -258,16 +255,12 @@ def time_decode_steps(
 ) -> DecodeTiming:
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 
-    - **cached**: project the new token, write its k and v into a preallocated cache, and
-      :func:`decode_step` over the t + 1 cached rows (then W_o): work ∝ t.
-    - **recompute**: causal :func:`multi_head_attention` over all t + 1 tokens, keeping the last
-      row, as a decoder without a cache must: projections ∝ t, scores ∝ t².
-
-    Both call this library's attention (the explained path), on one CPU thread: a decoding step
-    is a string of small operations, and with two threads each of them waits for the other
-    thread, which on a busy machine measures the neighbours rather than the step. Recomputing
-    stops at the first context whose predicted time (the last one × (t'/t)², three calls)
-    would overrun ``budget_s``; the cached steps always run, since they cost milliseconds.
+    **cached**: project the new token, write its k and v into a preallocated cache, :func:`decode_step`
+    over the t + 1 rows, then W_o: work ∝ t. **recompute**: causal :func:`multi_head_attention` over
+    all t + 1 tokens, keeping the last row: projections ∝ t, scores ∝ t². Both use the explained path
+    on one CPU thread (a step is many small operations; two threads would wait on each other and
+    measure the neighbours). Recomputing stops at the first context whose predicted time (the last
+    × (t'/t)², three calls) would overrun ``budget_s``; the cached steps cost milliseconds and run.
     """
     ctxs = sorted(set(check_int_list("contexts", contexts, low=1, high=1 << 15)))
     if len(ctxs) < 2:

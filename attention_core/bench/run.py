@@ -115,12 +115,10 @@ def run_config(
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
-    The memory guard runs first: a configuration whose inputs plus predicted extra
-    memory exceed ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before
-    any tensor is made. Then one warm-up call (``warm_up``; always on CUDA), one call
-    whose peak memory is measured, and the timed calls. A sweep warms each
-    implementation up once, at its first configuration: on the CPU a larger n needs no
-    new initialisation, and the memory-measured call already precedes the timing.
+    A configuration whose inputs plus predicted extra memory exceed ``cap_bytes`` (default
+    :func:`default_cap_bytes`) is skipped before any tensor is made. Then a warm-up call (``warm_up``,
+    always on CUDA: a sweep warms each implementation once, since the memory-measured call already
+    precedes the timing), the call whose peak memory is measured, and the timed calls.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
