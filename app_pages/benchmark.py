@@ -9,9 +9,10 @@ import streamlit as st
 from attention_core import bench
 from ui import urlstate
 from ui.benchmark import data
+from ui.benchmark.cloud import ON_CLOUD
 from ui.benchmark.controls import run_controls, sweep_controls
 from ui.benchmark.kernel import show_triton_kernel
-from ui.benchmark.params import ON_CLOUD, PARAMS
+from ui.benchmark.params import PARAMS
 from ui.benchmark.results import show_results
 from ui.benchmark.running import run
 from ui.benchmark.theory import show_theory

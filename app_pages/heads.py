@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import D_MODELS
+from attention_core.heads_demo import D_MODELS
 from ui import urlstate
 from ui.heads.calculator import CACHE_DTYPES, GPUS, MODELS, calculator_tab
 from ui.heads.common import N_TOKENS, snap

@@ -8,8 +8,15 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import coreference_pair, entropy_share, sentence_weights, sink_shares, strongest_links_all
-from attention_core.bert import MAX_TOKENS, tokenize
+from attention_core.bert import (
+    MAX_TOKENS,
+    coreference_pair,
+    entropy_share,
+    sentence_weights,
+    sink_shares,
+    strongest_links_all,
+    tokenize,
+)
 from figures.model import head_grid, head_label, layer_head_map, token_across_heads
 from figures.style import PLOTLY_CONFIG
 from ui import urlstate

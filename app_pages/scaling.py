@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import DEFAULT_LR
+from attention_core.scaling import DEFAULT_LR
 from ui import urlstate
 from ui.params import BoolParam, ChoiceParam, FloatParam, IntParam
 from ui.scaling.draw import FIT, flush_metrics, snap

@@ -6,9 +6,9 @@ another machine. FlashAttention's tests use a relative yardstick instead:
 
     error(impl) ≤ 2 × error(standard attention)
 
-where both errors are the largest |output − float64 reference|, and *standard attention* is
-softmax(Q Kᵀ · scale + mask) V written in plain torch ops, in the same dtype, on the same
-device: what people really write. We add one unit in the last place of the output's scale
+where both errors are the largest |output − float64 reference| (:func:`.reference_attention`),
+and *standard attention* is :func:`.textbook_attention` in the same dtype on the same device:
+what people really write. We add one unit in the last place of the output's scale
 (``eps(dtype) · max|reference|``), so that a baseline which happens to be exact on a tiny
 problem does not demand exactness of everyone else.
 """
@@ -20,34 +20,10 @@ from dataclasses import dataclass
 import torch
 
 from .attention import check_attention_args
-from .masks import causal_mask
+from .textbook import reference_attention, textbook_attention
 from .validation import check_float
 
 FLASH_FACTOR = 2.0  # FlashAttention's tests allow twice the error of the plain PyTorch baseline
-
-
-def standard_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on their device.
-
-    Shapes as torch's SDPA: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` →
-    ``(N, ..., L, Ev)``. A fully masked row gives zeros (torch.softmax would give NaN), as the
-    fused kernels do.
-    """
-    s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
-    scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    mask = causal_mask(q.shape[-2], k.shape[-2], device=q.device) if is_causal else attn_mask  # (L, S) or user's
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.to(q.dtype)
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # (N, ..., L, S); a −inf row gives NaN, then 0
-    return weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
 
 
 @dataclass(frozen=True)
@@ -120,8 +96,8 @@ def flash_rule(
             mask = full[..., rows, :]  # (..., R, S)
         q = q[..., rows, :]  # (N, ..., R, E)
         out = out[..., rows, :]  # (N, ..., R, Ev)
-    ref = standard_attention(q.double(), k.double(), v.double(), mask, is_causal, scale=scale)  # (N, ..., R, Ev)
-    base = standard_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), in q's dtype
+    ref = reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), float64
+    base = textbook_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), in q's dtype
     error = float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
     baseline_error = float((base.double() - ref).abs().max())
     floor = torch.finfo(q.dtype).eps * max(float(ref.abs().max()), 1e-30)

@@ -6,21 +6,16 @@
     weights = softmax(masked) per row   (..., L, S)
     output  = weights V                 (..., L, Ev)
 
-Semantics follow ``torch.nn.functional.scaled_dot_product_attention``: shapes
-``(N, ..., L, E)``, ``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast
-leading dims; a boolean mask is ``True`` where attending is allowed; a float
-mask is added to the scores; ``is_causal`` is aligned top-left when L ≠ S;
-``scale`` is keyword-only. One difference from torch's *reference* code: a
-query row whose keys are all masked gets zero weights and a zero output (as
-torch's fused kernels give), never NaN.
+Semantics follow ``torch.nn.functional.scaled_dot_product_attention``: shapes ``(N, ..., L, E)``,
+``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast leading dims; a bool mask is ``True`` where
+attending is allowed, a float mask is added; ``is_causal`` is top-left aligned when L ≠ S; ``scale``
+is keyword-only. A query row whose keys are all masked gets zero weights and output (as torch's
+fused kernels give), never NaN.
 
-Two entry points compute the same thing:
-
-- :func:`attention_trace`, the explained path: it keeps every intermediate for the
-  walkthrough and checks the scores themselves for NaN and overflow (several passes over
-  ``(N, ..., L, S)``), so it is several times slower than the textbook code;
-- :func:`scaled_dot_product_attention`, the lean one-call path: it checks only its inputs
-  and costs what the textbook ``softmax(q @ kᵀ · scale) @ v`` costs.
+Two entry points compute the same thing: :func:`attention_trace`, the explained path, keeps and
+checks every intermediate for the walkthrough (several passes over ``(N, ..., L, S)``);
+:func:`scaled_dot_product_attention`, the lean one-call path, checks only its inputs and costs
+what the textbook code costs (:mod:`.textbook`).
 """
 
 from __future__ import annotations
@@ -89,8 +84,7 @@ def check_attention_args(
 ) -> tuple[float, float]:
     """Check the arguments of SDPA-style attention; return ``(scale, dropout_p)`` as floats.
 
-    Shared by every attention path (the trace, the fused layer path, the tiled kernel), so
-    they all reject the same inputs with the same ``ValueError``.
+    Every attention path calls it, so they all reject the same inputs with the same ``ValueError``.
     """
     check_tensor("q", q, min_dim=2)
     check_tensor("k", k, min_dim=2)
@@ -174,12 +168,8 @@ def attention_trace(
 
     scores = q @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     scaled = scores * s  # (N, ..., L, S)
-    if not bool(torch.isfinite(scaled).all()):
-        # finite inputs can still overflow (float16 tops out near 65504); say so plainly
-        raise ValueError(
-            f"the scaled scores Q·Kᵀ·scale overflowed {scaled.dtype}; "
-            "use a wider dtype, smaller inputs or a smaller scale"
-        )
+    if not bool(torch.isfinite(scaled).all()):  # finite inputs can still overflow (float16 tops out near 65504)
+        raise _overflowed(scaled.dtype)
     if mask is None:
         masked = scaled
     elif mask.dtype == torch.bool:
@@ -220,18 +210,12 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path.
+    """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path, ``(N, ..., L, Ev)``.
 
-    Same arguments and semantics as ``torch.nn.functional.scaled_dot_product_attention``;
-    returns ``(N, ..., L, Ev)``. Fully masked rows give zeros. With the same ``generator``,
-    dropout drops the same weights as :func:`attention_trace`.
-
-    It costs what the arithmetic costs and little more: the inputs are checked (O(L·E),
-    plus one pass over a float mask), never the ``(N, ..., L, S)`` scores; the scale is
-    applied to ``q`` before the product; the mask and dropout work in place; nothing is
-    kept for a walkthrough. Fully masked rows are found from the mask itself and zeroed
-    in the output. A score that overflows its dtype is caught from the output (O(L·Ev)).
-    Use :func:`attention_trace` to see, and validate, every intermediate.
+    Arguments as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
+    inputs are checked (O(L·E), plus a float mask), never the scores; the scale goes on ``q``; the
+    mask and dropout work in place; fully masked rows are found from the mask and zeroed in the
+    output; an overflowing score is caught from the output (O(L·Ev)).
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
@@ -267,8 +251,9 @@ def scaled_dot_product_attention(
     if dead is not None and bool(dead.any()):
         output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)
     if not all_finite(output):
-        raise ValueError(
-            f"the scaled scores Q·Kᵀ·scale overflowed {output.dtype}; "
-            "use a wider dtype, smaller inputs or a smaller scale"
-        )
+        raise _overflowed(output.dtype)
     return output
+
+
+def _overflowed(dtype: torch.dtype) -> ValueError:
+    return ValueError(f"the scaled scores Q·Kᵀ·scale overflowed {dtype}; use a wider dtype, smaller inputs or scale")

@@ -1,15 +1,11 @@
 """Device selection: the one place that decides where tensors live.
 
-The convention is torch's own. A function that takes tensors computes on their device.
-A function that makes tensors (masks, positions, presets, samples) takes ``device=`` and,
-when it is left out, uses torch's default device, as ``torch.ones`` does: the CPU unless
-``torch.set_default_device`` said otherwise (:func:`new_tensor_device`). So a mask built
-in a tutorial lands on the CPU beside the tutorial's CPU tensors, on a GPU machine too.
+The convention is torch's own. A function that takes tensors computes on their device. A
+function that makes tensors (masks, positions, presets, samples) takes ``device=`` and, when it
+is left out, uses torch's default device, as ``torch.ones`` does (:func:`new_tensor_device`).
 
-The app chooses where to compute with :func:`default_device`: CUDA when it is available,
-the CPU otherwise, and passes that device explicitly. The environment variable
-``ATTENTION_DEVICE`` (``cpu``, ``cuda``, ``cuda:1`` …) overrides the automatic choice,
-and an explicit ``device`` argument overrides both.
+The app chooses where to compute with :func:`default_device` (CUDA when available, else the
+CPU; ``$ATTENTION_DEVICE`` overrides it) and passes that device explicitly.
 """
 
 from __future__ import annotations
@@ -61,12 +57,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 
 def new_tensor_device(device: str | torch.device | None = None) -> torch.device:
-    """Where a function that makes tensors puts them: ``device`` when given, else torch's default device.
-
-    ``None`` gives ``torch.get_default_device()`` (the CPU unless changed), exactly where
-    ``torch.ones(3)`` would go; ``"auto"`` asks for :func:`default_device`; any other name is
-    checked by :func:`resolve_device`.
-    """
+    """Where a function that makes tensors puts them: ``device`` when given (``"auto"``: :func:`default_device`),
+    else ``torch.get_default_device()``, exactly where ``torch.ones(3)`` would go."""
     if device is None:
         return torch.get_default_device()
     return resolve_device(device)
@@ -99,29 +91,21 @@ class DeviceInfo:
 def device_info(device: str | torch.device | None = None) -> DeviceInfo:
     """Describe ``device`` (default: :func:`default_device`) in plain values."""
     dev = resolve_device(device)
+    common = {"torch_version": torch.__version__, "threads": torch.get_num_threads()}
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         return DeviceInfo(
             device=str(dev),
             name=props.name,
-            torch_version=torch.__version__,
-            threads=torch.get_num_threads(),
             cuda_version=torch.version.cuda,
             cudnn_version=str(cudnn) if cudnn is not None else None,
             tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
             total_memory_bytes=int(props.total_memory),
+            **common,
         )
-    return DeviceInfo(
-        device="cpu",
-        name=_cpu_name(),
-        torch_version=torch.__version__,
-        threads=torch.get_num_threads(),
-        cuda_version=None,
-        cudnn_version=None,
-        tf32_matmul=None,
-        total_memory_bytes=_total_ram_bytes(),
-    )
+    return DeviceInfo("cpu", _cpu_name(), cuda_version=None, cudnn_version=None, tf32_matmul=None,
+                      total_memory_bytes=_total_ram_bytes(), **common)  # fmt: skip
 
 
 def _cpu_name() -> str:

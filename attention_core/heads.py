@@ -3,14 +3,12 @@
     Q = X W_q   split into h heads of d_k = d_model / h          (N, h, L, d_k)
     K = X W_k   split into g heads (g = n_kv_heads, g divides h)  (N, g, S, d_k)
     V = X W_v   likewise                                          (N, g, S, d_v)
-    query head i reads K/V head i // (h / g)
     O = concat_i attention(Q_i, K_{i // (h/g)}, V_{i // (h/g)}) W_o
 
 g = h is multi-head attention (MHA, "Attention Is All You Need"), g = 1 is multi-query
 attention (MQA, Shazeer 2019), and any g in between that divides h is grouped-query
-attention (GQA, Ainslie et al. 2023). Query head i uses K/V head ``i // (h / g)``, which is
-what ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` does (it
-repeats each K/V head ``h / g`` times with ``repeat_interleave``).
+attention (GQA, Ainslie et al. 2023). Query head i reads K/V head ``i // (h / g)``, as
+``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` does.
 
 Weights are right-multiplied, as in the walkthrough: ``w_q (d_model, h·d_k)``,
 ``w_k (d_model, g·d_k)``, ``w_v (d_model, g·d_v)``, ``w_o (h·d_v, d_out)``.
@@ -23,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import AttentionTrace, attention_trace
-from .validation import check_int, check_tensor
+from .validation import check_int, check_tensor, check_weight
 
 
 @dataclass(frozen=True)
@@ -50,15 +48,6 @@ class MultiHeadTrace:
     def weights(self) -> torch.Tensor:
         """``(N, ..., h, L, S)``: each query head's attention weights."""
         return self.heads.weights
-
-    @property
-    def group_size(self) -> int:
-        """How many query heads share one K/V head (h / g)."""
-        return self.n_heads // self.n_kv_heads
-
-    def kv_head_of(self, query_head: int) -> int:
-        """The K/V head that query head ``query_head`` reads."""
-        return kv_head_of(query_head, self.n_heads, self.n_kv_heads)
 
 
 def check_head_counts(n_heads: object, n_kv_heads: object | None = None) -> tuple[int, int]:
@@ -120,17 +109,9 @@ def _check_weights(
     d_model = x.shape[-1]
     if x_kv.shape[-1] != d_model:
         raise ValueError(f"x_kv must have the width of x (d_model = {d_model}), got {tuple(x_kv.shape)}")
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
-        check_tensor(name, w, min_dim=2)
-        if w.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(w.shape)}")
-        if w.dtype != x.dtype or w.device != x.device:
-            raise ValueError(
-                f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got {w.dtype}, {w.device}"
-            )
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        if w.shape[0] != d_model:
-            raise ValueError(f"{name} must have d_model = {d_model} rows (shape (d_model, ·)), got {tuple(w.shape)}")
+        check_weight(name, w, x, rows=d_model)
+    check_weight("w_o", w_o, x)
     if w_q.shape[1] % h:
         raise ValueError(
             f"the query width {w_q.shape[1]} (d_model for standard multi-head attention) must be divisible by "

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .attention import attention_trace
@@ -57,27 +58,21 @@ class ModelShape:
         return kv_cache_bytes(self.layers, g, self.head_dim, context, batch, dtype)
 
 
-# Each row is read from the model's published configuration (the Hugging Face config.json of the
-# checkpoint named in ``source``; GPT-2's keys are n_layer/n_head/n_embd, the others' are
-# num_hidden_layers/num_attention_heads/num_key_value_heads/hidden_size). head_dim = d_model / n_heads.
+# Each row is read from the Hugging Face config.json of the checkpoint named in ``source`` (GPT-2's keys are
+# n_layer/n_head/n_embd/n_positions, the others' num_hidden_layers/num_attention_heads/num_key_value_heads/
+# hidden_size/max_position_embeddings); head_dim = d_model / n_heads. Mistral's sliding window of 4096 would
+# cap a rolling cache; the table counts the full cache.
 MODEL_SHAPES: dict[str, ModelShape] = {
     m.name: m
     for m in (
-        # openai-community/gpt2 config.json: n_layer 12, n_head 12, n_embd 768, n_positions 1024
         ModelShape("GPT-2 small", 12, 12, 12, 64, 768, 1024, 124_439_808, "openai-community/gpt2 config.json"),
-        # meta-llama/Llama-2-7b-hf config.json: 32 layers, 32 heads, 32 KV heads, hidden 4096, 4096 positions
         ModelShape("Llama-2-7B", 32, 32, 32, 128, 4096, 4096, 6_738_415_616, "meta-llama/Llama-2-7b-hf config.json"),
-        # meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 KV heads, hidden 4096, 8192 positions
         ModelShape("Llama-3-8B", 32, 32, 8, 128, 4096, 8192, 8_030_261_248, "meta-llama/Meta-Llama-3-8B config.json"),
-        # mistralai/Mistral-7B-v0.1 config.json: 32 layers, 32 heads, 8 KV heads, hidden 4096, 32768 positions
-        # (its sliding window of 4096 would cap a rolling cache; the table counts the full cache)
         ModelShape("Mistral-7B", 32, 32, 8, 128, 4096, 32768, 7_241_732_096, "mistralai/Mistral-7B-v0.1 config.json"),
-        # meta-llama/Meta-Llama-3-70B config.json: 80 layers, 64 heads, 8 KV heads, hidden 8192, 8192 positions
-        ModelShape(
-            "Llama-3-70B", 80, 64, 8, 128, 8192, 8192, 70_553_706_496, "meta-llama/Meta-Llama-3-70B config.json"
-        ),
+        ModelShape("Llama-3-70B", 80, 64, 8, 128, 8192, 8192, 70_553_706_496,
+                   "meta-llama/Meta-Llama-3-70B config.json"),
     )
-}
+}  # fmt: skip
 
 
 def kv_cache_bytes(
@@ -113,17 +108,11 @@ def max_context_that_fits(
 def decode_step(
     q_new: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, *, scale: float | None = None
 ) -> torch.Tensor:
-    """The newest token's attention over the cache: softmax(q kᵀ · scale) v, one row.
+    """The newest token's attention over the cache, softmax(q kᵀ · scale) v: ``(N, ..., h, 1, Ev)``.
 
-    No mask is needed: the cache holds only this token and the ones before it, which is
-    exactly the last row of causal attention (a test holds it to that).
-
-    Args:
-        q_new: ``(N, ..., h, 1, E)`` the new token's queries (one per head).
-        k_cache: ``(N, ..., g, t, E)`` every cached key, the new token's included.
-        v_cache: ``(N, ..., g, t, Ev)``. ``g`` may be smaller than ``h`` (GQA/MQA) if it divides it.
-    Returns:
-        ``(N, ..., h, 1, Ev)``.
+    ``q_new (N, ..., h, 1, E)``; ``k_cache (N, ..., g, t, E)`` and ``v_cache (N, ..., g, t, Ev)`` hold
+    every cached token, the new one's included, so no mask is needed: this is the last row of causal
+    attention. ``g`` may be smaller than ``h`` (GQA/MQA) if it divides it.
     """
     check_tensor("q_new", q_new, min_dim=2)
     check_tensor("k_cache", k_cache, min_dim=2)
@@ -160,12 +149,9 @@ def decode_with_cache(
     n_heads: int,
     n_kv_heads: int | None = None,
 ) -> DecodeRun:
-    """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row.
-
-    Step t projects token t alone, appends its k and v to the cache, and lets its query
-    attend to the t + 1 cached keys with :func:`decode_step`. The rows of ``output`` equal
-    causal :func:`multi_head_attention` over the whole sequence (a test holds it to that).
-    """
+    """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row:
+    step t projects token t alone, appends its k and v, and its query attends to the t + 1 cached
+    keys. The rows of ``output`` equal causal :func:`multi_head_attention` over the whole sequence."""
     h, g = check_head_counts(n_heads, n_kv_heads)
     check_tensor("x", x, min_dim=2)
     if x.dim() != 2:
@@ -201,9 +187,8 @@ class DecodeTiming:
     ``cached_s[i]`` is the time of one step at ``contexts[i]`` tokens already generated;
     ``recompute_s[i]`` likewise, or ``None`` where it was not run because it would have
     overrun the time budget (it grows as t²); on a machine so busy that even the cached steps
-    overran 1.25 × the budget, the remaining contexts get ``None`` for both. Each is the fastest of several calls: on a
-    shared machine, slower calls measure interruptions, not the work. Slopes are fitted on
-    log-log axes over the largest ``fit_points`` contexts that have a time.
+    overran 1.25 × the budget, the remaining contexts get ``None`` for both. Each is the fastest of
+    several calls: on a shared machine, slower calls measure interruptions, not the work.
     """
 
     contexts: tuple[int, ...]
@@ -232,21 +217,8 @@ class DecodeTiming:
         xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
         if len(xs) < 2:
             return None
-        slope, intercept = _least_squares([math.log(x) for x in xs], [math.log(y) for y in ys])
-        return slope, intercept, xs[0], xs[-1]
-
-    def slope(self, which: str) -> float | None:
-        """log-log slope of seconds per step against context: about 1 means linear growth, about 2
-        quadratic. ``None`` with fewer than two measured points."""
-        fit = self.fit(which)
-        return None if fit is None else fit[0]
-
-
-def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return slope, my - slope * mx
+        slope, intercept = np.polyfit(np.log(xs), np.log(ys), 1)  # about 1: linear growth, about 2: quadratic
+        return float(slope), float(intercept), xs[0], xs[-1]
 
 
 def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:
@@ -283,16 +255,12 @@ def time_decode_steps(
 ) -> DecodeTiming:
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 
-    - **cached**: project the new token, write its k and v into a preallocated cache, and
-      :func:`decode_step` over the t + 1 cached rows (then W_o): work ∝ t.
-    - **recompute**: causal :func:`multi_head_attention` over all t + 1 tokens, keeping the last
-      row, as a decoder without a cache must: projections ∝ t, scores ∝ t².
-
-    Both call this library's attention (the explained path), on one CPU thread: a decoding step
-    is a string of small operations, and with two threads each of them waits for the other
-    thread, which on a busy machine measures the neighbours rather than the step. Recomputing
-    stops at the first context whose predicted time (the last one × (t'/t)², three calls)
-    would overrun ``budget_s``; the cached steps always run, since they cost milliseconds.
+    **cached**: project the new token, write its k and v into a preallocated cache, :func:`decode_step`
+    over the t + 1 rows, then W_o: work ∝ t. **recompute**: causal :func:`multi_head_attention` over
+    all t + 1 tokens, keeping the last row: projections ∝ t, scores ∝ t². Both use the explained path
+    on one CPU thread (a step is many small operations; two threads would wait on each other and
+    measure the neighbours). Recomputing stops at the first context whose predicted time (the last
+    × (t'/t)², three calls) would overrun ``budget_s``; the cached steps cost milliseconds and run.
     """
     ctxs = sorted(set(check_int_list("contexts", contexts, low=1, high=1 << 15)))
     if len(ctxs) < 2:

@@ -10,7 +10,8 @@ from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, check_attention_args
 from .device import new_tensor_device
-from .validation import check_float, check_int, check_tensor
+from .heads import merge_heads, split_heads
+from .validation import check_float, check_int, check_tensor, check_weight
 
 
 def project_qkv(
@@ -27,13 +28,7 @@ def project_qkv(
     check_tensor("x", x, min_dim=2)
     d_model = x.shape[-1]
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        check_tensor(name, w, min_dim=2)
-        if w.dim() != 2 or w.shape[0] != d_model:
-            raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {tuple(w.shape)}")
-        if w.dtype != x.dtype or w.device != x.device:
-            raise ValueError(
-                f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got ({w.dtype}, {w.device})"
-            )
+        check_weight(name, w, x, rows=d_model)
     if w_q.shape[1] != w_k.shape[1]:
         raise ValueError(f"w_q and w_k must give the same d_k, got {w_q.shape[1]} and {w_k.shape[1]}")
     q = x @ w_q  # (N, ..., L, d_model) @ (d_model, d_k) -> (N, ..., L, d_k)
@@ -98,11 +93,6 @@ class SelfAttention(nn.Module):
             if lin.bias is not None:
                 nn.init.zeros_(lin.bias)
 
-    def _heads(self, t: torch.Tensor) -> torch.Tensor:
-        *lead, L, _ = t.shape
-        hs = self.d_model // self.n_heads
-        return t.view(*lead, L, self.n_heads, hs).transpose(-3, -2)  # (N, nh, L, hs)
-
     def forward(
         self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> tuple[torch.Tensor, AttentionTrace | None]:
@@ -114,9 +104,9 @@ class SelfAttention(nn.Module):
         check_tensor("x", x, min_dim=2)
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (N, L, d_model={self.d_model}), got {tuple(x.shape)}")
-        q = self._heads(self.w_q(x))  # (N, nh, L, hs)
-        k = self._heads(self.w_k(x))  # (N, nh, L, hs)
-        v = self._heads(self.w_v(x))  # (N, nh, L, hs)
+        q = split_heads(self.w_q(x), self.n_heads)  # (N, L, d_model) -> (N, nh, L, hs)
+        k = split_heads(self.w_k(x), self.n_heads)  # (N, nh, L, hs)
+        v = split_heads(self.w_v(x), self.n_heads)  # (N, nh, L, hs)
         p = self.dropout if self.training else 0.0
         trace: AttentionTrace | None = None
         if need_weights:
@@ -128,7 +118,7 @@ class SelfAttention(nn.Module):
             if attn_mask is not None and attn_mask.dtype != torch.bool:
                 attn_mask = attn_mask.to(q.dtype)  # torch's kernel wants a float mask in q's dtype
             y = F.scaled_dot_product_attention(q, k, v, attn_mask, p, self.is_causal)  # (N, nh, L, hs)
-        y = y.transpose(-3, -2).reshape(*x.shape[:-1], self.d_model)  # (N, L, d_model)
+        y = merge_heads(y)  # (N, nh, L, hs) -> (N, L, d_model)
         return self.w_o(y), trace
 
     def extra_repr(self) -> str:

@@ -1,12 +1,8 @@
-"""Attention masks as tiny pure functions.
+"""Attention masks as tiny pure functions, on ``device=`` or torch's default device.
 
-They make tensors, so they follow torch's device convention: ``device=`` when given, else
-torch's default device (the CPU unless changed), as ``torch.ones`` does. ``padding_mask``
-given a tensor of lengths builds the mask on that tensor's device.
-
-Convention (the same as ``torch.nn.functional.scaled_dot_product_attention``):
-a boolean mask holds ``True`` where a query **may attend** to a key; a float
-mask is **added** to the scores. Boolean masks combine with ``&``.
+Convention (the same as ``torch.nn.functional.scaled_dot_product_attention``): a boolean mask
+holds ``True`` where a query **may attend** to a key; a float mask is **added** to the scores.
+Boolean masks combine with ``&``.
 """
 
 from __future__ import annotations

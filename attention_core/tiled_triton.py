@@ -1,14 +1,11 @@
 """The tiled online softmax as a GPU kernel: the Python side (checks, grid, launch).
 
-The kernel itself is in :mod:`attention_core.tiled_triton_kernel`, written to be read
-beside :mod:`attention_core.tiled`. This module never imports Triton at import time:
-the app runs on CPU-only machines (Streamlit Community Cloud's torch has no Triton),
-and only :func:`tiled_triton_attention` imports the kernel, on its first call.
-
-Where it runs: a CUDA device with the ``triton`` package, which ships with torch's CUDA
-wheels on Linux. For tests, Triton's interpreter (``TRITON_INTERPRET=1`` in the
-environment before Triton is first imported) runs the same kernel on CPU tensors,
-slowly and with numpy arithmetic; :func:`triton_available` allows the CPU then.
+The kernel is in :mod:`attention_core.tiled_triton_kernel`, written to be read beside
+:mod:`attention_core.tiled`. Triton is imported only by the first call of
+:func:`tiled_triton_attention`, since the app also runs where there is none (a CPU-only torch).
+It runs on a CUDA device with the ``triton`` package (shipped with torch's CUDA wheels on
+Linux), and for tests under Triton's interpreter (``TRITON_INTERPRET=1`` set before Triton is
+first imported), which runs the same kernel on CPU tensors with numpy arithmetic.
 """
 
 from __future__ import annotations
@@ -36,12 +33,8 @@ def interpreting() -> bool:
 
 
 def triton_available(device: torch.device | str) -> str | None:
-    """``None`` if the kernel can run on ``device``; otherwise the reason, as a sentence.
-
-    It runs on a CUDA device when the ``triton`` package is installed, and on the CPU
-    only under Triton's interpreter (``TRITON_INTERPRET=1``), which the tests use.
-    Looks for the package without importing it.
-    """
+    """``None`` if the kernel can run on ``device`` (CUDA, or the CPU under the interpreter, with the
+    ``triton`` package, looked for without importing it); otherwise the reason, as a sentence."""
     dev = torch.device(device)
     if dev.type != "cuda" and not (dev.type == "cpu" and interpreting()):
         return NEEDS_GPU
@@ -62,20 +55,11 @@ def tiled_triton_attention(
 ) -> torch.Tensor:
     """softmax(Q Kᵀ · scale) V in one Triton kernel launch, without the ``L × S`` scores.
 
-    Args:
-        q: ``(N, ..., L, E)`` queries; float16, bfloat16 or float32; E a power of two in 16…128.
-        k: ``(N, ..., S, E)`` keys.
-        v: ``(N, ..., S, Ev)`` values; Ev a power of two in 16…128.
-        attn_mask: must be ``None``; this kernel implements no boolean or float mask.
-        dropout_p: must be 0.
-        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, as torch's); tiles
-            wholly above the diagonal are skipped.
-        scale: multiplier of the scores, default ``1/√E``.
-
-    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. The running max, sum and output
-    are float32 for every input dtype. float32 inputs are multiplied in full float32
-    precision (``input_precision="ieee"``), never TF32. Forward only: inputs that
-    require gradients (with grad mode on) raise ``ValueError``.
+    Arguments as :func:`attention_core.tiled.tiled_attention`, except: float16, bfloat16 or float32;
+    E and Ev powers of two in 16…128; no ``attn_mask`` (``is_causal`` skips the tiles above the
+    diagonal); no dropout. Returns ``(N, ..., L, Ev)`` in ``q``'s dtype; the running max, sum and
+    output are float32, and float32 inputs multiply in full float32 (``"ieee"``), never TF32.
+    Forward only: inputs that require gradients (with grad mode on) raise ``ValueError``.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if attn_mask is not None:
@@ -134,11 +118,8 @@ def tiled_triton_attention(
 
 
 def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
-    """Predicted peak memory of :func:`tiled_triton_attention` beyond its inputs, in bytes.
-
-    The output only: the kernel's running ``m`` and ``l`` and its tiles live in registers
-    and on-chip memory, so nothing else is allocated in HBM for ``(N, H, L, E)`` inputs.
-    """
+    """Predicted peak memory of :func:`tiled_triton_attention` beyond its inputs, in bytes: the output
+    only, since the running ``m``, ``l`` and the tiles live in registers and on-chip memory."""
     n_q = check_int("n_q", n_q, low=1)
     d_v = check_int("d_v", d_v, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
@@ -147,14 +128,9 @@ def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: 
 
 
 def triton_kernel_sources() -> dict[str, str]:
-    """The two implementations of the recurrence as source text, to show side by side.
-
-    Maps ``"tiled.py"`` to :func:`attention_core.tiled.tiled_attention` and
-    ``"tiled_triton_kernel.py"`` to its Triton kernel, decorators included and docstrings
-    left out (the files' module docstrings explain both). The kernel's
-    text is cut from its file with :mod:`ast` rather than through an import, so this works
-    where Triton is not installed.
-    """
+    """The two implementations of the recurrence as source text, to show side by side: ``"tiled.py"``
+    → :func:`attention_core.tiled.tiled_attention`, ``"tiled_triton_kernel.py"`` → its Triton kernel.
+    Cut from the files with :mod:`ast` (no import, so no Triton needed), docstrings left out."""
     here = Path(__file__).parent
     wanted = {"tiled.py": "tiled_attention", "tiled_triton_kernel.py": "attention_forward_kernel"}
     return {file: _function_source(here / file, name) for file, name in wanted.items()}

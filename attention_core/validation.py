@@ -7,6 +7,7 @@ and what arrived, so the pages can show the message as it is.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
 import torch
@@ -39,6 +40,17 @@ def all_finite(x: torch.Tensor) -> bool:
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
+def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None) -> torch.Tensor:
+    """A finite 2-D weight matrix in ``x``'s dtype and on its device, with ``rows`` rows when given."""
+    w = check_tensor(name, w, min_dim=2)
+    if w.dim() != 2 or (rows is not None and w.shape[0] != rows):
+        want = "2-D" if rows is None else f"(d_model={rows}, d)"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(w.shape)}")
+    if w.dtype != x.dtype or w.device != x.device:
+        raise ValueError(f"{name} must match x's dtype and device ({x.dtype}, {x.device}), got {w.dtype}, {w.device}")
+    return w
+
+
 def check_same_device(**tensors: torch.Tensor | None) -> None:
     """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` naming both devices.
 
@@ -59,18 +71,10 @@ def check_same_device(**tensors: torch.Tensor | None) -> None:
 
 
 def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
-    """A plain integer (bools rejected) within ``[low, high]``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise ValueError(f"{name} must be an integer, got {value!r}") from None
-    assert isinstance(value, int)
+    """A plain integer (numpy integers too, bools rejected) within ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
     if low is not None and value < low:
         raise ValueError(f"{name} must be ≥ {low}, got {value}")
     if high is not None and value > high:

@@ -289,8 +289,8 @@ IMPORTS = {
     "plotly figure": "import plotly.graph_objects as go; go.Figure(go.Heatmap(z=[[1]])).to_plotly_json()",
     "pandas": "import pandas",
     "torch": "import torch",
-    "core: walkthrough": "from attention_core import run_walkthrough",
-    "core: explorer": "from attention_core import variance_table",
+    "core: walkthrough": "from attention_core.walkthrough import run_walkthrough",
+    "core: explorer": "from attention_core.scaling import variance_table",
     "core: benchmark": "from attention_core import bench",
 }
 

@@ -81,7 +81,7 @@ def tab_switch_times(reruns: int) -> list[float]:
 
 def decode_measurement_s() -> float:
     """The default decode measurement as the page runs it, from a cold cache, in this process."""
-    from attention_core import time_decode_steps
+    from attention_core.kv_cache import time_decode_steps
 
     started = time.perf_counter()
     r = time_decode_steps((128, 256, 512, 1024, 2048, 4096, 8192), d_model=128, n_heads=4)

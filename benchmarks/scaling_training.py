@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from attention_core import DEFAULT_LR, named_init_stds, train_toy, training_summary  # noqa: E402
+from attention_core.scaling import DEFAULT_LR, named_init_stds, train_toy, training_summary  # noqa: E402
 
 THRESHOLD = 0.1
 PAGE_DEFAULT = {"d_k": 512, "n_keys": 16, "steps": 200, "optimizer": "adam", "init": "1/√d_model"}

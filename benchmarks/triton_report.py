@@ -26,9 +26,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attention_core import bench, scaled_dot_product_attention, triton_available
+from attention_core import bench, scaled_dot_product_attention
 from attention_core.bench.impls import triton_config_label
-from attention_core.tiled_triton import NEEDS_GPU
+from attention_core.tiled_triton import NEEDS_GPU, triton_available
 
 ROWS_PER_BLOCK = 1024  # query rows per block of the float64 reference: 16 heads × 1024 × 16384 × 8 B = 2 GiB
 

@@ -1,4 +1,4 @@
-"""FlashAttention's rule as a helper: the baseline, the verdict, checking a subset of rows."""
+"""FlashAttention's rule as a helper: the textbook baseline, the float64 reference, the verdict, a subset of rows."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import torch.nn.functional as F
 from attention_core import (
     flash_rule,
     padding_mask,
+    reference_attention,
     scaled_dot_product_attention,
-    standard_attention,
+    textbook_attention,
     tiled_attention,
 )
 
@@ -23,19 +24,38 @@ def qkv(device: torch.device, dtype: torch.dtype = torch.float32, L: int = 48, S
     return tuple((2 * torch.randn(s, generator=gen)).to(device=device, dtype=dtype) for s in shapes)
 
 
-def test_standard_attention_is_torchs_attention_in_float64(device: torch.device) -> None:
-    q, k, v = (t.double() for t in qkv(device))
+def test_textbook_and_reference_attention_are_torchs_attention(device: torch.device) -> None:
+    q, k, v = qkv(device)
     mask = padding_mask([40, 7], 40, device=device).unsqueeze(1)  # (2, 1, 1, 40)
-    for kwargs in ({}, {"attn_mask": mask}, {"is_causal": True}):
-        expected = F.scaled_dot_product_attention(q, k, v, **kwargs)
-        torch.testing.assert_close(standard_attention(q, k, v, **kwargs), expected)
+    float_mask = torch.randn(48, 40, generator=torch.Generator().manual_seed(4)).to(device)  # (L, S), added
+    for kwargs in ({}, {"attn_mask": mask}, {"attn_mask": float_mask}, {"is_causal": True}, {"scale": 0.3}):
+        as64 = {key: x.double() if torch.is_tensor(x) and x.is_floating_point() else x for key, x in kwargs.items()}
+        expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), **as64)
+        ref = reference_attention(q, k, v, **kwargs)
+        assert ref.dtype == torch.float64 and ref.device == q.device
+        torch.testing.assert_close(ref, expected)
+        torch.testing.assert_close(textbook_attention(q.double(), k.double(), v.double(), **kwargs), expected)
+        out = textbook_attention(q, k, v, **kwargs)
+        assert out.dtype == q.dtype
+        torch.testing.assert_close(out, expected.float(), atol=1e-5, rtol=1e-5)
 
 
-def test_a_fully_masked_row_gives_zeros_not_nan(device: torch.device) -> None:
+@pytest.mark.parametrize("fn", [textbook_attention, reference_attention])
+def test_a_fully_masked_row_gives_zeros_not_nan(device: torch.device, fn) -> None:
     q, k, v = qkv(device)
     mask = padding_mask([0, 40], 40, device=device).unsqueeze(1)  # item 0 has no key at all
-    out = standard_attention(q, k, v, mask)
-    assert torch.equal(out[0], torch.zeros_like(out[0])) and bool(torch.isfinite(out).all())
+    for m in (mask, torch.zeros(mask.shape, device=device).masked_fill(~mask, float("-inf"))):  # bool, float
+        out = fn(q, k, v, m)
+        assert torch.equal(out[0], torch.zeros_like(out[0])) and bool(torch.isfinite(out).all())
+
+
+def test_textbook_and_reference_attention_check_their_inputs() -> None:
+    q, k, v = qkv(torch.device("cpu"))
+    for fn in (textbook_attention, reference_attention):
+        with pytest.raises(ValueError, match="feature size E"):
+            fn(q, k[..., :8], v)
+        with pytest.raises(ValueError, match="not both"):
+            fn(q, k, v, torch.ones(48, 40, dtype=torch.bool), is_causal=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -62,7 +82,7 @@ def test_checking_some_rows_agrees_with_checking_all(device: torch.device, causa
     rows = torch.tensor([0, 9, 39])
     part = flash_rule(out, q, k, v, is_causal=causal, rows=rows)
     # the same rows checked by hand: the float64 answer on those queries, with the causal rule kept
-    ref = standard_attention(q.double(), k.double(), v.double(), is_causal=causal)[..., rows.to(device), :]
+    ref = reference_attention(q, k, v, is_causal=causal)[..., rows.to(device), :]
     assert part.error == pytest.approx(float((out[..., rows.to(device), :].double() - ref).abs().max()))
     whole = flash_rule(out, q, k, v, is_causal=causal)
     assert part.error <= whole.error and part.baseline_error <= whole.baseline_error
@@ -70,7 +90,7 @@ def test_checking_some_rows_agrees_with_checking_all(device: torch.device, causa
 
 def test_bad_arguments_are_explained() -> None:
     q, k, v = qkv(torch.device("cpu"))
-    out = standard_attention(q, k, v)
+    out = textbook_attention(q, k, v)
     with pytest.raises(ValueError, match="rows must be"):
         flash_rule(out, q, k, v, rows=torch.tensor([48]))
     with pytest.raises(ValueError, match="out must have"):

@@ -10,8 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import bench
-from attention_core.bench import IMPLEMENTATIONS, BenchLock
+from attention_core.bench import IMPLEMENTATIONS
 from attention_core.bench import sweep as sweep_mod
+from ui.runlock import RunLock
 
 PAGE = "pages/benchmark.py"
 TINY = {"bm_nmax": "128", "bm_d": "16", "bm_heads": "1"}
@@ -100,8 +101,8 @@ def test_the_same_sweep_again_comes_from_the_servers_cache():
 
 
 def test_a_busy_server_queues_the_run_and_gives_up_without_an_exception(monkeypatch):
-    monkeypatch.setattr(BenchLock, "try_acquire", lambda self, timeout=0.0: False)
-    monkeypatch.setattr(BenchLock, "wait_s", 0.2)
+    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0: False)
+    monkeypatch.setattr(RunLock, "wait_s", 0.2)
     at = forget(open_page(TINY))
     at.button(key="bm_run").click().run()
     assert not at.exception, at.exception

@@ -10,7 +10,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention_core import encode, load_bert
+from attention_core.bert import encode, load_bert
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TIRED = "The animal didn't cross the street because it was too tired."

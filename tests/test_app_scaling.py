@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from widget_walk import apply, edge_moves, restore_move, widgets
 
-from attention_core import DEFAULT_LR
+from attention_core.scaling import DEFAULT_LR
 
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
         "Training")  # fmt: skip

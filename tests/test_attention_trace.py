@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from attention_checks import make_mask, max_err, randn, reference_attention
+from attention_checks import make_mask, max_err, randn, reference_weights
 
-from attention_core import attention_trace, scaled_dot_product_attention
+from attention_core import attention_trace, reference_attention, scaled_dot_product_attention
 
 
 def test_trace_steps_are_the_five_formulas(device: torch.device) -> None:
@@ -25,7 +25,7 @@ def test_trace_steps_are_the_five_formulas(device: torch.device) -> None:
     assert t.scale == 0.7
     assert torch.isneginf(t.masked[~mask]).all()
     torch.testing.assert_close(t.masked[mask], t.scaled[mask])
-    ref_w, ref_out = reference_attention(q, k, v, mask, scale=0.7)
+    ref_w, ref_out = reference_weights(q, k, mask, scale=0.7), reference_attention(q, k, v, mask, scale=0.7)
     assert max_err(t.weights, ref_w) < 1e-6
     assert max_err(t.output, ref_out) < 1e-5
     assert t.mask is mask

@@ -15,14 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from attention_core import bench, flash_rule
+from attention_core import flash_rule, reference_attention
 from attention_core.bench import (
     IMPLEMENTATIONS,
     NOT_AVAILABLE,
     BenchConfig,
     Impl,
     make_inputs,
-    reference_attention,
     run_config,
 )
 
@@ -67,7 +66,7 @@ def test_every_implementation_passes_flashattentions_rule(device, name, causal, 
     check = flash_rule(out, q, k, v, is_causal=causal)
     assert check.passes, check.describe()
     if device.type == "cpu" and dtype == "float32":  # and, measured here, close to exact
-        ref = reference_attention(q, k, v, causal)
+        ref = reference_attention(q, k, v, is_causal=causal)
         assert float((out.double() - ref).abs().max()) < 1e-5
 
 
@@ -99,9 +98,10 @@ def test_rectangular_and_masked_inputs_match_torch(device, name):
         torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=1e-5)
 
 
-def test_numpy_attention_matches_torch():
+def test_the_numpy_entry_matches_torch():
     q, k, v = make_inputs(BenchConfig("numpy", 33, d=8, heads=2, causal=True))
-    out = bench.numpy_attention(q.numpy(), k.numpy(), v.numpy(), causal=True)
+    numpy = IMPLEMENTATIONS["numpy"]
+    out = numpy.run(numpy.prepare(q, k, v), True)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
     np.testing.assert_allclose(out, expected, atol=1e-5, rtol=1e-5)
 

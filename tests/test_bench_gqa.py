@@ -15,11 +15,11 @@ from attention_core.bench import (
     IMPLEMENTATIONS,
     BenchConfig,
     SweepSpec,
+    correctness_error,
     get_impl,
     main,
     make_inputs,
     measure_peak_extra,
-    reference_attention,
     run_config,
 )
 
@@ -45,7 +45,7 @@ def test_every_implementation_computes_gqa_like_torch(device, name, heads, kv_he
         return
     expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True, enable_gqa=True)
     torch.testing.assert_close(out.double().to(expected.device), expected, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(reference_attention(q, k, v, True), expected)
+    assert correctness_error(config) < 1e-5  # the correctness column's float64 reference repeats K/V itself
 
 
 def test_the_config_validates_and_counts_the_smaller_inputs():

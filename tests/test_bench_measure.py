@@ -23,7 +23,6 @@ from attention_core.bench import (
     memory_table,
     naive_extra_bytes,
     run_config,
-    running_on_streamlit_cloud,
     score_matrix_bytes,
     time_call,
 )
@@ -60,29 +59,19 @@ def test_the_guard_uses_the_default_cap_when_none_is_given(monkeypatch):
     assert row.status == "skipped" and "cap 1.0 MiB" in row.note
 
 
-def test_default_cap_honours_the_environment_and_the_cloud(monkeypatch):
+def test_default_cap_honours_the_environment_and_a_ceiling(monkeypatch):
     monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "1.5")
     assert bench.default_cap_bytes("cpu") == int(1.5 * 2**30)
+    assert bench.default_cap_bytes("cpu", ceiling=2**20) == int(1.5 * 2**30)  # the variable wins, as documented
     monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "lots")
     with pytest.raises(ValueError, match="GiB"):
         bench.default_cap_bytes("cpu")
     monkeypatch.delenv("ATTENTION_BENCH_CAP_GB")
-    monkeypatch.setenv("ATTENTION_CLOUD", "1")
-    assert 0 < bench.default_cap_bytes("cpu") <= measure_mod.CLOUD_CAP_BYTES
-
-
-def test_cloud_detection(monkeypatch, tmp_path):
-    monkeypatch.setattr(measure_mod, "Path", lambda p: tmp_path / "absent" if p == "/mount/src" else p)
-    monkeypatch.delenv("ATTENTION_CLOUD", raising=False)
-    monkeypatch.setenv("HOSTNAME", "laptop")
-    assert not running_on_streamlit_cloud()
-    monkeypatch.setenv("HOSTNAME", "streamlit")
-    assert running_on_streamlit_cloud()
-    monkeypatch.setenv("ATTENTION_CLOUD", "0")
-    assert not running_on_streamlit_cloud()
-    monkeypatch.setenv("HOSTNAME", "laptop")
-    monkeypatch.setenv("ATTENTION_CLOUD", "1")
-    assert running_on_streamlit_cloud()
+    monkeypatch.setattr(measure_mod, "free_memory_bytes", lambda device: 2**30)
+    assert bench.default_cap_bytes("cpu") == 2**29  # half of the free RAM
+    assert bench.default_cap_bytes("cpu", ceiling=2**20) == 2**20
+    with pytest.raises(ValueError, match="ceiling"):
+        bench.default_cap_bytes("cpu", ceiling=0)
 
 
 def test_score_matrix_bytes_and_the_theoretical_table():

@@ -6,6 +6,7 @@ The fits leave out launch-bound sizes, so a GPU's flat small-n timings never rea
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 import pytest
 from bench_fixtures import _no_matmul_probe  # noqa: F401  (autouse: the sweeps here skip the matmul-rate probe)
@@ -101,7 +102,8 @@ def test_the_slope_fit_refuses_what_it_cannot_fit():
 
 
 def _row(impl: str, n: int, ms: float | None, mem: int | None, status: str = "ok") -> BenchResult:
-    return BenchResult(impl, "cpu", "float32", 1, 1, n, 64, False, ms, 0.0, mem, 0, 1.0, status)
+    return BenchResult(**asdict(BenchConfig(impl, n, heads=1)), median_ms=ms, iqr_ms=0.0, peak_bytes=mem,
+                       predicted_bytes=0, gflops=1.0, status=status)  # fmt: skip
 
 
 def _launch_bound(ns, launch_ms: float, per_n2_ms: float) -> list[float]:

@@ -13,14 +13,14 @@ from attention_core import (
     default_device,
     device_info,
     new_tensor_device,
-    overflow_logits,
     padding_mask,
     resolve_device,
     scaled_dot_product_attention,
     sinusoidal_positions,
-    tiny_example,
 )
 from attention_core.device import ENV_VAR
+from attention_core.presets import tiny_example
+from attention_core.scaling import overflow_logits
 
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is present, so 'cuda' is valid here")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")

@@ -209,7 +209,7 @@ def test_bad_shapes_and_values_raise_value_errors() -> None:
     w_q, w_k, w_v, w_o = weights(16, 4, 2)
     with pytest.raises(ValueError, match="w_k must have n_kv_heads"):
         multi_head_attention(x, w_q, w_k, w_v, w_o, 4, 4)
-    with pytest.raises(ValueError, match="d_model = 16 rows"):
+    with pytest.raises(ValueError, match=r"shape \(d_model=16, d\)"):
         multi_head_attention(x, w_q[:8], w_k, w_v, w_o, 4, 2)
     with pytest.raises(ValueError, match="w_o must have"):
         multi_head_attention(x, w_q, w_k, w_v, w_o[:8], 4, 2)

@@ -8,15 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from attention_core import (
-    decode_example,
-    example_weights,
-    heads_example,
-    mean_pool_kv,
-    multi_head_attention,
-    sentence_example,
-    split_snippet,
-)
+from attention_core import mean_pool_kv, multi_head_attention
+from attention_core.heads_demo import decode_example, example_weights, heads_example, split_snippet
+from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
     decode_timing_figure,

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attention_core import (
+from attention_core import multi_head_attention
+from attention_core.kv_cache import (
     MODEL_SHAPES,
     decode_step,
     decode_with_cache,
     kv_cache_bytes,
     max_context_that_fits,
-    multi_head_attention,
     time_decode_steps,
 )
 
@@ -136,7 +136,7 @@ def test_decode_timing_reports_every_context_and_agrees_numerically() -> None:
     assert len(r.cached_s) == 3 and all(t > 0 for t in r.cached_s)
     assert all(t is not None and t > 0 for t in r.recompute_s)
     assert r.max_abs_diff < 1e-5  # the cached step computes what recomputing computes
-    assert r.slope("cached") is not None and math.isfinite(r.slope("cached"))
+    assert r.fit("cached") is not None and math.isfinite(r.fit("cached")[0])
 
 
 def test_decode_timing_stops_recomputing_when_the_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,13 +145,13 @@ def test_decode_timing_stops_recomputing_when_the_budget_is_spent(monkeypatch: p
     monkeypatch.setattr(kv, "HARD_STOP", 1e12)  # the cached steps may still run
     r = time_decode_steps((8, 16, 32, 64), d_model=16, n_heads=2, repeats=1, min_time_per_point=0.0, budget_s=1e-9)
     assert r.recompute_s[0] is not None and r.recompute_s[1:] == (None, None, None)
-    assert len(r.points("cached")[0]) == 4 and r.slope("recompute") is None
+    assert len(r.points("cached")[0]) == 4 and r.fit("recompute") is None
 
 
 def test_decode_timing_starts_nothing_past_its_hard_stop() -> None:
     r = time_decode_steps((8, 16, 32), d_model=16, n_heads=2, repeats=1, min_time_per_point=0.0, budget_s=1e-9)
     assert r.cached_s[0] is not None and r.cached_s[1:] == (None, None)
-    assert r.points("cached") == ([8], [r.cached_s[0]]) and r.slope("cached") is None
+    assert r.points("cached") == ([8], [r.cached_s[0]]) and r.fit("cached") is None
 
 
 def test_decode_timing_rejects_bad_settings() -> None:

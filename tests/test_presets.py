@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from attention_core import PRESETS, WalkthroughInputs, build_inputs, random_example, sentence_example, tiny_example
+from attention_core.presets import (
+    PRESETS,
+    WalkthroughInputs,
+    build_inputs,
+    random_example,
+    sentence_example,
+    tiny_example,
+)
 
 SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
 
@@ -145,7 +152,7 @@ def test_preset_errors(call, match: str) -> None:
 
 
 def test_walkthrough_row_sum_error_skips_fully_masked_rows() -> None:
-    from attention_core import run_walkthrough
+    from attention_core.walkthrough import run_walkthrough
 
     r = run_walkthrough("tiny", mask="padding", pad=3)  # every key padded: no row may attend
     assert r.row_sum_error is None
@@ -156,14 +163,14 @@ def test_walkthrough_row_sum_error_skips_fully_masked_rows() -> None:
 
 @pytest.fixture(scope="module")
 def bert():
-    from attention_core import load_bert
+    from attention_core.bert import load_bert
 
     return load_bert(device="cpu")
 
 
 def test_the_model_preset_is_one_real_head(bert) -> None:
     """X·W (with the 1s column and the bias row) reproduces the model's own Q, K, V of that head."""
-    from attention_core import encode
+    from attention_core.bert import encode
     from attention_core.presets import MODEL_TEXT, model_example
 
     inp = build_inputs("model", text=MODEL_TEXT, layer=3, head=1, model=bert)

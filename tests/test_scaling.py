@@ -13,8 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attention_core import (
+from attention_core.scaling import (
     DEFAULT_LR,
+    DEFAULT_SAMPLES,
+    STRATEGY_NAMES,
+    _Optimizer,
     dot_product_histograms,
     dot_products,
     gradient_table,
@@ -36,7 +39,6 @@ from attention_core import (
     training_summary,
     variance_table,
 )
-from attention_core.scaling import DEFAULT_SAMPLES, STRATEGY_NAMES, _Optimizer
 
 WIDTHS = [1, 4, 16, 64, 256, 1024]
 

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from attention_core import (
+from attention_core.scaling import (
     dot_product_histograms,
     gradient_table,
     init_effects,

@@ -14,11 +14,10 @@ from attention_core import (
     flash_rule,
     padding_mask,
     scaled_dot_product_attention,
-    score_matrix_bytes,
     tiled_attention,
     tiled_extra_bytes,
 )
-from attention_core.bench import BenchConfig, naive_extra_bytes
+from attention_core.bench import BenchConfig, naive_extra_bytes, score_matrix_bytes
 
 
 def _qkv(shape_q, shape_k, d_v, *, device, dtype=torch.float32, seed=0):

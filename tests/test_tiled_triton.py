@@ -20,15 +20,15 @@ import torch
 import torch.nn.functional as F
 from triton_interpreter_cases import case_list
 
-from attention_core import (
-    scaled_dot_product_attention,
+from attention_core import scaled_dot_product_attention
+from attention_core.bench import IMPLEMENTATIONS, BenchConfig, main, run_config
+from attention_core.tiled_triton import (
+    NEEDS_GPU,
     tiled_triton_attention,
     tiled_triton_extra_bytes,
     triton_available,
     triton_kernel_sources,
 )
-from attention_core.bench import IMPLEMENTATIONS, BenchConfig, main, run_config
-from attention_core.tiled_triton import NEEDS_GPU
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_TRITON = importlib.util.find_spec("triton") is not None

@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 import torch.nn.functional as F
 
-from attention_core import scaled_dot_product_attention, tiled_triton_attention
+from attention_core import scaled_dot_product_attention
 from attention_core.bench import BenchConfig, run_config
+from attention_core.tiled_triton import tiled_triton_attention
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 SELF_ATTENTION_NS = (1, 17, 64, 130)  # 130 = 8 tiles of 16 and a ragged 2

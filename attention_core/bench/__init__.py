@@ -7,7 +7,6 @@
 - :mod:`.sweep`: a grid of configurations run in order under a time budget;
 - :mod:`.fits`: how time and memory grow with n (log-log slopes, launch-bound sizes);
 - :mod:`.isolated`: peak memory measured in a fresh worker process, independent of history;
-- :mod:`.runlock`: one run at a time per server, and the rows measured so far;
 - :mod:`.cli`: ``python -m attention_core.bench``.
 
 It is a package rather than one module so that ``python -m attention_core.bench`` runs
@@ -21,19 +20,14 @@ from .impls import (
     IMPLEMENTATIONS,
     BenchConfig,
     Impl,
-    explained_extra_bytes,
     get_impl,
     make_inputs,
     math_extra_bytes,
     naive_extra_bytes,
-    numpy_attention,
-    reference_attention,
     sdpa_choice,
-    textbook_attention,
 )
 from .isolated import fresh_process_peak
 from .measure import (
-    TABLE_NS,
     Timing,
     cpu_load_per_core,
     default_cap_bytes,
@@ -46,7 +40,6 @@ from .measure import (
     matmul_peak_gflops,
     measure_peak_extra,
     memory_table,
-    running_on_streamlit_cloud,
     score_matrix_bytes,
     time_call,
 )
@@ -57,14 +50,11 @@ from .run import (
     STATUSES,
     BenchResult,
     correctness_error,
-    is_oom,
-    not_available,
     result_dicts,
     run_config,
     speedups,
     write_csv,
 )
-from .runlock import BenchLock
 from .sweep import (
     DEFAULT_BUDGET_S,
     DEFAULT_MIN_RUN_TIME,
@@ -76,65 +66,3 @@ from .sweep import (
     plan,
     run_sweep,
 )
-
-__all__ = [
-    "CSV_COLUMNS",
-    "DEFAULT_BUDGET_S",
-    "DEFAULT_MIN_RUN_TIME",
-    "DEFAULT_SWEEP",
-    "DTYPES",
-    "FIT_MIN_N",
-    "IMPLEMENTATIONS",
-    "MIN_SAMPLES",
-    "NOT_AVAILABLE",
-    "STATUSES",
-    "TABLE_NS",
-    "BenchConfig",
-    "BenchLock",
-    "BenchResult",
-    "Impl",
-    "PlannedConfig",
-    "ScalingFit",
-    "SweepProgress",
-    "SweepResult",
-    "SweepSpec",
-    "Timing",
-    "correctness_error",
-    "cpu_load_per_core",
-    "default_cap_bytes",
-    "environment",
-    "explained_extra_bytes",
-    "fit_loglog_slope",
-    "flop_table",
-    "format_bytes",
-    "format_table",
-    "free_memory_bytes",
-    "fresh_process_peak",
-    "get_impl",
-    "growth_start",
-    "guard_reason",
-    "is_oom",
-    "largest_fitting_n",
-    "main",
-    "make_inputs",
-    "math_extra_bytes",
-    "matmul_peak_gflops",
-    "measure_peak_extra",
-    "memory_table",
-    "naive_extra_bytes",
-    "not_available",
-    "numpy_attention",
-    "plan",
-    "reference_attention",
-    "result_dicts",
-    "run_config",
-    "run_sweep",
-    "running_on_streamlit_cloud",
-    "scaling_fits",
-    "score_matrix_bytes",
-    "sdpa_choice",
-    "speedups",
-    "textbook_attention",
-    "time_call",
-    "write_csv",
-]

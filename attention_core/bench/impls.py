@@ -1,27 +1,17 @@
-"""The implementations the benchmark can run, each with a name, a sentence and a memory model.
+"""The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each with a name, a
+sentence, a memory model and the reason it cannot run somewhere.
 
-Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``:
-
-- ``naive``: the textbook code in plain torch ops, ``softmax(q @ kᵀ · scale) @ v``, as
-  tutorials write it: one ``n × n`` score matrix and its softmax, no checks;
-- ``explained``: this project's traced path, :func:`attention_core.attention_trace`, which
-  validates every step and keeps every ``n × n`` intermediate for the walkthrough;
-- ``sdpa``: torch's fused ``scaled_dot_product_attention``, letting torch pick the kernel;
-- ``sdpa-math`` / ``-flash`` / ``-efficient`` / ``-cudnn``: the same call with one kernel
-  forced by ``torch.nn.attention.sdpa_kernel``, so it can fail but never fall back;
-- ``tiled``: :func:`attention_core.tiled.tiled_attention`, the online softmax in plain torch;
-- ``numpy``: the version tutorials write first, on the CPU;
-- ``tiled-triton``: :func:`attention_core.tiled_triton.tiled_triton_attention`, the same
-  recurrence as one Triton kernel, on CUDA GPUs only.
-
-With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1) the SDPA entries pass
-``enable_gqa=True`` and torch shares each K/V head itself (a forced kernel that cannot is
-reported as unable to run); ``naive``, ``explained``, ``tiled``, ``tiled-triton`` and ``numpy`` repeat
-K and V to every query head inside the timed call, and their memory models count the copies.
+Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``. A forced SDPA kernel
+(``sdpa-math``, ``-flash``, ``-efficient``, ``-cudnn``, through ``torch.nn.attention.sdpa_kernel``)
+can fail but never falls back. With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1)
+the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
+and V to every query head inside the timed call (as Llama's reference code does), and their memory
+models count the copies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from ..attention import attention_trace
 from ..device import resolve_device
 from ..heads import check_head_counts, repeat_kv
+from ..textbook import _textbook_attention
 from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
 from ..tiled_triton import DTYPES as TRITON_DTYPES
 from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
@@ -171,15 +162,6 @@ def fused_extra_bytes(c: BenchConfig) -> int:
     return _output(c) + c.batch_heads * c.n * 4
 
 
-def math_accumulation_itemsize(c: BenchConfig) -> int:
-    """Bytes per element inside torch's math backend: float32 for 16-bit inputs, on every device,
-    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)`` keeps them 16-bit."""
-    if c.itemsize >= 4:
-        return c.itemsize
-    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
-    return c.itemsize if allowed else 4
-
-
 def math_extra_bytes(c: BenchConfig) -> int:
     """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
 
@@ -190,7 +172,9 @@ def math_extra_bytes(c: BenchConfig) -> int:
     (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
     i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
     """
-    acc = math_accumulation_itemsize(c)
+    # float32 inside for 16-bit inputs, on every device, unless allow_fp16_bf16_reduction_math_sdp(True)
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
     rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
     upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
     scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
@@ -221,10 +205,6 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 # ---- the entries --------------------------------------------------------------------------
 
 
-# naive, explained, tiled and numpy cannot share a K/V head between query heads: for GQA inputs they
-# repeat K and V to every query head first (as Llama's reference code does), inside the timing.
-
-
 def _shared_kv(inputs: Inputs) -> Inputs:
     q, k, v = inputs
     h = q.shape[-3]
@@ -236,19 +216,9 @@ def _gqa_note(inputs: Inputs) -> str:
     return f", K/V heads repeated {q.shape[-3] // k.shape[-3]}×" if k.shape[-3] != q.shape[-3] else ""
 
 
-def textbook_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """softmax(q kᵀ/√d) v for ``(..., n, d)`` tensors, as tutorials write it in torch: no checks."""
-    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.size(-1)))  # (..., n, n)
-    if causal:
-        n_q, n_k = scores.shape[-2:]
-        allowed = torch.ones(n_q, n_k, dtype=torch.bool, device=q.device).tril()  # (n, n)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., n, n)
-    weights = torch.softmax(scores, dim=-1)  # (..., n, n)
-    return weights @ v  # (..., n, n) @ (..., n, d) -> (..., n, d)
-
-
 def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
-    return textbook_attention(*_shared_kv(inputs), causal=causal)
+    q, k, v = _shared_kv(inputs)
+    return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
 
 
 def _run_explained(inputs: Inputs, causal: bool) -> torch.Tensor:
@@ -273,9 +243,7 @@ def _sdpa_runner(backend: SDPBackend | None) -> Callable[[Inputs, bool], torch.T
     def run(inputs: Inputs, causal: bool) -> torch.Tensor:
         q, k, v = inputs
         gqa = k.shape[-3] != q.shape[-3]  # torch shares each K/V head itself (or the kernel refuses)
-        if backend is None:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-        with sdpa_kernel(backend):  # this kernel or an error: never a silent fallback
+        with contextlib.nullcontext() if backend is None else sdpa_kernel(backend):  # forced: never a fallback
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
     return run
@@ -334,8 +302,9 @@ def _sdpa_default_extra(c: BenchConfig) -> int:
     return fused_extra_bytes(c)
 
 
-def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
-    """softmax(q kᵀ/√d) v as the tutorials write it, for ``(..., n, d)`` arrays."""
+def _run_numpy(inputs: Inputs, causal: bool) -> np.ndarray:
+    """softmax(q kᵀ/√d) v as the tutorials write it in numpy, for ``(..., n, d)`` arrays."""
+    q, k, v = inputs
     if k.ndim >= 3 and k.shape[-3] != q.shape[-3]:  # GQA: each K/V head repeated for its query heads
         k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)  # (..., H, n, d)
         v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
@@ -397,7 +366,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "numpy": Impl(
         "numpy",
         "What people write first: numpy on the CPU, scores then softmax then the weighted sum.",
-        lambda inputs, causal: numpy_attention(*inputs, causal=causal),
+        _run_numpy,
         numpy_extra_bytes,
         lambda inputs, causal: f"numpy {np.__version__}" + _gqa_note(inputs),
         prepare=_to_numpy,
@@ -446,10 +415,3 @@ def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> 
     shapes = [(config.batch, h, side, config.d) for h in (config.heads, config.kv_heads, config.kv_heads)]
     # Drawn on the CPU in float32 so every device and dtype sees the same numbers.
     return tuple(torch.randn(s, generator=gen).to(device=config.device, dtype=config.torch_dtype) for s in shapes)
-
-
-def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    """The float64 answer every implementation is checked against (the explained path in float64)."""
-    h = q.shape[-3] if q.dim() >= 3 else 1
-    k, v = (repeat_kv(t, h) if t.dim() >= 3 and t.shape[-3] != h else t for t in (k, v))  # GQA: (..., H, n, d)
-    return attention_trace(q.double(), k.double(), v.double(), is_causal=causal).output

@@ -1,14 +1,11 @@
 """Peak memory of one configuration, measured in a fresh worker process.
 
-In a long-lived process the C allocator (glibc) may serve an n×n block from memory freed
-earlier, or keep memory that was freed inside the call resident, depending on what the
-process did before: the same call's peak resident set can then differ by a whole n×n
-matrix from one run to the next. A fresh Python process started with
-``MALLOC_MMAP_THRESHOLD_`` set gives every block of 64 KiB or more pages of its own, handed
-back when the block is freed, so its peak resident set follows the live tensors and the
-figure no longer depends on history. It costs a Python and torch start-up (a second or
-two), so the benchmark page measures in its own process and this is what the tests and
-``benchmarks/report.py`` use to check the memory models.
+In a long-lived process glibc may serve an n×n block from memory freed earlier, or keep freed
+memory resident, so the same call's peak resident set can differ by a whole n×n matrix from run
+to run. A fresh process with ``MALLOC_MMAP_THRESHOLD_`` set gives every block of 64 KiB or more
+pages of its own, so its peak follows the live tensors. It costs a Python and torch start-up, so
+the page measures in its own process; the tests and ``benchmarks/report.py`` check the memory
+models with this.
 """
 
 from __future__ import annotations

@@ -30,32 +30,15 @@ import torch
 from torch.utils.benchmark import Timer
 
 from ..device import device_info, measuring_threads, resolve_device
-from ..validation import check_float, check_int
+from ..validation import check_choice, check_float, check_int
 from .impls import DTYPES
 
-CLOUD_ENV = "ATTENTION_CLOUD"
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
-CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and the app itself needs ≈ 1 GB
 LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
 GPU_CAP_FRACTION = 0.8  # of free GPU memory
 
 
 # ---- where we are -------------------------------------------------------------------------
-
-
-def running_on_streamlit_cloud() -> bool:
-    """Whether this process runs on Streamlit Community Cloud.
-
-    ``$ATTENTION_CLOUD`` (1/0) decides when set. Otherwise two public markers of
-    Community Cloud's containers: the host name ``streamlit`` and the repository
-    mounted under ``/mount/src``.
-    """
-    override = os.environ.get(CLOUD_ENV, "").strip().lower()
-    if override in ("1", "true", "yes", "on"):
-        return True
-    if override in ("0", "false", "no", "off"):
-        return False
-    return os.environ.get("HOSTNAME", "") == "streamlit" or Path("/mount/src").is_dir()
 
 
 def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
@@ -64,7 +47,7 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
     if dev.type == "cuda":
         free, _total = torch.cuda.mem_get_info(dev)
         return int(free)
-    available = _meminfo_kib("MemAvailable")
+    available = _proc_kib("/proc/meminfo", "MemAvailable")
     avail = available * 1024 if available is not None else None
     limit = _cgroup_headroom()
     if limit is not None:
@@ -72,9 +55,10 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
     return avail
 
 
-def _meminfo_kib(field: str) -> int | None:
+def _proc_kib(path: str, field: str) -> int | None:
+    """A ``field: N kB`` line of a ``/proc`` file, in KiB (``None`` where there is none)."""
     try:
-        text = Path("/proc/meminfo").read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
     match = re.search(rf"^{field}:\s+(\d+) kB", text, re.MULTILINE)
@@ -94,12 +78,12 @@ def _cgroup_headroom() -> int | None:
     return max(int(limit) - current, 0)
 
 
-def default_cap_bytes(device: str | torch.device | None = None) -> int:
+def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
     """How much memory one configuration may ask for.
 
-    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the
-    free memory (half of the RAM, 80 % of a GPU), and no more than 640 MiB on
-    Streamlit Community Cloud.
+    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the free memory
+    (half of the RAM, 80 % of a GPU), and no more than ``ceiling`` bytes when one is given (the
+    app passes Streamlit Community Cloud's).
     """
     override = os.environ.get(CAP_ENV, "").strip()
     if override:
@@ -113,8 +97,8 @@ def default_cap_bytes(device: str | torch.device | None = None) -> int:
     if free is None:
         free = 4 * 2**30  # nothing to go by: assume a small machine
     cap = int(free * (GPU_CAP_FRACTION if dev.type == "cuda" else LOCAL_CAP_FRACTION))
-    if running_on_streamlit_cloud() and dev.type == "cpu":
-        cap = min(cap, CLOUD_CAP_BYTES)
+    if ceiling is not None:
+        cap = min(cap, check_int("ceiling", ceiling, low=1))
     return max(cap, 1)
 
 
@@ -149,11 +133,7 @@ def score_matrix_bytes(n: int, dtype: str | torch.dtype = "float32", batch: int 
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
-    return DTYPES[dtype]
+    return dtype if isinstance(dtype, torch.dtype) else DTYPES[check_choice("dtype", dtype, DTYPES)]
 
 
 TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
@@ -256,11 +236,9 @@ def time_call(
 ) -> Timing:
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
-    CPU: ``Timer.blocked_autorange`` with ``the configured thread count held for the whole timing``, then
-    single timed calls until there are ``min_samples`` samples, unless ``deadline``
-    (``time.perf_counter()``) passes. When one call is already known (``expected_s``) to
-    fill ``min_run_time``, blocked_autorange would time blocks of one call after a trial
-    call of its own, so the single calls are timed directly and that trial is saved.
+    CPU: ``Timer.blocked_autorange`` on the configured thread count, then single timed calls up to
+    ``min_samples`` unless ``deadline`` (``time.perf_counter()``) passes; a call already known
+    (``expected_s``) to fill ``min_run_time`` is timed alone, sparing blocked_autorange's trial call.
     CUDA: CUDA events around each call, at least ``min_samples`` calls and ``min_run_time`` seconds.
     """
     dev = resolve_device(device)
@@ -269,8 +247,7 @@ def time_call(
     if dev.type == "cuda":
         return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
     slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
-    # Hold the configured thread count for the whole timing, whatever else the process runs.
-    with measuring_threads() as threads:
+    with measuring_threads() as threads:  # the configured thread count, whatever else the process runs
         if slow:
             samples = [_one_call(fn)]
         else:
@@ -310,16 +287,7 @@ def _time_cuda(
 # ---- memory -------------------------------------------------------------------------------
 
 _CLEAR_REFS = Path("/proc/self/clear_refs")
-_STATUS = Path("/proc/self/status")
-
-
-def _status_kib(field: str) -> int | None:
-    try:
-        text = _STATUS.read_text()
-    except OSError:
-        return None
-    match = re.search(rf"^{field}:\s+(\d+) kB", text, re.MULTILINE)
-    return int(match.group(1)) if match else None
+_STATUS = "/proc/self/status"
 
 
 @functools.cache
@@ -360,7 +328,7 @@ def _release_free_heap() -> None:
 
 def cpu_peak_supported() -> bool:
     """Whether this process can reset and read its peak resident set (Linux ``/proc``)."""
-    if _status_kib("VmHWM") is None:
+    if _proc_kib(_STATUS, "VmHWM") is None:
         return False
     try:
         with _CLEAR_REFS.open("w") as fh:
@@ -389,10 +357,10 @@ def measure_peak_extra(fn: Callable[[], Any], device: str | torch.device = "cpu"
     if not cpu_peak_supported():
         return None, "not measured"
     _release_free_heap()
-    before = _status_kib("VmRSS")
+    before = _proc_kib(_STATUS, "VmRSS")
     _CLEAR_REFS.write_text("5")  # resets VmHWM to the current RSS
     out = fn()
-    peak = _status_kib("VmHWM")
+    peak = _proc_kib(_STATUS, "VmHWM")
     del out
     if before is None or peak is None:
         return None, "not measured"
@@ -434,8 +402,9 @@ def cpu_load_per_core() -> float | None:
 # ---- the environment card ------------------------------------------------------------------
 
 
-def environment(device: str | torch.device | None = None) -> dict[str, str]:
-    """What a reader needs to compare numbers across machines, as plain strings."""
+def environment(device: str | torch.device | None = None, *, cap_bytes: int | None = None) -> dict[str, str]:
+    """What a reader needs to compare numbers across machines, as plain strings (``cap_bytes``: the
+    memory cap the run used, default :func:`default_cap_bytes`)."""
     info = device_info(device)
     env = {
         "torch": info.torch_version,
@@ -446,10 +415,9 @@ def environment(device: str | torch.device | None = None) -> dict[str, str]:
         "cuDNN": info.cudnn_version or "–",
         "TF32 matmul": "–" if info.tf32_matmul is None else ("on" if info.tf32_matmul else "off"),
         "memory": format_bytes(info.total_memory_bytes),
-        "Streamlit Community Cloud": "yes" if running_on_streamlit_cloud() else "no",
     }
     with contextlib.suppress(ValueError):
-        env["benchmark memory cap"] = format_bytes(default_cap_bytes(info.device))
+        env["benchmark memory cap"] = format_bytes(cap_bytes or default_cap_bytes(info.device))
     with contextlib.suppress(OSError, AttributeError):  # other processes on the cores make timings noisy
         env["load average (1 min)"] = f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     return env

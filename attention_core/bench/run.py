@@ -24,8 +24,10 @@ from typing import IO, Any
 
 import torch
 
+from ..heads import repeat_kv
+from ..textbook import reference_attention
 from ..validation import check_int
-from .impls import BenchConfig, get_impl, make_inputs, reference_attention
+from .impls import BenchConfig, get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
@@ -33,7 +35,7 @@ CHECK_N = 128  # the n at which every implementation is compared with the float6
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchResult:
     """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
     beyond the inputs; ``None`` where not measured)."""
@@ -46,11 +48,11 @@ class BenchResult:
     n: int
     d: int
     causal: bool
-    median_ms: float | None
-    iqr_ms: float | None
-    peak_bytes: int | None
+    median_ms: float | None = None
+    iqr_ms: float | None = None
+    peak_bytes: int | None = None
     predicted_bytes: int
-    gflops: float | None
+    gflops: float | None = None
     status: str
     pct_of_peak: float | None = None
     samples: int = 0
@@ -65,25 +67,7 @@ CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
 
 
 def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
-    return BenchResult(
-        impl=config.impl,
-        device=config.device,
-        dtype=config.dtype,
-        batch=config.batch,
-        heads=config.heads,
-        n=config.n,
-        d=config.d,
-        causal=config.causal,
-        kv_heads=config.kv_heads,
-        median_ms=values.pop("median_ms", None),
-        iqr_ms=values.pop("iqr_ms", None),
-        peak_bytes=values.pop("peak_bytes", None),
-        predicted_bytes=predicted,
-        gflops=values.pop("gflops", None),
-        status=status,
-        note=note,
-        **values,
-    )
+    return BenchResult(**asdict(config), predicted_bytes=predicted, status=status, note=note, **values)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -131,12 +115,10 @@ def run_config(
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
-    The memory guard runs first: a configuration whose inputs plus predicted extra
-    memory exceed ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before
-    any tensor is made. Then one warm-up call (``warm_up``; always on CUDA), one call
-    whose peak memory is measured, and the timed calls. A sweep warms each
-    implementation up once, at its first configuration: on the CPU a larger n needs no
-    new initialisation, and the memory-measured call already precedes the timing.
+    A configuration whose inputs plus predicted extra memory exceed ``cap_bytes`` (default
+    :func:`default_cap_bytes`) is skipped before any tensor is made. Then a warm-up call (``warm_up``,
+    always on CUDA: a sweep warms each implementation once, since the memory-measured call already
+    precedes the timing), the call whose peak memory is measured, and the timed calls.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -223,7 +205,8 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
             out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         return None
-    ref = reference_attention(q, k, v, config.causal)
+    h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads
+    ref = reference_attention(q, repeat_kv(k, h), repeat_kv(v, h), is_causal=config.causal)  # (B, H, n, d)
     return float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
 
 

@@ -143,7 +143,7 @@ def run_sweep(
         rows.append(row)
         if progress:
             progress(SweepProgress(i + 1, len(configs), config, row))
-    env = environment(configs[0].device)
+    env = environment(configs[0].device, cap_bytes=cap_bytes)
     return SweepResult(rows, time.perf_counter() - start, peak, stopped, env, load)
 
 

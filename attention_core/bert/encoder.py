@@ -23,6 +23,7 @@ from torch.nn import functional as F
 
 from ..attention import attention_trace, scaled_dot_product_attention
 from ..device import one_thread
+from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
 from ..validation import check_int
 from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
@@ -110,18 +111,13 @@ def _check_inputs(bert: Bert, input_ids: torch.Tensor, attention_mask: torch.Ten
     return tuple(int(n) for n in lengths.tolist())
 
 
-def _heads(t: torch.Tensor, n_heads: int) -> torch.Tensor:
-    B, L, D = t.shape
-    return t.view(B, L, n_heads, D // n_heads).transpose(1, 2)  # (B, L, D) -> (B, H, L, d_head)
-
-
 def _layer(
     x: torch.Tensor, mask: torch.Tensor | None, w: LayerWeights, cfg: BertConfig, trace: bool
 ) -> tuple[torch.Tensor, LayerAttention | None]:
-    B, L, D = x.shape
-    q = _heads(F.linear(x, w.w_q, w.b_q), cfg.n_heads)  # (B, L, D) -> (B, H, L, d_head)
-    k = _heads(F.linear(x, w.w_k, w.b_k), cfg.n_heads)  # (B, H, L, d_head)
-    v = _heads(F.linear(x, w.w_v, w.b_v), cfg.n_heads)  # (B, H, L, d_head)
+    D = x.shape[-1]
+    q = split_heads(F.linear(x, w.w_q, w.b_q), cfg.n_heads)  # (B, L, D) -> (B, H, L, d_head)
+    k = split_heads(F.linear(x, w.w_k, w.b_k), cfg.n_heads)  # (B, H, L, d_head)
+    v = split_heads(F.linear(x, w.w_v, w.b_v), cfg.n_heads)  # (B, H, L, d_head)
     record = None
     if trace:
         tr = attention_trace(q, k, v, mask)  # scale 1/√d_head, as BERT
@@ -129,7 +125,7 @@ def _layer(
         record = LayerAttention(q=q, k=k, v=v, scores=tr.scores, weights=tr.weights, output=ctx)
     else:
         ctx = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head)
-    ctx = ctx.transpose(1, 2).reshape(B, L, D)  # (B, H, L, d_head) -> (B, L, D): heads side by side
+    ctx = merge_heads(ctx)  # (B, H, L, d_head) -> (B, L, D): heads side by side
     x = F.layer_norm(x + F.linear(ctx, w.w_o, w.b_o), (D,), w.ln1_w, w.ln1_b, cfg.layer_norm_eps)  # (B, L, D)
     h = F.gelu(F.linear(x, w.w_ff1, w.b_ff1))  # (B, L, d_ff), exact (erf) GELU as BERT's "gelu"
     x = F.layer_norm(x + F.linear(h, w.w_ff2, w.b_ff2), (D,), w.ln2_w, w.ln2_b, cfg.layer_norm_eps)  # (B, L, D)

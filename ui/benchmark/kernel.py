@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import triton_available, triton_kernel_sources
+from attention_core.tiled_triton import triton_available, triton_kernel_sources
 
 
 @st.cache_data(show_spinner=False)

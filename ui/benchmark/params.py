@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from attention_core import available_devices, bench, default_device
+from ui.benchmark.cloud import ON_CLOUD
 from ui.params import BoolParam, ChoiceParam, IntParam, MultiChoiceParam
 
-ON_CLOUD = bench.running_on_streamlit_cloud()
 N_MIN = 128
 N_MAX = 8192 if ON_CLOUD else 32768
 N_OPTIONS = tuple(2**p for p in range(int(math.log2(N_MIN)), int(math.log2(N_MAX)) + 1))

@@ -7,7 +7,8 @@ import time
 import streamlit as st
 
 from attention_core import bench
-from ui.benchmark import data
+from ui.benchmark.server import results
+from ui.runlock import RunLock, server_lock
 
 
 def _line(row: bench.BenchResult, reused: bool) -> str:
@@ -24,7 +25,7 @@ class _Holding:
     ours = False
 
 
-def _wait_for_lock(server: bench.BenchLock, holding: _Holding) -> bool:
+def _wait_for_lock(server: RunLock, holding: _Holding) -> bool:
     """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
     if server.try_acquire():
         holding.ours = True
@@ -43,12 +44,12 @@ def _wait_for_lock(server: bench.BenchLock, holding: _Holding) -> bool:
 
 def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
     """Run the sweep under the server lock, with a line per configuration and a progress bar."""
-    server = data.server()
+    server, store = server_lock(), results()
     configs = spec.configs()
     st.session_state["bm_partial"] = []
-    if all(server.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
-        rows = [server.lookup(c) for c in configs]
-        peak = server.peaks.get((configs[0].device, spec.dtype))
+    if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
+        rows = [store.lookup(c) for c in configs]
+        peak = store.peaks.get((configs[0].device, spec.dtype))
         _keep(spec, bench.SweepResult(rows, 0.0, peak), reused_all=True)
         return
     holding = _Holding()
@@ -63,8 +64,8 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
                 if p.result is None:
                     bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
                     return
-                reused = server.lookup(p.config) is p.result
-                server.remember(p.result)
+                reused = store.lookup(p.config) is p.result
+                store.remember(p.result)
                 st.session_state["bm_partial"].append(p.result)  # kept if a rerun interrupts the loop
                 st.markdown(_line(p.result, reused))
                 bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
@@ -75,10 +76,10 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
                 budget_s=budget,
                 min_run_time=bench.DEFAULT_MIN_RUN_TIME,
                 progress=progress,
-                cached=server.lookup,
+                cached=store.lookup,
             )
             if result.peak_gflops:
-                server.peaks[(configs[0].device, spec.dtype)] = result.peak_gflops
+                store.peaks[(configs[0].device, spec.dtype)] = result.peak_gflops
             ended = {"budget": "stopped: time budget used up", "cancelled": "cancelled"}.get(result.stopped or "")
             label = f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else "")
             status.update(label=label, state="complete", expanded=False)

@@ -7,6 +7,7 @@ import streamlit as st
 from attention_core import bench
 from ui.benchmark import data
 from ui.benchmark.params import DEFAULT
+from ui.benchmark.server import results
 
 
 def _round_mib(free: int | None) -> int | None:
@@ -79,7 +80,7 @@ def show_theory(spec: bench.SweepSpec, cap: int, talk: bool) -> None:
 def environment_card(spec: bench.SweepSpec) -> None:
     """torch, the device, threads, CUDA and cuDNN, TF32, the cap: what to quote next to a number."""
     env = dict(data.environment(spec.device))
-    peak = data.server().peaks.get((spec.device, spec.dtype))
+    peak = results().peaks.get((spec.device, spec.dtype))
     env[f"matmul peak ({spec.dtype})"] = f"{peak:.1f} GFLOP/s" if peak else "measured at the first run"
     items = list(env.items())
     with st.container(border=True):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from attention_core import MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
 from attention_core.bench import format_bytes
+from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
 from figures.heads import kv_cache_figure
 from ui.heads.common import fmt_int, fmt_tokens, plot, prose, snap
 

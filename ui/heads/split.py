@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import split_snippet
+from attention_core.heads_demo import split_snippet
 from figures.heads import split_figure
 from ui.heads.common import N_TOKENS, plot, prose
 from ui.heads.data import example_data, q_data

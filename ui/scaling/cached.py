@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core import (
+from attention_core.scaling import (
     dot_product_histograms,
     gradient_table,
     init_effects,

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from attention_core import overflow_limit
+from attention_core.scaling import overflow_limit
 from figures.scaling import overflow_bars_figure, overflow_figure
 from ui.scaling.cached import overflow_data
 from ui.scaling.draw import FIT, plot, prose, snap

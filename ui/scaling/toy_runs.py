@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from attention_core import named_init_stds, train_toy
+from attention_core.scaling import named_init_stds, train_toy
 from ui.scaling.settings import DEVICE, STEP_BUDGET, STEP_CHOICES, TOKENS_PER_STEP, TOY_D_MODEL, TRAIN_INITS
 
 

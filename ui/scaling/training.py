@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from attention_core import DEFAULT_LR, training_summary
+from attention_core.scaling import DEFAULT_LR, training_summary
 from figures.scaling import training_figure
 from ui.scaling.draw import FIT, NUMBER, flush_metrics, metrics, numbers, plot, prose, snap
 from ui.scaling.settings import LR_CHOICES, STEP_CHOICES, THRESHOLD, TOY_D_MODEL, TRAIN_INITS, Shared

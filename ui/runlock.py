@@ -1,0 +1,63 @@
+"""One heavy run at a time per server: who holds the lock, and since when.
+
+Two timed runs at once would each slow the other down and both report nonsense, so every
+page that measures holds the server's :class:`RunLock` (:func:`server_lock`) while it runs;
+a second viewer waits in line for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import streamlit as st
+
+
+@dataclass
+class RunLock:
+    """A lock with a description of the run that holds it, for the viewers in line."""
+
+    wait_s: ClassVar[float] = 600.0  # how long a queued viewer waits before giving up
+    running: str = ""
+    since: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _owner: threading.Thread | None = field(default=None, repr=False)
+
+    def try_acquire(self, timeout: float = 0.0) -> bool:
+        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it.
+
+        A lock whose owning thread has ended without releasing it (it cannot happen through
+        :meth:`release` in a ``finally``, but a server must not stay blocked if it does) is freed.
+        """
+        owner = self._owner
+        if self._lock.locked() and owner is not None and not owner.is_alive():
+            self.release()
+        got = self._lock.acquire(timeout=timeout) if timeout > 0 else self._lock.acquire(blocking=False)
+        if got:
+            self._owner = threading.current_thread()
+            self.running, self.since = "a run", time.perf_counter()
+        return got
+
+    def describe(self, what: str) -> None:
+        """Say what the current run does, for the viewers in line."""
+        self.running = what
+
+    def release(self) -> None:
+        self.running = ""
+        self._owner = None
+        self._lock.release()
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def busy_for(self) -> float:
+        return time.perf_counter() - self.since if self.busy else 0.0
+
+
+@st.cache_resource(show_spinner=False)
+def server_lock() -> RunLock:
+    """The one lock of this server, shared by every session and every page that measures."""
+    return RunLock()
