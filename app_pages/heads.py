@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import D_MODELS
 from ui import urlstate
 from ui.heads.calculator import CACHE_DTYPES, GPUS, MODELS, calculator_tab
 from ui.heads.common import N_TOKENS, snap
 from ui.heads.decode import decode_tab
+from ui.heads.examples import D_MODELS
 from ui.heads.gqa import gqa_tab
 from ui.heads.side_by_side import heads_tab
 from ui.heads.split import split_tab

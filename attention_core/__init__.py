@@ -70,14 +70,6 @@ _EXPORTS: dict[str, str] = {
     "multi_head_trace": ".heads",
     "repeat_kv": ".heads",
     "split_heads": ".heads",
-    # heads_demo
-    "D_MODELS": ".heads_demo",
-    "DecodeExample": ".heads_demo",
-    "HeadsExample": ".heads_demo",
-    "decode_example": ".heads_demo",
-    "example_weights": ".heads_demo",
-    "heads_example": ".heads_demo",
-    "split_snippet": ".heads_demo",
     # kv_cache
     "DECODE_CONTEXTS": ".kv_cache",
     "MODEL_SHAPES": ".kv_cache",

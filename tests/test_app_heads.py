@@ -6,7 +6,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from widget_walk import ROOT, apply, edge_moves, restore_move, widgets
 
-from attention_core import MODEL_SHAPES, heads_example, kv_cache_bytes
+from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes
+from ui.heads.examples import heads_example
 
 TABS = ("Split", "Heads side by side", "MHA → GQA → MQA", "KV-cache calculator", "Decode")
 NOT_WALKED = {"talk", "hd_tab"}  # the frame's toggle is tested elsewhere; the tab is this test's parameter

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core import decode_example, heads_example, time_decode_steps
+from attention_core.kv_cache import time_decode_steps
+from ui.heads.examples import decode_example, example_weights, heads_example
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -29,7 +30,7 @@ def example_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def q_data(d_model: int, n_heads: int, seed: int) -> np.ndarray:
-    from attention_core import example_weights, sentence_example
+    from attention_core.presets import sentence_example
 
     x = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True).x_q  # (L, d_model)
     return (x @ example_weights(d_model, n_heads, seed)[0]).numpy()  # (L, d_model)

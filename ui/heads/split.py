@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core import split_snippet
 from figures.heads import split_figure
 from ui.heads.common import N_TOKENS, plot, prose
 from ui.heads.data import example_data, q_data
+from ui.snippets import split_snippet
 
 
 def split_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -> None:
