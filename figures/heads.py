@@ -24,6 +24,11 @@ def group_color(kv_head: int) -> str:
     return GROUP_COLORS[kv_head % len(GROUP_COLORS)]
 
 
+def kilo(tokens: int) -> str:
+    """A context length as the axes and sliders show it: 512, 1k, 128k."""
+    return f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
+
+
 def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bool = False) -> go.Figure:
     """Q ``(L, d_model)`` as a heatmap, cut into ``n_heads`` column blocks, each labelled with its head."""
     z = np.asarray(q, dtype=float)
@@ -134,7 +139,7 @@ def heads_grid(
     return fig
 
 
-def sharing_figure(n_heads: int, n_kv_heads: int, *, talk: bool = False) -> go.Figure:
+def sharing_figure(n_heads: int, n_kv_heads: int, talk: bool = False) -> go.Figure:
     """Query heads on top, K/V heads below, a line from each query head to the K/V head it reads."""
     if n_kv_heads < 1 or n_heads % n_kv_heads:
         raise ValueError(f"n_kv_heads ({n_kv_heads}) must divide n_heads ({n_heads})")
