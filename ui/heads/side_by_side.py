@@ -16,7 +16,7 @@ def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: 
     """Each head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group."""
     d = example_data(d_model, n_heads, n_kv_heads, seed, causal)
     kv_of = [kv_head_of(i, n_heads, n_kv_heads) for i in range(n_heads)]
-    return heads_grid(d["weights_gqa"], d["tokens"], kv_of, columns=2 if talk else 4, talk=talk)
+    return heads_grid(d["weights_gqa"], d["tokens"], kv_of, talk=talk)
 
 
 def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
