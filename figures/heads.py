@@ -79,9 +79,10 @@ def heads_grid(
         )  # fmt: skip
         fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
         fig.update_xaxes(showticklabels=show_labels and r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
-    ticks = {"size": size - (2 if talk else 3)}
-    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, tickfont=ticks)
-    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, tickfont=ticks)
+    # Every token named while one row of panels leaves room (plotly would skip every other one); more rows: thinned.
+    ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | ({"tickvals": list(tokens)} if rows == 1 else {})
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, **ticks)
+    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, **ticks)
     per_row = 300 if cols > 2 else (440 if talk else 380)
     base_layout(fig, talk=talk, height=min(900, 90 + per_row * rows + (40 if show_labels else 0)))
     fig.update_annotations(font_size=size)
