@@ -23,7 +23,7 @@ def _plain(example: Any) -> dict[str, Any]:
     def cpu(v: Any) -> Any:
         return v.numpy() if isinstance(v, torch.Tensor) else [cpu(x) for x in v] if isinstance(v, list) else v
 
-    return {f.name: cpu(getattr(example, f.name)) for f in fields(example)} | {"d_k": example.d_k}
+    return {f.name: cpu(getattr(example, f.name)) for f in fields(example)}
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

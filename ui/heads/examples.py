@@ -44,6 +44,7 @@ class HeadsExample:
     d_model: int
     n_heads: int
     n_kv_heads: int
+    d_k: int
     causal: bool
     x: torch.Tensor
     weights_mha: torch.Tensor
@@ -55,10 +56,6 @@ class HeadsExample:
     delta_torch: float
     params_mha: int
     params_gqa: int
-
-    @property
-    def d_k(self) -> int:
-        return self.d_model // self.n_heads
 
 
 def example_weights(
@@ -102,6 +99,7 @@ def heads_example(
         d_model=d_model,
         n_heads=h,
         n_kv_heads=g,
+        d_k=d_model // h,
         causal=bool(causal),
         x=x,
         weights_mha=mha.weights,
