@@ -181,11 +181,13 @@ def decode_timing_figure(
 
 
 def decode_steps_figure(
-    weights: Sequence[np.ndarray], tokens: Sequence[str], step: int, head: int, *, talk: bool = False
-) -> go.Figure:
+    weights: Sequence[np.ndarray], tokens: Sequence[str], step: int, head: int, *, talk: bool = False,
+    max_height: int = 560,
+) -> go.Figure:  # fmt: skip
     """The rows decoded so far for one head: row t is step t's weights over the t + 1 cached keys.
 
-    Keys not yet generated are greyed; the newest row is outlined.
+    Keys not yet generated are greyed; the newest row is outlined. The cells' numbers are sized for
+    the height, at most ``max_height`` (the room a projector leaves).
     """
     L = len(tokens)
     if not 0 <= step < L or len(weights) < step + 1:
@@ -196,4 +198,4 @@ def decode_steps_figure(
     future = np.arange(L)[None, :] > np.arange(step + 1)[:, None]  # (rows, L): keys not yet cached
     return matrix_heatmap(z, list(tokens[: step + 1]), list(tokens), kind="weights", blocked=future,
                           highlight_row=step, row_title="step (new token)", col_title="cached key", talk=talk,
-                          height=max(300, min(560, 150 + 38 * (step + 1))))  # fmt: skip
+                          height=max(300, min(max_height, 150 + 38 * (step + 1))))  # fmt: skip

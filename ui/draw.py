@@ -26,7 +26,7 @@ TALK_ABOVE = {
     "scaling.first": 335, "scaling.Variance": 400, "scaling.Scaling strategies": 395,
     "scaling.Numerical stability": 370, "scaling.Training": 385,
     "heads.Split": 250, "heads.Heads side by side": 330, "heads.MHA → GQA → MQA": 330,
-    "heads.KV-cache calculator": 330, "heads.Decode": 370,
+    "heads.KV-cache calculator": 290, "heads.Decode": 370,
     "benchmark.result": 150,
 }  # fmt: skip
 TALK_SCREEN = (1280, 720)  # the smallest screen talk mode is designed for (a projector's 720p mode)

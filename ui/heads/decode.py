@@ -17,7 +17,8 @@ MEASURE_DM = (64, 128, 256)
 
 def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head: int, talk: bool) -> go.Figure:
     d = decode_data(d_model, n_heads, g, seed)
-    return decode_steps_figure(d["weights"], d["tokens"], step, head, talk=talk)
+    room = draw.room("heads.Decode", 560) if talk else 560  # talk: its numbers sized for the projector's room
+    return decode_steps_figure(d["weights"], d["tokens"], step, head, talk=talk, max_height=room)
 
 
 def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
