@@ -4,7 +4,7 @@ Re-exported here: the attention a library user reaches for first, each from its 
 (torch only, so ``import attention_core`` costs what ``import torch`` costs). The heavier parts
 are imported from their own path: ``attention_core.bench`` (the benchmark), ``.scaling`` (the
 √d_k statistics, pandas), ``.bert`` (a trained model), ``.kv_cache``, ``.tiled_triton``, and the
-pages' data (``.presets``, ``.walkthrough``, ``.heads_demo``).
+walkthrough's data (``.presets``, ``.walkthrough``).
 """
 
 from .accuracy import AccuracyCheck, flash_rule

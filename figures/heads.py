@@ -24,56 +24,32 @@ def group_color(kv_head: int) -> str:
     return GROUP_COLORS[kv_head % len(GROUP_COLORS)]
 
 
+def kilo(tokens: int) -> str:
+    """A context length as the axes and sliders show it: 512, 1k, 128k."""
+    return f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
+
+
 def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bool = False) -> go.Figure:
     """Q ``(L, d_model)`` as a heatmap, cut into ``n_heads`` column blocks, each labelled with its head."""
     z = np.asarray(q, dtype=float)
     if z.ndim != 2 or z.shape[1] % n_heads:
         raise ValueError(f"q must be (L, d_model) with d_model divisible by {n_heads}, got {z.shape}")
     d_k = z.shape[1] // n_heads
-    fig = matrix_heatmap(
-        z,
-        list(tokens),
-        [str(i) for i in range(z.shape[1])],
-        kind="signed",
-        row_title="token",
-        col_title="feature of Q",
-        talk=talk,
-        height=440 if not talk else 560,
-    )
+    fig = matrix_heatmap(z, list(tokens), [str(i) for i in range(z.shape[1])], kind="signed", row_title="token",
+                         col_title="feature of Q", talk=talk, height=560 if talk else 440)  # fmt: skip
     for i in range(n_heads):
-        x0, x1 = i * d_k - 0.5, (i + 1) * d_k - 0.5
-        fig.add_shape(
-            type="rect",
-            xref="x",
-            yref="paper",
-            x0=x0,
-            x1=x1,
-            y0=-0.02,
-            y1=1.0,
-            line={"color": group_color(i), "width": 3},
-        )
-        fig.add_annotation(
-            x=(x0 + x1) / 2,
-            y=-0.04,
-            xref="x",
-            yref="paper",
-            yanchor="top",
-            showarrow=False,
-            text=f"<b>head {i}</b>",
-            font={"size": font_size(talk), "color": group_color(i)},
-        )
+        x0, x1, color = i * d_k - 0.5, (i + 1) * d_k - 0.5, group_color(i)
+        fig.add_shape(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=-0.02, y1=1.0,
+                      line={"color": color, "width": 3})  # fmt: skip
+        fig.add_annotation(x=(x0 + x1) / 2, y=-0.04, xref="x", yref="paper", yanchor="top", showarrow=False,
+                           text=f"<b>head {i}</b>", font={"size": font_size(talk), "color": color})  # fmt: skip
     fig.update_layout(margin={"b": 50})
     fig.update_xaxes(showticklabels=z.shape[1] <= 32)
     return fig
 
 
 def heads_grid(
-    weights: np.ndarray,
-    tokens: Sequence[str],
-    kv_of: Sequence[int],
-    *,
-    columns: int = 4,
-    talk: bool = False,
+    weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, columns: int = 4, talk: bool = False
 ) -> go.Figure:
     """Each head's ``(L, S)`` weights side by side on one 0…1 colour scale; ``weights`` is ``(h, L, S)``.
 
@@ -86,181 +62,93 @@ def heads_grid(
     cols = min(columns, h)
     rows = math.ceil(h / cols)
     grouped = len(set(kv_of)) < h
-    titles = [
-        f"<span style='color:{group_color(kv_of[i])}'><b>head {i}</b>"
-        + (f" · K/V {kv_of[i]}" if grouped else "")
-        + "</span>"
-        for i in range(h)
-    ]
-    fig = make_subplots(
-        rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=0.12 if rows > 1 else 0.0
-    )
+    titles = [f"<span style='color:{group_color(j)}'><b>head {i}</b>{f' · K/V {j}' if grouped else ''}</span>"
+              for i, j in enumerate(kv_of)]  # fmt: skip
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
+                        vertical_spacing=0.12 if rows > 1 else 0.0)  # fmt: skip
     size = font_size(talk)
-    annotate = h <= 2 and L <= 12
+    show_labels = cols <= 4
     for i in range(h):
         r, c = divmod(i, cols)
-        fig.add_trace(
-            go.Heatmap(
-                z=w[i],
-                x=list(tokens),
-                y=list(tokens),
-                zmin=0.0,
-                zmax=1.0,
-                colorscale=SEQUENTIAL,
-                showscale=i == 0,
-                colorbar={"thickness": 12, "len": 0.8},
-                text=np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1))(w[i]),
-                texttemplate="%{text}" if annotate else None,
-                textfont={"size": size - 3},
-                xgap=1,
-                ygap=1,
-                hovertemplate=f"head {i}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>",
-            ),
-            row=r + 1,
-            col=c + 1,
-        )
-    ticks = {"size": size - (2 if talk else 3)}
-    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, tickfont=ticks)
-    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, tickfont=ticks)
-    show_labels = cols <= 4 and not (talk and cols > 2)
-    for i in range(h):
-        r, c = divmod(i, cols)
+        fig.add_heatmap(
+            z=w[i], x=list(tokens), y=list(tokens), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, showscale=i == 0,
+            colorbar={"thickness": 12, "len": 0.8}, xgap=1, ygap=1,
+            text=np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1))(w[i]),
+            texttemplate="%{text}" if h <= 2 and L <= 12 else None, textfont={"size": size - 3},
+            hovertemplate=f"head {i}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>", row=r + 1, col=c + 1,
+        )  # fmt: skip
         fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
         fig.update_xaxes(showticklabels=show_labels and r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
+    # Every token named while one row of panels leaves room (plotly would skip every other one); more rows: thinned.
+    ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | ({"tickvals": list(tokens)} if rows == 1 else {})
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, **ticks)
+    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, **ticks)
     per_row = 300 if cols > 2 else (440 if talk else 380)
     base_layout(fig, talk=talk, height=min(900, 90 + per_row * rows + (40 if show_labels else 0)))
     fig.update_annotations(font_size=size)
-    fig.update_layout(margin={"t": 50})
-    return fig
+    return fig.update_layout(margin={"t": 50})
 
 
-def sharing_figure(n_heads: int, n_kv_heads: int, *, talk: bool = False) -> go.Figure:
+def sharing_figure(n_heads: int, n_kv_heads: int, talk: bool = False) -> go.Figure:
     """Query heads on top, K/V heads below, a line from each query head to the K/V head it reads."""
     if n_kv_heads < 1 or n_heads % n_kv_heads:
         raise ValueError(f"n_kv_heads ({n_kv_heads}) must divide n_heads ({n_heads})")
     group = n_heads // n_kv_heads
     size = font_size(talk)
+    kv_x = [j * group + (group - 1) / 2 for j in range(n_kv_heads)]  # each K/V head centred under its group
     fig = go.Figure()
-    q_x = np.arange(n_heads, dtype=float)
-    kv_x = np.array([j * group + (group - 1) / 2 for j in range(n_kv_heads)])  # centred under its group
     for i in range(n_heads):
-        j = i // group
-        fig.add_trace(
-            go.Scatter(
-                x=[q_x[i], kv_x[j]],
-                y=[1, 0],
-                mode="lines",
-                hoverinfo="skip",
-                showlegend=False,
-                line={"color": group_color(j), "width": 3},
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=q_x,
-            y=np.ones(n_heads),
-            mode="markers+text",
-            showlegend=False,
-            marker={
-                "symbol": "square",
-                "size": 40 if not talk else 46,
-                "color": [group_color(i // group) for i in range(n_heads)],
-            },
-            text=[f"Q{i}" for i in range(n_heads)],
-            textfont={"color": "white", "size": size - 1},
-            hovertemplate="query head %{text}<extra></extra>",
-        )
+        fig.add_scatter(x=[i, kv_x[i // group]], y=[1, 0], mode="lines", hoverinfo="skip", showlegend=False,
+                        line={"color": group_color(i // group), "width": 3})  # fmt: skip
+    rows = (  # y, where the boxes go, their names, their K/V groups, box and text size, outline, what they are
+        (1, list(range(n_heads)), "Q", [i // group for i in range(n_heads)], 40, size - 1, {}, "query head"),
+        (0, kv_x, "KV", list(range(n_kv_heads)), 48, size - 2, {"color": "#111111", "width": 2}, "K/V head"),
     )
-    fig.add_trace(
-        go.Scatter(
-            x=kv_x,
-            y=np.zeros(n_kv_heads),
-            mode="markers+text",
-            showlegend=False,
-            marker={
-                "symbol": "square",
-                "size": 48 if not talk else 54,
-                "color": [group_color(j) for j in range(n_kv_heads)],
-                "line": {"color": "#111111", "width": 2},
-            },
-            text=[f"KV{j}" for j in range(n_kv_heads)],
-            textfont={"color": "white", "size": size - 2},
-            hovertemplate="K/V head %{text}<extra></extra>",
-        )
-    )
+    for y, xs, prefix, groups, box, text, outline, what in rows:
+        fig.add_scatter(
+            x=xs, y=[y] * len(xs), mode="markers+text", showlegend=False, text=[f"{prefix}{k}" for k in range(len(xs))],
+            marker={"symbol": "square", "size": box + (6 if talk else 0), "line": outline,
+                    "color": [group_color(j) for j in groups]},
+            textfont={"color": "white", "size": text}, hovertemplate=f"{what} %{{text}}<extra></extra>",
+        )  # fmt: skip
     fig.update_xaxes(visible=False, range=[-0.7, n_heads - 0.3])
-    fig.update_yaxes(
-        tickvals=[0, 1],
-        ticktext=["K/V heads", "query heads"],
-        range=[-0.45, 1.45],
-        showgrid=False,
-        tickfont={"size": size},
-    )
-    base_layout(fig, talk=talk, height=230 if not talk else 250)
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 10, "b": 10})
-    return fig
+    fig.update_yaxes(tickvals=[0, 1], ticktext=["K/V heads", "query heads"], range=[-0.45, 1.45], showgrid=False,
+                     tickfont={"size": size})  # fmt: skip
+    base_layout(fig, talk=talk, height=250 if talk else 230)
+    return fig.update_layout(margin={"l": 10, "r": 10, "t": 10, "b": 10})
+
+
+def _log_log(fig: go.Figure, ticks: Sequence[int], x_title: str, y_title: str, height: int, talk: bool) -> go.Figure:
+    """Both axes logarithmic (one y tick per power of 10), x ticked at ``ticks``, the legend above the plot."""
+    fig.update_xaxes(type="log", title_text=x_title, tickvals=list(ticks), ticktext=[kilo(t) for t in ticks])
+    fig.update_yaxes(type="log", title_text=y_title, dtick=1)
+    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
+    base_layout(fig, talk=talk, height=height)
+    return fig.update_layout(margin={"t": 110 if talk else 70})
 
 
 def kv_cache_figure(
-    contexts: Sequence[int],
-    mha_bytes: Sequence[int],
-    gqa_bytes: Sequence[int],
-    *,
-    chosen: int,
-    budget_bytes: float | None,
-    model: str,
-    n_heads: int,
-    n_kv_heads: int,
-    talk: bool = False,
-) -> go.Figure:
+    contexts: Sequence[int], mha_bytes: Sequence[int], gqa_bytes: Sequence[int], *, chosen: int,
+    budget_bytes: float | None, model: str, n_heads: int, n_kv_heads: int, talk: bool = False,
+) -> go.Figure:  # fmt: skip
     """Cache size against context (log-log) for the MHA twin and the model itself, with the memory left."""
-    gib = 2**30
+    gib, x = 2**30, list(contexts)
     fig = go.Figure()
-    fig.add_scatter(
-        x=list(contexts),
-        y=[b / gib for b in mha_bytes],
-        mode="lines+markers",
-        name=f"MHA: {n_heads} K/V heads",
-        line={"color": BASELINE, "width": 3},
-    )
+    fig.add_scatter(x=x, y=[b / gib for b in mha_bytes], mode="lines+markers", name=f"MHA: {n_heads} K/V heads",
+                    line={"color": BASELINE, "width": 3})  # fmt: skip
     if n_kv_heads != n_heads:
-        fig.add_scatter(
-            x=list(contexts),
-            y=[b / gib for b in gqa_bytes],
-            mode="lines+markers",
-            name=f"{model}: {n_kv_heads} K/V heads",
-            line={"color": SAVING, "width": 3},
-        )
+        fig.add_scatter(x=x, y=[b / gib for b in gqa_bytes], mode="lines+markers",
+                        name=f"{model}: {n_kv_heads} K/V heads", line={"color": SAVING, "width": 3})  # fmt: skip
     if budget_bytes is not None and budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
-        fig.add_scatter(
-            x=[contexts[0], contexts[-1]],
-            y=[budget_bytes / gib] * 2,
-            mode="lines",
-            name="memory left for the cache",
-            line={"color": THEORY, "dash": "dash", "width": 2},
-            hoverinfo="skip",
-        )
-    idx = list(contexts).index(chosen) if chosen in contexts else None
-    if idx is not None:
-        marks = [mha_bytes[idx]] + ([gqa_bytes[idx]] if n_kv_heads != n_heads else [])
-        fig.add_scatter(
-            x=[chosen] * len(marks),
-            y=[b / gib for b in marks],
-            mode="markers",
-            name="your context",
-            marker={"color": HIGHLIGHT, "size": 16, "symbol": "circle-open", "line": {"width": 4}},
-            hovertemplate="%{y:.3g} GiB<extra></extra>",
-        )
-    fig.update_xaxes(
-        type="log",
-        title_text="context (tokens)",
-        tickvals=list(contexts),
-        ticktext=[f"{c // 1024}k" if c >= 1024 else str(c) for c in contexts],
-    )
-    fig.update_yaxes(type="log", title_text="KV cache (GiB)", dtick=1)
-    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
-    base_layout(fig, talk=talk, height=400 if not talk else 460)
-    return fig.update_layout(margin={"t": 110 if talk else 70})
+        fig.add_scatter(x=[x[0], x[-1]], y=[budget_bytes / gib] * 2, mode="lines", name="memory left for the cache",
+                        line={"color": THEORY, "dash": "dash", "width": 2}, hoverinfo="skip")  # fmt: skip
+    if chosen in x:
+        i = x.index(chosen)
+        marks = [mha_bytes[i]] + ([gqa_bytes[i]] if n_kv_heads != n_heads else [])
+        fig.add_scatter(x=[chosen] * len(marks), y=[b / gib for b in marks], mode="markers", name="your context",
+                        marker={"color": HIGHLIGHT, "size": 16, "symbol": "circle-open", "line": {"width": 4}},
+                        hovertemplate="%{y:.3g} GiB<extra></extra>")  # fmt: skip
+    return _log_log(fig, x, "context (tokens)", "KV cache (GiB)", 460 if talk else 400, talk)
 
 
 def decode_timing_figure(
@@ -272,55 +160,34 @@ def decode_timing_figure(
 ) -> go.Figure:
     """Milliseconds per decoding step against context (log-log), with each fitted power law dashed."""
     fig = go.Figure()
-    series = (
+    for key, label, colour, (xs, ys) in (
         ("cached", "with a KV cache", SAVING, cached),
         ("recompute", "recomputing everything", BASELINE, recompute),
-    )
-    for key, label, colour, (xs, ys) in series:
+    ):
         if not xs:
             continue
         fit = fits.get(key)
-        name = label + (f" (slope {fit[0]:.2f})" if fit else "")
-        fig.add_scatter(
-            x=list(xs),
-            y=[1e3 * t for t in ys],
-            mode="lines+markers",
-            name=name,
-            line={"color": colour, "width": 3},
-            marker={"size": 9},
-            hovertemplate="t = %{x}: %{y:.3g} ms per step<extra></extra>",
-        )
+        fig.add_scatter(x=list(xs), y=[1e3 * t for t in ys], mode="lines+markers", marker={"size": 9},
+                        name=label + (f" (slope {fit[0]:.2f})" if fit else ""), line={"color": colour, "width": 3},
+                        hovertemplate="t = %{x}: %{y:.3g} ms per step<extra></extra>")  # fmt: skip
         if fit:
             slope, intercept, t0, t1 = fit
             tt = np.geomspace(t0, t1, 20)
-            fig.add_scatter(
-                x=tt,
-                y=1e3 * np.exp(intercept) * tt**slope,
-                mode="lines",
-                showlegend=False,
-                line={"color": colour, "width": 6, "dash": "dot"},
-                opacity=0.45,
-                hoverinfo="skip",
-            )
-    xs_all = sorted({*cached[0], *recompute[0]})
-    fig.update_xaxes(
-        type="log",
-        title_text="context t (tokens already generated)",
-        tickvals=xs_all,
-        ticktext=[f"{x // 1024}k" if x >= 1024 else str(x) for x in xs_all],
-    )
-    fig.update_yaxes(type="log", title_text="ms per generated token", dtick=1)  # one tick per power of 10
-    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"})
-    base_layout(fig, talk=talk, height=420 if not talk else 470)
-    return fig.update_layout(margin={"t": 110 if talk else 70})
+            fig.add_scatter(x=tt, y=1e3 * np.exp(intercept) * tt**slope, mode="lines", showlegend=False, opacity=0.45,
+                            line={"color": colour, "width": 6, "dash": "dot"}, hoverinfo="skip")  # fmt: skip
+    ticks = sorted({*cached[0], *recompute[0]})
+    return _log_log(fig, ticks, "context t (tokens already generated)", "ms per generated token", 470 if talk else 420,
+                    talk)  # fmt: skip
 
 
 def decode_steps_figure(
-    weights: Sequence[np.ndarray], tokens: Sequence[str], step: int, head: int, *, talk: bool = False
-) -> go.Figure:
+    weights: Sequence[np.ndarray], tokens: Sequence[str], step: int, head: int, *, talk: bool = False,
+    max_height: int = 560,
+) -> go.Figure:  # fmt: skip
     """The rows decoded so far for one head: row t is step t's weights over the t + 1 cached keys.
 
-    Keys not yet generated are greyed; the newest row is outlined.
+    Keys not yet generated are greyed; the newest row is outlined. The cells' numbers are sized for
+    the height, at most ``max_height`` (the room a projector leaves).
     """
     L = len(tokens)
     if not 0 <= step < L or len(weights) < step + 1:
@@ -329,16 +196,6 @@ def decode_steps_figure(
     for t in range(step + 1):
         z[t, : t + 1] = np.asarray(weights[t], dtype=float)[head]
     future = np.arange(L)[None, :] > np.arange(step + 1)[:, None]  # (rows, L): keys not yet cached
-    fig = matrix_heatmap(
-        z,
-        list(tokens[: step + 1]),
-        list(tokens),
-        kind="weights",
-        blocked=future,
-        highlight_row=step,
-        row_title="step (new token)",
-        col_title="cached key",
-        talk=talk,
-        height=max(300, min(560, 150 + 38 * (step + 1))),
-    )
-    return fig
+    return matrix_heatmap(z, list(tokens[: step + 1]), list(tokens), kind="weights", blocked=future,
+                          highlight_row=step, row_title="step (new token)", col_title="cached key", talk=talk,
+                          height=max(300, min(max_height, 150 + 38 * (step + 1))))  # fmt: skip

@@ -1,48 +1,58 @@
-"""AppTest of the heads page: every tab, every widget's edge values, URL state and tampering, talk mode."""
+"""AppTest of the heads page: every tab, every widget's edge values, links (today's, older and tampered), talk mode.
+
+AppTest seeds the bound widgets from the link but does not see what the browser writes back to
+the URL; tests/test_browser_heads.py checks that.
+"""
 
 from __future__ import annotations
 
-import pytest
-from streamlit.testing.v1 import AppTest
-from widget_walk import ROOT, apply, edge_moves, restore_move, widgets
+from typing import Any
 
-from attention_core.heads_demo import heads_example
+import pytest
+from conftest import open_app_page
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Widget
+
 from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes
+from ui.heads.calculator import CACHE_DTYPES, MODELS
+from ui.heads.examples import heads_example
 
 TABS = ("Split", "Heads side by side", "MHA → GQA → MQA", "KV-cache calculator", "Decode")
-NOT_WALKED = {"talk", "hd_tab"}  # the frame's toggle is tested elsewhere; the tab is this test's parameter
 # The decode tab measures once per (longest context, d_model) and per press of "Measure again":
-# start its walk from the smallest measurement so each edge move costs a second or two.
-EDGE_START = {"Decode": {"hd_tmax": "2048", "hd_tdm": "64"}}
-
-
-def open_link(query: dict[str, str]) -> AppTest:
-    """The page opened from a link with ``query``; the frame (talk mode) reads its part on the first run."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update(query)
-    at.run()  # AppTest knows the navigation's pages only after a first run
-    at.switch_page("pages/heads.py")
-    at.query_params.clear()
-    at.query_params.update(query)
-    at.run()
-    return at
+# start from the smallest measurement so that each move costs a second or two.
+SMALL = {"hd_tmax": "2k", "hd_tdm": "64"}
+SHARED = {"hd_dm": ("select_slider", (16, 64)), "hd_h": ("select_slider", (1, 8)),
+          "hd_seed": ("number_input", (9999, 0)), "hd_causal": ("toggle", (True, False))}  # fmt: skip
+# Each tab's own widgets, with the values a viewer can push them to (the shared ones are on every tab).
+EDGES: dict[str, dict[str, tuple[str, tuple[Any, ...]]]] = {
+    "Split": {},
+    "Heads side by side": {},
+    "MHA → GQA → MQA": {"hd_kv": ("select_slider", (1, 4))},
+    "KV-cache calculator": {
+        "hd_model": ("selectbox", MODELS), "hd_ctx": ("select_slider", (1024, 131072)),
+        "hd_batch": ("number_input", (256, 1)), "hd_dtype": ("selectbox", CACHE_DTYPES),
+        "hd_gpu": ("selectbox", (16, 141)), "hd_weights": ("toggle", (False, True)),
+    },
+    "Decode": {
+        "hd_step": ("slider", (0, 10)), "hd_dhead": ("number_input", (3, 0)), "hd_kv": ("select_slider", (1, 4)),
+        "hd_tmax": ("select_slider", (16384, 2048)), "hd_tdm": ("select_slider", (256, 64)),
+        "hd_measure": ("button", ()),
+    },
+}  # fmt: skip
 
 
 def open_tab(tab: str, query: dict[str, str] | None = None) -> AppTest:
-    at = open_link({"hd_tab": tab, **(query or {})})
+    at = open_app_page("heads", {"hd_tab": tab, **SMALL, **(query or {})})
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def qp(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
-
-
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def notice(at: AppTest) -> str:
+    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
 
 
 @pytest.mark.parametrize("tab", TABS)
@@ -52,29 +62,25 @@ def test_every_tab_shows_a_formula_and_a_figure(tab: str) -> None:
     assert len(at.latex) >= 1
     assert len(at.get("plotly_chart")) >= 1
     assert not at.error, [e.value for e in at.error]
-    if tab != TABS[0]:
-        assert qp(at, "hd_tab") == tab
+    assert not notice(at)
 
 
 @pytest.mark.parametrize("tab", TABS)
 def test_every_widget_edge_value_runs_cleanly(tab: str) -> None:
-    at = open_tab(tab, EDGE_START.get(tab))
-    names = [n for n in widgets(at) if n not in NOT_WALKED]
-    assert names, "the tab shows no widgets"
-    for name in names:
-        w = widgets(at).get(name)
-        if w is None or getattr(w.proto, "disabled", False):
+    at = open_tab(tab)
+    assert {n.key for n in at.main if isinstance(n, Widget)} == set(SHARED | EDGES[tab]), "a widget is not walked"
+    for key, (kind, values) in (SHARED | EDGES[tab]).items():
+        widget = getattr(at, kind)(key=key)
+        if widget.disabled:
+            assert key in SHARED and tab in ("KV-cache calculator", "Decode"), f"{key} is disabled on {tab}"
             continue
-        back = restore_move(w)
-        for move in edge_moves(w):
-            if not apply(at, move):
-                continue
-            at.run()
-            assert not at.exception, f"{tab}: {move}: {[e.value for e in at.exception]}"
-            assert not at.error, f"{tab}: {move}: {[e.value for e in at.error]}"
-            assert at.session_state["hd_tab"] == tab, f"{move} left the tab"
-        if back is not None and apply(at, back):
-            at.run()
+        if kind == "button":
+            widget.click().run()
+        for value in values:
+            getattr(at, kind)(key=key).set_value(value).run()
+            assert not at.exception, f"{tab}: {key} = {value}: {[e.value for e in at.exception]}"
+            assert not at.error, f"{tab}: {key} = {value}: {[e.value for e in at.error]}"
+            assert at.session_state[key] == value and at.session_state["hd_tab"] == tab
 
 
 def test_the_split_snippet_shows_the_shapes_of_the_settings() -> None:
@@ -99,21 +105,30 @@ def test_gqa_numbers_come_from_the_core() -> None:
     assert m["Attention weights"] == f"{e.params_gqa:,}".replace(",", " ")
     assert m["Output |Δ| vs MHA"] == f"{e.max_abs_diff:.3g}"
     assert m["KV cache per token"] == f"{2 * 2 * 8 * 4} B"  # K and V, 2 heads of d_k = 8, float32
+    assert "(GQA)" in at.latex[0].value
     at.select_slider(key="hd_kv").set_value(8).run()  # MHA: no difference
-    assert metrics(at)["Output |Δ| vs MHA"] == "0"
-    assert qp(at, "hd_kv") == "8"
+    assert metrics(at)["Output |Δ| vs MHA"] == "0" and "(MHA)" in at.latex[0].value
 
 
 def test_a_kv_count_that_does_not_divide_the_heads_is_explained_not_raised() -> None:
     at = open_tab("MHA → GQA → MQA", {"hd_h": "8", "hd_kv": "3"})
-    assert not at.exception
     warning = " ".join(w.value for w in at.warning)
-    assert "must divide" in warning and "Showing 2" in warning
+    assert "3 K/V heads cannot serve 8 query heads" in warning and "must divide" in warning and "Showing 2" in warning
     assert at.select_slider(key="hd_kv").value == 2
+    assert "hd_kv = “3”" in notice(at)  # the frame names it too
+
+
+def test_the_kv_heads_chosen_on_one_tab_are_decoded_on_the_other() -> None:
+    at = open_tab("MHA → GQA → MQA", {"hd_h": "8", "hd_kv": "1"})
+    at.query_params["hd_tab"] = "Decode"  # the link after a click on the tab (AppTest sends its link on every run)
+    at.run()
+    assert not at.exception
+    assert at.select_slider(key="hd_kv").value == 1
+    assert metrics(at)["K/V heads in the cache"] == "1 of 8"
 
 
 def test_the_calculator_matches_kv_cache_bytes() -> None:
-    at = open_tab("KV-cache calculator", {"hd_model": "Llama-3-70B", "hd_ctx": "131072", "hd_batch": "4",
+    at = open_tab("KV-cache calculator", {"hd_model": "Llama-3-70B", "hd_ctx": "128k", "hd_batch": "4",
                                           "hd_gpu": "141"})  # fmt: skip
     m = MODEL_SHAPES["Llama-3-70B"]
     own = kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, 131072, 4, "float16")
@@ -133,64 +148,75 @@ def test_weights_too_big_for_the_gpu_get_a_warning() -> None:
     assert metrics(at)["Longest context"] == "none"
 
 
+def test_the_published_shapes_are_built_when_opened() -> None:
+    at = open_tab("KV-cache calculator")
+    assert not at.dataframe
+    at.session_state["hd_shapes"] = True  # as if the viewer opened the expander
+    at.run()
+    assert list(at.dataframe[0].value["model"]) == list(MODELS)
+
+
 def test_the_decode_tab_checks_and_measures() -> None:
-    at = open_tab("Decode", {"hd_tmax": "2048", "hd_tdm": "64", "hd_step": "10"})
+    at = open_tab("Decode", {"hd_step": "10", "hd_kv": "1"})
     m = metrics(at)
     assert m["Keys and values in the cache"] == "11 tokens"
     assert float(m["Token-by-token vs full causal"].split("≤")[1]) < 1e-5
+    assert m["K/V heads in the cache"] == "1 of 4"
     assert m["Slope with a cache"] != "–"
     assert any("Measured at" in c.value for c in at.caption)
     at.button(key="hd_measure").click().run()
-    assert not at.exception
+    assert not at.exception and at.session_state["hd_run"] == 1
 
 
-def test_the_url_keeps_the_view_and_restores_it() -> None:
-    at = open_tab("KV-cache calculator")
-    at.selectbox(key="hd_model").set_value("Mistral-7B")
-    at.select_slider(key="hd_ctx").set_value(32768)
-    at.number_input(key="hd_batch").set_value(8)
-    at.toggle(key="hd_weights").set_value(False)
-    at.run()
-    wanted = {"hd_tab": "KV-cache calculator", "hd_model": "Mistral-7B", "hd_ctx": "32768", "hd_batch": "8",
-              "hd_weights": "0"}  # fmt: skip
-    assert {k: qp(at, k) for k in wanted} == wanted
-    again = open_link(wanted)
-    assert not again.exception
-    assert again.selectbox(key="hd_model").value == "Mistral-7B"
-    assert again.select_slider(key="hd_ctx").value == 32768
-    assert again.number_input(key="hd_batch").value == 8
-    assert again.toggle(key="hd_weights").value is False
+def test_a_link_in_todays_form_restores_the_view() -> None:
+    """What the browser writes for a chosen view (tests/test_browser_heads.py checks the writing itself)."""
+    link = {"hd_model": "Mistral-7B", "hd_ctx": "32k", "hd_batch": "8", "hd_weights": "false", "hd_gpu": "24"}
+    at = open_tab("KV-cache calculator", link)
+    assert at.selectbox(key="hd_model").value == "Mistral-7B"
+    assert at.select_slider(key="hd_ctx").value == 32768
+    assert at.number_input(key="hd_batch").value == 8
+    assert at.toggle(key="hd_weights").value is False
+    assert at.selectbox(key="hd_gpu").value == 24
+    assert not notice(at)
+
+
+def test_a_bookmark_from_before_bound_widgets_opens_the_same_view() -> None:
+    """Old links wrote toggles as 1/0 and contexts in tokens; they are rewritten once and open as before."""
+    at = open_app_page("heads", {"hd_tab": "KV-cache calculator", "talk": "1", "hd_causal": "1", "hd_ctx": "32768",
+                                 "hd_weights": "0", "hd_gpu": "80", "hd_kv": "2"})  # fmt: skip
+    assert not at.exception and not notice(at)
+    s = at.session_state
+    assert (s["talk"], s["hd_causal"], s["hd_ctx"], s["hd_weights"], s["hd_gpu"]) == (True, True, 32768, False, 80)
+    at = open_app_page("heads", {"hd_tab": "Decode", "hd_tmax": "2048", "hd_tdm": "64", "hd_step": "3"})
+    assert not at.exception and not notice(at)
+    assert (at.session_state["hd_tmax"], at.session_state["hd_step"]) == (2048, 3)
 
 
 @pytest.mark.parametrize(
-    "query",
+    ("query", "named"),
     [
-        {"hd_tab": "<script>x</script>", "hd_h": "1e9", "hd_dm": "-5", "hd_kv": "zero"},
-        {"hd_tab": "Decode", "hd_tmax": "999999999", "hd_tdm": "nan", "hd_step": "-3", "hd_dhead": "99"},
-        {
-            "hd_tab": "KV-cache calculator",
-            "hd_model": "GPT-5",
-            "hd_ctx": "3",
-            "hd_batch": "1e6",
-            "hd_gpu": "9000",
-            "hd_dtype": "float8",
-        },
-        {"hd_tab": "MHA → GQA → MQA", "hd_h": "3", "hd_kv": "7", "hd_seed": "-1"},
+        ({"hd_tab": "<script>x</script>", "hd_h": "1e9", "hd_dm": "-5", "hd_kv": "zero"}, ("hd_tab", "hd_h", "hd_dm")),
+        ({"hd_tab": "Decode", "hd_tmax": "999999999", "hd_tdm": "nan", "hd_step": "-3", "hd_dhead": "99"},
+         ("hd_tmax", "hd_tdm", "hd_step", "hd_dhead")),
+        ({"hd_tab": "KV-cache calculator", "hd_model": "GPT-5", "hd_ctx": "3", "hd_batch": "1e6", "hd_gpu": "9000",
+          "hd_dtype": "float8"}, ("hd_model", "hd_ctx", "hd_batch", "hd_gpu", "hd_dtype")),
+        ({"hd_tab": "MHA → GQA → MQA", "hd_h": "3", "hd_kv": "7", "hd_seed": "-1"}, ("hd_h", "hd_kv", "hd_seed")),
     ],
-)
-def test_a_tampered_link_is_clamped_and_explained(query: dict[str, str]) -> None:
-    at = open_link(query)
+)  # fmt: skip
+def test_a_tampered_link_falls_back_to_defaults_with_a_notice(query: dict[str, str], named: tuple[str, ...]) -> None:
+    at = open_app_page("heads", query)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    notice = "\n".join(i.value for i in at.info)
-    assert "This link asked for settings" in notice and "<script>" not in notice
+    text = notice(at)
+    assert all(f"{key} =" in text for key in named), text
+    assert "<script>" not in text
     assert at.session_state["hd_tab"] in TABS
-    assert at.session_state["hd_h"] in (1, 2, 4, 8) and at.session_state["hd_dm"] in (16, 32, 64)
+    assert (at.session_state["hd_h"], at.session_state["hd_dm"], at.session_state["hd_seed"]) == (4, 32, 0)
 
 
 def test_talk_mode_keeps_formulas_and_figures_and_drops_the_prose() -> None:
     for tab in ("Split", "MHA → GQA → MQA", "KV-cache calculator"):
-        normal, talk = open_tab(tab), open_tab(tab, {"talk": "1"})
+        normal, talk = open_tab(tab), open_tab(tab, {"talk": "true"})
         assert len(talk.latex) == len(normal.latex) >= 1
         assert len(talk.get("plotly_chart")) == len(normal.get("plotly_chart"))
         assert len(talk.markdown) < len(normal.markdown)

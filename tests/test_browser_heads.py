@@ -1,4 +1,5 @@
-"""The heads page in a real browser: every tab renders, in normal and talk mode; the URL follows the view.
+"""The heads page in a real browser: every tab renders, in normal and talk mode; the URL follows the view, a link
+restores it and an older link is rewritten in today's form.
 
 Uses the shared harness (``streamlit run`` + Debian's Chromium). Nothing here asserts a speed.
 """
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.browser
 
 TABS = ("Split", "Heads side by side", "MHA → GQA → MQA", "KV-cache calculator", "Decode")
 # The decode tab's live timing at its smallest, so that opening the tab costs a second or two.
-SMALL = "hd_tmax=2048&hd_tdm=64"
+SMALL = "hd_tmax=2k&hd_tdm=64"
 
 
 def query(page: Page) -> dict[str, str]:
@@ -68,9 +69,9 @@ def test_every_tab_renders_in_talk_mode(browser, streamlit_server: StreamlitServ
     try:
         page = context.new_page()
         for i, tab in enumerate(TABS):
-            goto(page, streamlit_server, f"/heads?talk=1&hd_tab={quote(tab)}&{SMALL}", timeout=120_000)
+            goto(page, streamlit_server, f"/heads?talk=true&hd_tab={quote(tab)}&{SMALL}", timeout=120_000)
             assert exception_texts(page) == [], f"exception on the {tab} tab in talk mode"
-            assert query(page).get("talk") == "1"
+            assert query(page).get("talk") == "true"
             assert visible_panel_has_content(page)
             screenshot(page, artifacts_dir, f"heads-talk-tab{i}")
     finally:
@@ -86,12 +87,36 @@ def test_the_kv_heads_slider_moves_with_the_keyboard_and_lands_in_the_url(
     rerun(page, lambda: page.keyboard.press("ArrowLeft"))  # 2 → 1: multi-query
     assert exception_texts(page) == []
     assert query(page).get("hd_kv") == "1"
-    assert page.locator(".st-key-hd_kv [data-testid='stSliderThumbValue']").inner_text().strip() == "1 (MQA)"
+    assert page.locator(".st-key-hd_kv [data-testid='stSliderThumbValue']").inner_text().strip() == "1"
+    assert "MQA" in page.locator("[data-testid='stMain'] .katex").first.inner_text()  # the formula names the kind
+
+
+def test_a_changed_control_lands_in_the_url_and_its_link_restores_it(
+    page: Page, streamlit_server: StreamlitServer
+) -> None:
+    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[3])}")
+    rerun(page, page.locator(".st-key-hd_weights label").click)
+    assert query(page).get("hd_weights") == "false"
+    link = urlsplit(page.url)
+    goto(page, streamlit_server, f"{link.path}?{link.query}")  # a new session from that link
+    assert not page.locator(".st-key-hd_weights input").is_checked()
+    assert exception_texts(page) == []
+
+
+def test_an_older_link_is_rewritten_in_todays_form(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[3])}&hd_ctx=32768&hd_weights=0&talk=1")
+    page.wait_for_url(lambda url: "hd_ctx=32k" in url, timeout=30_000)  # the rewrite takes a rerun or two
+    page.locator(".st-key-hd_ctx [data-testid='stSliderThumbValue']", has_text="32k").wait_for(timeout=30_000)
+    assert exception_texts(page) == []
+    assert {k: query(page).get(k) for k in ("hd_ctx", "hd_weights", "talk")} == {
+        "hd_ctx": "32k", "hd_weights": "false", "talk": "true"
+    }  # fmt: skip
+    assert "This link asked for" not in " ".join(page.locator(ALERT).all_inner_texts())
 
 
 def test_a_tampered_link_shows_a_notice_not_a_traceback(page: Page, streamlit_server: StreamlitServer) -> None:
-    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[2])}&hd_h=8&hd_kv=3&hd_dm=%3Cb%3E&hd_ctx=1e99")
+    goto(page, streamlit_server, f"/heads?hd_tab={quote(TABS[2])}&hd_h=8&hd_kv=3&hd_dm=%3Cb%3E&hd_seed=1e99")
     assert exception_texts(page) == []
     alerts = " ".join(page.locator(f"{ALERT}").all_inner_texts())
     assert "This link asked for" in alerts and "must divide" in alerts
-    assert "<b>" not in alerts
+    assert all(f"{key} =" in alerts for key in ("hd_kv", "hd_dm", "hd_seed")) and "<b>" not in alerts

@@ -25,7 +25,8 @@ TALK_ABOVE = {
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
     "scaling.first": 335, "scaling.Variance": 400, "scaling.Scaling strategies": 395,
     "scaling.Numerical stability": 370, "scaling.Training": 385,
-    "heads.Split": 250, "heads.Heads side by side": 330, "heads.Decode": 370, "heads.first": 330,
+    "heads.Split": 250, "heads.Heads side by side": 330, "heads.MHA → GQA → MQA": 330,
+    "heads.KV-cache calculator": 290, "heads.Decode": 370,
     "benchmark.result": 150,
 }  # fmt: skip
 TALK_SCREEN = (1280, 720)  # the smallest screen talk mode is designed for (a projector's 720p mode)
@@ -78,10 +79,10 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}".replace("-", "−")
 
 
-def metrics(*items: tuple[str, str, str | None], border: bool = False) -> None:
-    """A row of headline numbers: (label, value, a note under it or None)."""
-    for col, (label, value, note) in zip(st.columns(len(items)), items, strict=True):
-        col.metric(label, value, note, delta_color="off", delta_arrow="off", border=border)
+def metrics(*items: tuple[str, str, str | None] | tuple[str, str, str | None, str], border: bool = False) -> None:
+    """A row of headline numbers: (label, value, a note under it or None[, help shown on hover])."""
+    for col, (label, value, note, *hint) in zip(st.columns(len(items)), items, strict=True):
+        col.metric(label, value, note, delta_color="off", delta_arrow="off", border=border, help=next(iter(hint), None))
 
 
 def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None) -> None:

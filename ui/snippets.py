@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from attention_core.heads import check_head_counts
+from attention_core.validation import check_int
 from attention_core.walkthrough import WalkthroughResult
 
 
@@ -49,3 +51,44 @@ def walkthrough_snippet(result: WalkthroughResult) -> str:
         "print(output.round(decimals=3))",
     ]
     return "\n".join(lines) + "\n"
+
+
+def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | None = None) -> str:
+    """The split into heads as code, nanoGPT's way, with this setting's shape after each line."""
+    T = check_int("n_tokens", n_tokens, low=1)
+    C = check_int("d_model", d_model, low=1)
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    if C % h:
+        raise ValueError(f"d_model ({C}) must be divisible by n_heads ({h})")
+    hs = C // h
+    kv = "nh" if g == h else "n_kv"
+    rows: list[tuple[str, str]] = [
+        ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),
+        (f"nh, hs = {h}, C // {h}", f"{h} heads of d_k = {C} / {h} = {hs}"),
+        ("q = x @ W_q", f"(1, {T}, {C})"),
+        ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  {C} features → {h} slices"),
+        ("q = q.transpose(1, 2)", f"(1, {h}, {T}, {hs})  one {T}×{hs} matrix per head"),
+    ]
+    if g != h:
+        rows.append((f"n_kv = {g}", f"K/V heads; each serves {h // g} query heads"))
+    rows += [
+        (f"k = (x @ W_k).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
+        (f"v = (x @ W_v).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
+    ]
+    if g != h:
+        rows += [
+            (
+                f"k = k.repeat_interleave({h // g}, dim=1)",
+                f"(1, {h}, {T}, {hs})  query head i reads K/V head i // {h // g}",
+            ),
+            (f"v = v.repeat_interleave({h // g}, dim=1)", f"(1, {h}, {T}, {hs})"),
+        ]
+    rows += [
+        ("att = q @ k.transpose(-2, -1) / math.sqrt(hs)", f"(1, {h}, {T}, {T})  one {T}×{T} score map per head"),
+        ("att = att.softmax(dim=-1)", f"(1, {h}, {T}, {T})  each row sums to 1"),
+        ("y = att @ v", f"(1, {h}, {T}, {hs})"),
+        ("y = y.transpose(1, 2).reshape(B, T, C)", f"(1, {T}, {C})  the heads side by side again"),
+        ("y = y @ W_o", f"(1, {T}, {C})  W_o mixes what the heads found"),
+    ]
+    width = max(len(code) for code, _ in rows) + 2
+    return "\n".join(f"{code:<{width}}# {shape}" for code, shape in rows) + "\n"

@@ -2,97 +2,71 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.bench import format_bytes
+from attention_core.bench.measure import format_bytes
 from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
-from figures.heads import kv_cache_figure
-from ui.heads.common import fmt_int, fmt_tokens, plot, prose, snap
+from figures.heads import kilo, kv_cache_figure
+from ui import draw
+from ui.frame import talk
+from ui.heads.data import fmt_int, fmt_tokens
 
 MODELS = tuple(MODEL_SHAPES)
 CONTEXTS = tuple(2**p for p in range(10, 18))  # 1k … 128k
 CACHE_DTYPES = ("float16", "float32", "int8")
-GPUS = {
-    "16": "16 GB",
-    "24": "24 GB (RTX 4090)",
-    "40": "40 GB (A100 40GB)",
-    "48": "48 GB (L40S)",
-    "80": "80 GB (H100, A100 80GB)",
-    "141": "141 GB (H200)",
-}
 WEIGHT_BYTES = {"float16": 2, "float32": 4, "int8": 1}
+GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 80GB", 141: "H200"}  # GB: a GPU
 
 
-def calculator_tab(talk: bool) -> None:
-    snap("hd_ctx", CONTEXTS)
-    c = st.columns([2, 3, 1.2, 1.5])
-    c[0].selectbox("Model", MODELS, key="hd_model")
-    c[1].select_slider("Context (tokens)", options=CONTEXTS, key="hd_ctx", format_func=lambda t: f"{t // 1024}k")
-    c[2].number_input(
-        "Batch",
-        min_value=1,
-        max_value=256,
-        step=1,
-        key="hd_batch",
-        help="Sequences decoded at once; each keeps its own cache.",
-    )
-    c[3].selectbox("Cache dtype", CACHE_DTYPES, key="hd_dtype")
-    c = st.columns([3, 2])
-    c[0].selectbox("GPU memory", tuple(GPUS), key="hd_gpu", format_func=GPUS.get)
-    c[1].toggle(
-        "Count the weights too",
-        key="hd_weights",
-        help="Parameters × bytes per value of the cache dtype. Activations are not counted.",
-    )
-    s = st.session_state
-    m = MODEL_SHAPES[str(s["hd_model"])]
-    ctx, batch, dtype = int(s["hd_ctx"]), int(s["hd_batch"]), str(s["hd_dtype"])
-    gpu = int(s["hd_gpu"]) * 10**9
-    weights = m.parameters * WEIGHT_BYTES[dtype] if s["hd_weights"] else 0
-    left = gpu - weights
+def cache_figure(model: str, ctx: int, batch: int, dtype: str, left: int, talk: bool) -> go.Figure:
+    m = MODEL_SHAPES[model]
+    mha, own = ([kv_cache_bytes(m.layers, heads, m.head_dim, t, batch, dtype) for t in CONTEXTS]
+                for heads in (m.n_heads, m.n_kv_heads))  # fmt: skip
+    return kv_cache_figure(CONTEXTS, mha, own, chosen=ctx, budget_bytes=left if left > 0 else None, model=model,
+                           n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
+
+
+def calculator_tab(**_: object) -> None:
+    c = st.columns([2, 2.4, 1, 1.3, 1.3, 1.8] if talk() else [2, 3, 1.2, 1.5], vertical_alignment="bottom")
+    c += [] if talk() else st.columns([3, 2], vertical_alignment="bottom")  # one row on a projector, two here
+    model = c[0].selectbox("Model", MODELS, MODELS.index("Llama-3-8B"), key="hd_model", bind="query-params")
+    ctx = c[1].select_slider("Context (tokens)", CONTEXTS, 8192, format_func=kilo, key="hd_ctx", bind="query-params")
+    batch = c[2].number_input("Batch", 1, 256, 1, key="hd_batch", bind="query-params",
+                              help="Sequences decoded at once; each keeps its own cache.")  # fmt: skip
+    dtype = c[3].selectbox("Cache dtype", CACHE_DTYPES, key="hd_dtype", bind="query-params")
+    gpu = c[4].selectbox("GPU memory (GB)", tuple(GPUS), tuple(GPUS).index(80), key="hd_gpu", bind="query-params",
+                         help="GB as GPU makers count them (10⁹ bytes). "
+                         + "; ".join(f"{gb} GB: {names}" for gb, names in GPUS.items()) + ".")  # fmt: skip
+    count_weights = c[5].toggle("Count the weights", True, key="hd_weights", bind="query-params",
+                                help="Parameters × bytes per value of the cache dtype. Activations are not counted.")
+    m = MODEL_SHAPES[model]
+    weights = m.parameters * WEIGHT_BYTES[dtype] if count_weights else 0
+    left = gpu * 10**9 - weights
     mha = kv_cache_bytes(m.layers, m.n_heads, m.head_dim, ctx, batch, dtype)
     own = kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, ctx, batch, dtype)
+    fig = draw.figure(cache_figure, model, ctx, batch, dtype, left, talk())
+    if talk():  # on a projector the figure comes first, under the controls
+        draw.chart(fig, "hd_cache_fig", fit="heads.KV-cache calculator")
     st.latex(
         rf"2\cdot \underbrace{{{m.layers}}}_{{\text{{layers}}}}\cdot "
         rf"\underbrace{{{m.n_kv_heads}}}_{{\text{{K/V heads}}}}"
         rf"\cdot \underbrace{{{m.head_dim}}}_{{d_k}}\cdot \underbrace{{{fmt_int(ctx)}}}_{{\text{{context}}}}\cdot "
         rf"\underbrace{{{batch}}}_{{\text{{batch}}}}\cdot \underbrace{{{WEIGHT_BYTES[dtype]}}}_{{\text{{bytes}}}}"
-        + r" = \text{"
-        + format_bytes(own)
-        + "}"
+        rf" = \text{{{format_bytes(own)}}}"
     )
-    c = st.columns(4)
-    c[0].metric(f"MHA · {m.n_heads} K/V heads", format_bytes(mha), "without GQA", delta_color="off",
-                delta_arrow="off", border=True)  # fmt: skip
-    c[1].metric(
-        f"{m.name} · {m.n_kv_heads} K/V",
-        format_bytes(own),
-        f"{own / mha:.0%} of MHA" if own != mha else "it is MHA",
-        delta_color="off",
-        delta_arrow="off",
+    fits, fits_mha = (max_context_that_fits(max(left, 0), m.layers, heads, m.head_dim, batch, dtype)
+                      for heads in (m.n_kv_heads, m.n_heads))  # fmt: skip
+    draw.metrics(
+        (f"MHA · {m.n_heads} K/V heads", format_bytes(mha), "without GQA"),
+        (f"{m.name} · {m.n_kv_heads} K/V", format_bytes(own), f"{own / mha:.0%} of MHA" if own != mha else "it is MHA"),
+        ("Longest context", fmt_tokens(fits) if left > 0 else "none",
+         f"MHA: {fmt_tokens(fits_mha)}" if m.kind != "MHA" else "tokens",
+         "In the memory left after the weights, for this batch."),
+        (f"On {gpu} GB", "fits" if own <= left else "does not fit",
+         f"{format_bytes(max(left, 0))} free for it" if weights else "the cache alone"),
         border=True,
-    )
-    fits_own = max_context_that_fits(max(left, 0), m.layers, m.n_kv_heads, m.head_dim, batch, dtype)
-    fits_mha = max_context_that_fits(max(left, 0), m.layers, m.n_heads, m.head_dim, batch, dtype)
-    c[2].metric(
-        "Longest context",
-        fmt_tokens(fits_own) if left > 0 else "none",
-        f"MHA: {fmt_tokens(fits_mha)}" if m.kind != "MHA" else "tokens",
-        delta_color="off",
-        delta_arrow="off",
-        border=True,
-        help="In the memory left after the weights, for this batch.",
-    )
-    verdict = "fits" if left > 0 and own <= left else "does not fit"
-    c[3].metric(
-        f"On {GPUS[str(s['hd_gpu'])].split(' (')[0]}",
-        verdict,
-        f"{format_bytes(max(left, 0))} free for it" if weights else "the cache alone",
-        delta_color="off",
-        delta_arrow="off",
-        border=True,
-    )
+    )  # fmt: skip
     if left <= 0:
         st.warning(
             f"{m.name}'s weights alone ({format_bytes(weights)} in {dtype}) exceed this GPU's memory; "
@@ -105,44 +79,18 @@ def calculator_tab(talk: bool) -> None:
             "are shown for the arithmetic.",
             icon=":material/info:",
         )
-    mha_all = [kv_cache_bytes(m.layers, m.n_heads, m.head_dim, t, batch, dtype) for t in CONTEXTS]
-    own_all = [kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, t, batch, dtype) for t in CONTEXTS]
-    plot(
-        ("cache", m.name, ctx, batch, dtype, left, talk),
-        lambda: kv_cache_figure(
-            CONTEXTS,
-            mha_all,
-            own_all,
-            chosen=ctx,
-            budget_bytes=left if left > 0 else None,
-            model=m.name,
-            n_heads=m.n_heads,
-            n_kv_heads=m.n_kv_heads,
-            talk=talk,
-        ),
-        chart_key="hd_cache_fig",
-    )
-    table = pd.DataFrame(
-        [
-            {
-                "model": x.name,
-                "attention": x.kind,
-                "layers": x.layers,
-                "query heads": x.n_heads,
-                "K/V heads": x.n_kv_heads,
-                "head dim": x.head_dim,
-                "d_model": x.d_model,
-                "cache per token": format_bytes(x.cache_bytes(1, 1, dtype)),
-                "source": x.source,
-            }
+    if not talk():
+        draw.chart(fig, "hd_cache_fig")
+    shapes = st.expander("The published shapes", key="hd_shapes", on_change="rerun")
+    if shapes.open:  # built only when opened
+        shapes.caption(f"From each model's own configuration file; cache per token in {dtype}, one sequence.")
+        shapes.dataframe([
+            {"model": x.name, "attention": x.kind, "layers": x.layers, "query heads": x.n_heads,
+             "K/V heads": x.n_kv_heads, "head dim": x.head_dim, "d_model": x.d_model,
+             "cache per token": format_bytes(x.cache_bytes(1, 1, dtype)), "source": x.source}
             for x in MODEL_SHAPES.values()
-        ]
-    )
-    with st.expander("The published shapes", expanded=False):
-        st.caption(f"From each model's own configuration file; cache per token in {dtype}, one sequence.")
-        st.dataframe(table, hide_index=True, width="stretch")
-    prose(
-        talk,
+        ], hide_index=True, width="stretch")  # fmt: skip
+    draw.prose(
         "GB here are 10⁹ bytes, as GPU makers count; the cache sizes are in GiB (2³⁰ bytes). Mistral-7B's "
-        "sliding window (4096) would let a rolling cache stop growing there; the calculator counts the full cache.",
+        "sliding window (4096) would let a rolling cache stop growing there; the calculator counts the full cache."
     )

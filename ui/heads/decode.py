@@ -2,133 +2,83 @@
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
-from figures.heads import decode_steps_figure, decode_timing_figure
-from ui import urlstate
-from ui.heads.common import N_TOKENS, divisors, plot, prose, snap
-from ui.heads.data import decode_data, timing_data
+from figures.heads import decode_steps_figure, decode_timing_figure, kilo
+from ui import draw
+from ui.frame import talk
+from ui.heads.data import N_TOKENS, decode_data, kind, timing_data
+from ui.heads.gqa import kv_heads_control
 
 MEASURE_MAX = (2048, 4096, 8192, 16384)
 MEASURE_DM = (64, 128, 256)
 
 
-def decode_tab(d_model: int, n_heads: int, seed: int, talk: bool) -> None:
+def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head: int, talk: bool) -> go.Figure:
+    d = decode_data(d_model, n_heads, g, seed)
+    room = draw.room("heads.Decode", 560) if talk else 560  # talk: its numbers sized for the projector's room
+    return decode_steps_figure(d["weights"], d["tokens"], step, head, talk=talk, max_height=room)
+
+
+def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
+    r = timing_data(t_max, d_model, run)  # ``when`` keys the figure to this measurement (the cache lasts an hour)
+    return decode_timing_figure(r["cached"], r["recompute"], r["fits"], talk=talk)
+
+
+def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     st.latex(
         r"o_t = \operatorname{softmax}\!\left(\frac{q_t K_{\le t}^\top}{\sqrt{d_k}}\right)V_{\le t},\quad "
         r"K_{\le t} = [K_{\le t-1};\, k_t],\ V_{\le t} = [V_{\le t-1};\, v_t]"
     )
-    g = int(st.session_state.get("hd_kv", n_heads))
-    g = g if g in divisors(n_heads) else n_heads
+    c = st.columns([4, 2, 2])
+    step = c[0].slider("Decoding step t", 0, N_TOKENS - 1, 7, key="hd_step", bind="query-params",
+                       help="Generate the sentence one token at a time; each step adds one row.")  # fmt: skip
+    head = c[1].number_input("Head", 0, n_heads - 1, 0, key="hd_dhead", bind="query-params", disabled=n_heads == 1)
+    g = kv_heads_control(n_heads, c[2])
     d = decode_data(d_model, n_heads, g, seed)
-    urlstate.clamp_int("hd_dhead", 0, n_heads - 1)
-    c = st.columns([4, 2])
-    c[0].slider(
-        "Decoding step t",
-        0,
-        N_TOKENS - 1,
-        key="hd_step",
-        help="Generate the sentence one token at a time; each step adds one row.",
+    draw.prose(
+        f"At step {step} the new token “{d['tokens'][step]}” is projected alone: one query per head, and one key "
+        f"and one value per K/V head, which are appended to the cache. Its query then attends to the {step + 1} "
+        "cached keys. No mask is needed, because the cache holds only the past: each row below is exactly the row "
+        "of causal attention, computed once and never again."
     )
-    c[1].number_input("Head", min_value=0, max_value=n_heads - 1, step=1, key="hd_dhead", disabled=n_heads == 1)
-    step, head = int(st.session_state["hd_step"]), int(st.session_state["hd_dhead"])
-    tok = d["tokens"][step]
-    cached_kv = 2 * (step + 1) * g * d["d_k"] * 4
-    prose(
-        talk,
-        f"At step {step} the new token “{tok}” is projected alone: one query per head, and one key and one "
-        f"value per K/V head, which are appended to the cache. Its query then attends to the {step + 1} cached "
-        "keys. No mask is needed, because the cache holds only the past: each row below is exactly the row of "
-        "causal attention, computed once and never again.",
-    )
-    plot(
-        ("decode", d_model, n_heads, g, seed, step, head, talk),
-        lambda: decode_steps_figure(d["weights"], d["tokens"], step, head, talk=talk),
-        chart_key="hd_decode_fig",
-    )
-    c = st.columns(3)
-    c[0].metric(
-        "Keys and values in the cache",
-        f"{step + 1} tokens",
-        f"{cached_kv} B in this one layer (float32)",
-        delta_color="off",
-        delta_arrow="off",
+    fig = draw.figure(steps_figure, d_model, n_heads, g, seed, step, head, talk())
+    draw.chart(fig, "hd_decode_fig", fit="heads.Decode")
+    draw.metrics(
+        ("Keys and values in the cache", f"{step + 1} tokens",
+         f"{2 * (step + 1) * g * d['d_k'] * 4} B in this one layer (float32)"),
+        ("Token-by-token vs full causal", f"|Δ| ≤ {d['max_abs_diff']:.1e}", None,
+         "Every decoded row against causal multi-head attention over the whole sentence."),
+        ("K/V heads in the cache", f"{g} of {n_heads}", kind(g, n_heads)),
         border=True,
-    )
-    c[1].metric(
-        "Token-by-token vs full causal",
-        f"|Δ| ≤ {d['max_abs_diff']:.1e}",
-        border=True,
-        help="Every decoded row against causal multi-head attention over the whole sentence.",
-    )
-    c[2].metric(
-        "K/V heads in the cache",
-        f"{g} of {n_heads}",
-        "set on the MHA → GQA → MQA tab",
-        delta_color="off",
-        delta_arrow="off",
-        border=True,
-    )
+    )  # fmt: skip
 
     st.subheader("Time per step, measured now")
-    prose(
-        talk,
+    draw.prose(
         "Without a cache a decoder must recompute K and V of every token and the whole causal attention at every "
         "step, although only the last row is new: the scores alone grow as t². With the cache, a step projects "
         "one token and reads t cached rows: it grows as t. Both paths below call this library's attention on "
-        "this server's CPU; one layer, 4 heads.",
+        "this server's CPU; one layer, 4 heads."
     )
-    snap("hd_tmax", MEASURE_MAX)
-    snap("hd_tdm", MEASURE_DM)
-    c = st.columns([3, 2, 1.4])
-    c[0].select_slider(
-        "Longest context measured", options=MEASURE_MAX, key="hd_tmax", format_func=lambda t: f"{t // 1024}k"
-    )
-    c[1].select_slider("d_model of the measured layer", options=MEASURE_DM, key="hd_tdm")
-    c[2].button(
-        "Measure again",
-        key="hd_measure",
-        icon=":material/refresh:",
-        width="stretch",
-        on_click=lambda: st.session_state.update(hd_run=st.session_state.get("hd_run", 0) + 1),
-    )
-    t_max, t_dm, run = (
-        int(st.session_state["hd_tmax"]),
-        int(st.session_state["hd_tdm"]),
-        int(st.session_state.get("hd_run", 0)),
-    )
+    c = st.columns([3, 2, 1.4], vertical_alignment="bottom")
+    t_max = c[0].select_slider("Longest context measured", MEASURE_MAX, 8192, format_func=kilo, key="hd_tmax",
+                               bind="query-params")  # fmt: skip
+    t_dm = c[1].select_slider("d_model of the measured layer", MEASURE_DM, 128, key="hd_tdm", bind="query-params")
+    run = st.session_state.get("hd_run", 0)
+    c[2].button("Measure again", key="hd_measure", icon=":material/refresh:", width="stretch",
+                on_click=lambda: st.session_state.update(hd_run=run + 1))  # fmt: skip
     with st.spinner("Timing decoding steps at each context length (a few seconds)…"):
         r = timing_data(t_max, t_dm, run)
-    plot(
-        ("timing", t_max, t_dm, run, r["when"], talk),
-        lambda: decode_timing_figure(r["cached"], r["recompute"], r["fits"], talk=talk),
-        chart_key="hd_timing_fig",
-    )
+    draw.chart(draw.figure(timing_figure, t_max, t_dm, run, r["when"], talk()), "hd_timing_fig")
     fc, fr = r["fits"]["cached"], r["fits"]["recompute"]
-    c = st.columns(3)
-    c[0].metric(
-        "Slope with a cache",
-        f"{fc[0]:.2f}" if fc else "–",
-        "1 would be linear in t",
-        delta_color="off",
-        delta_arrow="off",
-        border=True,
-    )
-    c[1].metric(
-        "Slope recomputing",
-        f"{fr[0]:.2f}" if fr else "–",
-        "2 would be quadratic in t",
-        delta_color="off",
-        delta_arrow="off",
-        border=True,
-    )
-    xs, ys = r["cached"]
-    xr, yr = r["recompute"]
-    common = max(set(xs) & set(xr)) if set(xs) & set(xr) else None
+    (xs, ys), (xr, yr) = r["cached"], r["recompute"]
+    common = max(set(xs) & set(xr), default=None)
     speed = yr[xr.index(common)] / ys[xs.index(common)] if common else None
-    c[2].metric(
-        f"Cache speed-up at t = {common}" if common else "Cache speed-up",
-        f"{speed:.0f}×" if speed else "–",
+    draw.metrics(
+        ("Slope with a cache", f"{fc[0]:.2f}" if fc else "–", "1 would be linear in t"),
+        ("Slope recomputing", f"{fr[0]:.2f}" if fr else "–", "2 would be quadratic in t"),
+        (f"Cache speed-up at t = {common}" if common else "Cache speed-up", f"{speed:.0f}×" if speed else "–", None),
         border=True,
     )
     skipped = ", ".join(str(t) for t in r["skipped"])
@@ -139,10 +89,6 @@ def decode_tab(d_model: int, n_heads: int, seed: int, talk: bool) -> None:
         "outgrow the CPU's caches, each step reads them from main memory and the slope can rise above 1."
         + (f" Recomputing was not run at t = {skipped}: it would have taken too long." if skipped else "")
         + f" Both paths agree to |Δ| ≤ {r['max_abs_diff']:.1e}."
-        + (
-            f" The machine was so busy that t = {', '.join(map(str, r['unfinished']))} could not be measured in "
-            "time; press Measure again later."
-            if r["unfinished"]
-            else ""
-        )
-    )
+        + (f" The machine was so busy that t = {', '.join(map(str, r['unfinished']))} could not be measured in "
+           "time; press Measure again later." if r["unfinished"] else "")
+    )  # fmt: skip

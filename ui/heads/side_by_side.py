@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core import kv_head_of
+from attention_core.heads import kv_head_of
 from figures.heads import heads_grid
-from ui.heads.common import plot, prose
+from ui import draw
+from ui.frame import talk
 from ui.heads.data import example_data
 
 
-def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -> None:
+def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, talk: bool) -> go.Figure:
+    """Each head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group."""
+    d = example_data(d_model, n_heads, n_kv_heads, seed, causal)
+    kv_of = [kv_head_of(i, n_heads, n_kv_heads) for i in range(n_heads)]
+    return heads_grid(d["weights_gqa"], d["tokens"], kv_of, talk=talk)
+
+
+def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     d = example_data(d_model, n_heads, n_heads, seed, causal)
     st.latex(
         r"\operatorname{head}_i = \operatorname{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right)V_i,\qquad "
         r"O = [\operatorname{head}_1;\dots;\operatorname{head}_h]\,W_O"
     )
-    if talk:
+    if talk():
         st.markdown("**Here the heads differ only by chance:** the projections are random, not trained.")
     else:
         st.markdown(
@@ -26,18 +34,11 @@ def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -
             "at random. In a trained model the heads specialise (one follows the previous token, one links a "
             "pronoun to its noun); nothing here has learned to."
         )
-    kv = [kv_head_of(i, n_heads, n_heads) for i in range(n_heads)]
-    cols = 2 if talk else 4
-    plot(
-        ("grid", d_model, n_heads, seed, causal, talk),
-        lambda: heads_grid(d["weights_mha"], d["tokens"], kv, columns=cols, talk=talk),
-        chart_key="hd_grid_fig",
-    )
-    it = d["tokens"].index("it")
-    tops = [d["tokens"][int(np.argmax(d["weights_mha"][i, it]))] for i in range(n_heads)]
-    share = [float(np.max(d["weights_mha"][i, it])) for i in range(n_heads)]
+    fig = draw.figure(grid_figure, d_model, n_heads, n_heads, seed, causal, talk())
+    draw.chart(fig, "hd_grid_fig", fit="heads.Heads side by side")
+    tokens, it = d["tokens"], d["weights_mha"][:, d["tokens"].index("it")]  # (h, L): each head's row of “it”
     st.markdown(
         "**Where “it” looks, head by head:** "
-        + " · ".join(f"head {i}: “{t}” {s:.0%}" for i, (t, s) in enumerate(zip(tops, share, strict=True)))
+        + " · ".join(f"head {i}: “{tokens[row.argmax()]}” {row.max():.0%}" for i, row in enumerate(it))
     )
-    prose(talk, "Change the seed: the pattern of every head changes, because it only ever came from the draw.")
+    draw.prose("Change the seed: the pattern of every head changes, because it only ever came from the draw.")

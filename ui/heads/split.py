@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.heads_demo import split_snippet
 from figures.heads import split_figure
-from ui.heads.common import N_TOKENS, plot, prose
-from ui.heads.data import example_data, q_data
+from ui import draw
+from ui.frame import talk
+from ui.heads.data import N_TOKENS, q_data
+from ui.snippets import split_snippet
 
 
-def split_tab(d_model: int, n_heads: int, seed: int, causal: bool, talk: bool) -> None:
+def q_figure(d_model: int, n_heads: int, seed: int, talk: bool) -> go.Figure:
+    return split_figure(*q_data(d_model, n_heads, seed), n_heads, talk=talk)
+
+
+def split_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     d_k = d_model // n_heads
     st.latex(
         rf"Q \in \mathbb{{R}}^{{{N_TOKENS}\times {d_model}}} \longrightarrow "
         rf"Q_1,\dots,Q_{{{n_heads}}} \in \mathbb{{R}}^{{{N_TOKENS}\times {d_k}}},\quad "
         rf"d_k = \tfrac{{{d_model}}}{{{n_heads}}} = {d_k}"
     )
-    prose(
-        talk,
+    draw.prose(
         f"Multi-head attention does not make h bigger projections: it cuts the one d_model-wide Q, K and V into "
         f"h slices of d_k = d_model / h features. Each slice is a head with its own scores and its own softmax. "
         f"The cost stays that of one head of width d_model; what changes is that {n_heads} separate weight "
-        f"patterns can form. Afterwards the heads' outputs are laid side by side again and W_o mixes them.",
+        f"patterns can form. Afterwards the heads' outputs are laid side by side again and W_o mixes them."
     )
-    plot(
-        ("split", d_model, n_heads, seed, talk),
-        lambda: split_figure(
-            q_data(d_model, n_heads, seed),
-            example_data(d_model, n_heads, n_heads, seed, causal)["tokens"],
-            n_heads,
-            talk=talk,
-        ),
-        chart_key="hd_split_fig",
-    )
+    draw.chart(draw.figure(q_figure, d_model, n_heads, seed, talk()), "hd_split_fig", fit="heads.Split")
     st.markdown("**The split in code, with the shapes of these settings** (nanoGPT's habit: a shape after each line)")
     st.code(split_snippet(N_TOKENS, d_model, n_heads), language="python")

@@ -1,4 +1,4 @@
-"""What the heads page computes (attention_core.heads_demo) and its figure builders (figures.heads)."""
+"""What the heads page computes (ui.heads.examples), the code it shows (ui.snippets) and its figures (figures.heads)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from attention_core import mean_pool_kv, multi_head_attention
-from attention_core.heads_demo import decode_example, example_weights, heads_example, split_snippet
+from attention_core.heads import mean_pool_kv, multi_head_attention
 from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
@@ -19,6 +18,8 @@ from figures.heads import (
     sharing_figure,
     split_figure,
 )
+from ui.heads.examples import decode_example, example_weights, heads_example
+from ui.snippets import split_snippet
 
 
 def test_mha_example_agrees_with_torch_multihead_attention() -> None:

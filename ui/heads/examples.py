@@ -1,11 +1,10 @@
-"""What the heads page shows, computed in one place.
+"""The heads page's examples, computed with the core (torch only, no streamlit, so tests call them directly).
 
 :func:`heads_example` runs the walkthrough's sentence through multi-head attention with seeded
 random projections, then through the grouped-query version whose K/V projections are the
 group means of the multi-head ones (the GQA paper's conversion), and measures how far the
 two outputs are apart. :func:`decode_example` generates the same sentence token by token with
-a KV cache. :func:`split_snippet` writes the nanoGPT-style code of the split with the shapes
-of the current settings next to each line.
+a KV cache. (The code of the split, with this setting's shapes, is ``ui.snippets.split_snippet``.)
 """
 
 from __future__ import annotations
@@ -16,10 +15,16 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from .heads import attention_parameters, check_head_counts, mean_pool_kv, multi_head_attention, multi_head_trace
-from .kv_cache import decode_with_cache
-from .presets import sentence_example
-from .validation import check_int
+from attention_core.heads import (
+    attention_parameters,
+    check_head_counts,
+    mean_pool_kv,
+    multi_head_attention,
+    multi_head_trace,
+)
+from attention_core.kv_cache import decode_with_cache
+from attention_core.presets import sentence_example
+from attention_core.validation import check_int
 
 D_MODELS = (16, 32, 64)
 QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, visibly different heads
@@ -39,6 +44,7 @@ class HeadsExample:
     d_model: int
     n_heads: int
     n_kv_heads: int
+    d_k: int
     causal: bool
     x: torch.Tensor
     weights_mha: torch.Tensor
@@ -50,10 +56,6 @@ class HeadsExample:
     delta_torch: float
     params_mha: int
     params_gqa: int
-
-    @property
-    def d_k(self) -> int:
-        return self.d_model // self.n_heads
 
 
 def example_weights(
@@ -97,6 +99,7 @@ def heads_example(
         d_model=d_model,
         n_heads=h,
         n_kv_heads=g,
+        d_k=d_model // h,
         causal=bool(causal),
         x=x,
         weights_mha=mha.weights,
@@ -145,44 +148,3 @@ def decode_example(
         weights=run.weights,
         max_abs_diff=float((run.output - full).abs().max()),
     )
-
-
-def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | None = None) -> str:
-    """The split into heads as code, nanoGPT's way, with this setting's shape after each line."""
-    T = check_int("n_tokens", n_tokens, low=1)
-    C = check_int("d_model", d_model, low=1)
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    if C % h:
-        raise ValueError(f"d_model ({C}) must be divisible by n_heads ({h})")
-    hs = C // h
-    kv = "nh" if g == h else "n_kv"
-    rows: list[tuple[str, str]] = [
-        ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),
-        (f"nh, hs = {h}, C // {h}", f"{h} heads of d_k = {C} / {h} = {hs}"),
-        ("q = x @ W_q", f"(1, {T}, {C})"),
-        ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  {C} features → {h} slices"),
-        ("q = q.transpose(1, 2)", f"(1, {h}, {T}, {hs})  one {T}×{hs} matrix per head"),
-    ]
-    if g != h:
-        rows.append((f"n_kv = {g}", f"K/V heads; each serves {h // g} query heads"))
-    rows += [
-        (f"k = (x @ W_k).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
-        (f"v = (x @ W_v).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
-    ]
-    if g != h:
-        rows += [
-            (
-                f"k = k.repeat_interleave({h // g}, dim=1)",
-                f"(1, {h}, {T}, {hs})  query head i reads K/V head i // {h // g}",
-            ),
-            (f"v = v.repeat_interleave({h // g}, dim=1)", f"(1, {h}, {T}, {hs})"),
-        ]
-    rows += [
-        ("att = q @ k.transpose(-2, -1) / math.sqrt(hs)", f"(1, {h}, {T}, {T})  one {T}×{T} score map per head"),
-        ("att = att.softmax(dim=-1)", f"(1, {h}, {T}, {T})  each row sums to 1"),
-        ("y = att @ v", f"(1, {h}, {T}, {hs})"),
-        ("y = y.transpose(1, 2).reshape(B, T, C)", f"(1, {T}, {C})  the heads side by side again"),
-        ("y = y @ W_o", f"(1, {T}, {C})  W_o mixes what the heads found"),
-    ]
-    width = max(len(code) for code, _ in rows) + 2
-    return "\n".join(f"{code:<{width}}# {shape}" for code, shape in rows) + "\n"
