@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import AttentionTrace, attention_trace
+from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
 from .validation import check_int, check_tensor, check_weight
 
 
@@ -130,6 +130,27 @@ def _check_weights(
         )
 
 
+def _project(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    w_o: torch.Tensor,
+    n_heads: int,
+    n_kv_heads: int | None,
+    x_kv: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
+    """The checked inputs' q ``(N, ..., h, L, d_k)``, k ``(N, ..., g, S, d_k)``, v ``(N, ..., g, S, d_v)``, h, g."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    check_tensor("x", x, min_dim=2)
+    x_kv = x if x_kv is None else check_tensor("x_kv", x_kv, min_dim=2)
+    _check_weights(x, x_kv, w_q, w_k, w_v, w_o, h, g)
+    q = split_heads(x @ w_q, h)  # (N, ..., L, h·d_k) -> (N, ..., h, L, d_k)
+    k = split_heads(x_kv @ w_k, g)  # (N, ..., S, g·d_k) -> (N, ..., g, S, d_k)
+    v = split_heads(x_kv @ w_v, g)  # (N, ..., S, g·d_v) -> (N, ..., g, S, d_v)
+    return q, k, v, h, g
+
+
 def multi_head_trace(
     x: torch.Tensor,
     w_q: torch.Tensor,
@@ -156,14 +177,7 @@ def multi_head_trace(
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
         scale: multiplier of the scores, default ``1/√d_k``.
     """
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    check_tensor("x", x, min_dim=2)
-    x_kv = x if x_kv is None else check_tensor("x_kv", x_kv, min_dim=2)
-    _check_weights(x, x_kv, w_q, w_k, w_v, w_o, h, g)
-
-    q = split_heads(x @ w_q, h)  # (N, ..., L, h·d_k) -> (N, ..., h, L, d_k)
-    k = split_heads(x_kv @ w_k, g)  # (N, ..., S, g·d_k) -> (N, ..., g, S, d_k)
-    v = split_heads(x_kv @ w_v, g)  # (N, ..., S, g·d_v) -> (N, ..., g, S, d_v)
+    q, k, v, h, g = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
     heads = attention_trace(
         q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, is_causal=is_causal, scale=scale
     )  # weights (N, ..., h, L, S), output (N, ..., h, L, d_v)
@@ -188,11 +202,14 @@ def multi_head_attention(
 ) -> torch.Tensor:
     """concat_i softmax(Q_i K_{g(i)}ᵀ · scale) V_{g(i)} · W_o; returns ``(N, ..., L, d_out)``.
 
-    Same arguments as :func:`multi_head_trace`, which keeps every intermediate.
+    Same arguments as :func:`multi_head_trace`, which keeps every intermediate; this one keeps none
+    (the lean :func:`scaled_dot_product_attention` inside), so it costs what the arithmetic costs.
     """
-    return multi_head_trace(
-        x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv=x_kv, attn_mask=attn_mask, is_causal=is_causal, scale=scale
-    ).output
+    q, k, v, h, _ = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
+    out = scaled_dot_product_attention(
+        q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, is_causal=is_causal, scale=scale
+    )  # (N, ..., h, L, d_v)
+    return merge_heads(out) @ w_o  # (N, ..., L, h·d_v) @ (h·d_v, d_out) -> (N, ..., L, d_out)
 
 
 def mean_pool_kv(w: torch.Tensor, n_heads: int, n_kv_heads: int) -> torch.Tensor:
