@@ -8,13 +8,8 @@ import streamlit as st
 
 from attention_core import bench
 from ui import draw
-from ui.benchmark import data
-from ui.benchmark.controls import run_controls, sweep_controls
-from ui.benchmark.kernel import show_triton_kernel
+from ui.benchmark import controls, data, kernel, results, running, theory
 from ui.benchmark.params import ON_CLOUD
-from ui.benchmark.results import show_results
-from ui.benchmark.running import run
-from ui.benchmark.theory import show_theory
 from ui.frame import talk
 
 
@@ -36,14 +31,14 @@ def benchmark() -> None:
             "so even with large tiles it stays tens of times slower than SDPA's fused kernel (H100, n = 16384, "
             "fp16: 66 ms against 2.25 ms). Only a fused kernel, which keeps each tile on chip, reaches that speed."
         )
-    spec = sweep_controls()
+    spec = controls.sweep_controls()
     try:
         cap, _free = data.cap_and_free(spec.device)
         planned = data.plan(*astuple(spec), cap) if spec.impls else []
     except ValueError as exc:
         st.error(str(exc))
         return
-    budget, pressed, cancelled = run_controls(spec)
+    budget, pressed, cancelled = controls.run_controls(spec)
     refused = [p for p in planned if p[3]]
     where = "" if talk() else " (Streamlit Community Cloud)" if ON_CLOUD else " (set ATTENTION_BENCH_CAP_GB to change)"
     st.caption(
@@ -58,12 +53,12 @@ def benchmark() -> None:
     if pressed and spec.impls:
         st.session_state.pop("bm_result", None)
         try:
-            run(spec, budget, cap)
+            running.run(spec, budget, cap)
         except ValueError as exc:
             st.error(str(exc))
-    show_results()
-    show_theory(spec, cap)
-    show_triton_kernel(spec.device)
+    results.show_results()
+    theory.show_theory(spec, cap)
+    kernel.show_triton_kernel(spec.device)
 
 
 benchmark()
