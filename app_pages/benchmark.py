@@ -8,7 +8,7 @@ import streamlit as st
 
 from attention_core import bench
 from ui import draw
-from ui.benchmark import controls, data, kernel, results, running, theory
+from ui.benchmark import controls, data, results, running, theory
 from ui.benchmark.params import ON_CLOUD
 from ui.frame import talk
 
@@ -58,7 +58,7 @@ def benchmark() -> None:
             st.error(str(exc))
     results.show_results()
     theory.show_theory(spec, cap)
-    kernel.show_triton_kernel(spec.device)
+    theory.show_triton_kernel(spec.device)
 
 
 benchmark()
