@@ -13,6 +13,6 @@ N_MAX = 8192 if ON_CLOUD else 32768
 N_OPTIONS = tuple(2**p for p in range(int(math.log2(N_MIN)), int(math.log2(N_MAX)) + 1))
 D_OPTIONS = (16, 32, 64, 128)
 DEVICES = tuple(available_devices())
-DEVICE = str(default_device())
+DEVICE = str(default_device()) if str(default_device()) in DEVICES else "cpu"  # $ATTENTION_DEVICE=cuda: no index
 DEFAULT = bench.DEFAULT_SWEEP
 BUDGET_MAX = 60 if ON_CLOUD else 600  # seconds
