@@ -7,55 +7,42 @@ from dataclasses import astuple
 import streamlit as st
 
 from attention_core import bench
-from ui import urlstate
-from ui.benchmark import data
-from ui.benchmark.cloud import ON_CLOUD
-from ui.benchmark.controls import run_controls, sweep_controls
-from ui.benchmark.kernel import show_triton_kernel
-from ui.benchmark.params import PARAMS
-from ui.benchmark.results import show_results
-from ui.benchmark.running import run
-from ui.benchmark.theory import show_theory
+from ui import draw
+from ui.benchmark import controls, data, results, running, theory
+from ui.benchmark.params import ON_CLOUD
+from ui.frame import talk
 
 
 def benchmark() -> None:
-    urlstate.seed(PARAMS)
-    talk = urlstate.talk_mode()
     st.title("Benchmark: what attention costs here")
-    urlstate.notices()
-    if not talk:
-        st.markdown(
-            "Attention compares every query with every key, so the **naive** code that tutorials write, "
-            "`softmax(q @ k.T * scale) @ v`, builds an **n × n** matrix: twice the length means four times "
-            "the work and four times the memory. Fused kernels (torch's SDPA) and the **tiled** online "
-            "softmax do the same arithmetic without keeping that matrix. **explained** is the walkthrough's "
-            "path: it is slower than naive because it checks every n×n step for NaN and overflow and keeps "
-            "every intermediate (scores, scaled, weights) for the walkthrough to show. "
-            "Measure all of them on this machine."
-        )
+    draw.prose(
+        "Attention compares every query with every key, so the **naive** code that tutorials write, "
+        "`softmax(q @ k.T * scale) @ v`, builds an **n × n** matrix: twice the length means four times "
+        "the work and four times the memory. Fused kernels (torch's SDPA) and the **tiled** online "
+        "softmax do the same arithmetic without keeping that matrix. **explained** is the walkthrough's "
+        "path: it is slower than naive because it checks every n×n step for NaN and overflow and keeps "
+        "every intermediate (scores, scaled, weights) for the walkthrough to show. "
+        "Measure all of them on this machine."
+    )
+    if not talk():
         st.caption(
             "On a GPU, **tiled** shows what a loop in plain torch can and cannot reach: it keeps memory linear "
             "in n, but each tile costs a dozen kernel launches and a round trip of its scores through GPU memory, "
             "so even with large tiles it stays tens of times slower than SDPA's fused kernel (H100, n = 16384, "
             "fp16: 66 ms against 2.25 ms). Only a fused kernel, which keeps each tile on chip, reaches that speed."
         )
-    spec = sweep_controls()
-
+    spec = controls.sweep_controls()
     try:
         cap, _free = data.cap_and_free(spec.device)
         planned = data.plan(*astuple(spec), cap) if spec.impls else []
     except ValueError as exc:
         st.error(str(exc))
         return
-
-    budget, pressed, cancelled = run_controls(spec)
-    urlstate.publish(PARAMS)
+    budget, pressed, cancelled = controls.run_controls(spec)
     refused = [p for p in planned if p[3]]
-    cap_note = " (Streamlit Community Cloud)" if ON_CLOUD else " (set ATTENTION_BENCH_CAP_GB to change)"
-    if talk:
-        cap_note = ""
+    where = "" if talk() else " (Streamlit Community Cloud)" if ON_CLOUD else " (set ATTENTION_BENCH_CAP_GB to change)"
     st.caption(
-        f"{len(planned)} configurations · memory cap per configuration {bench.format_bytes(cap)}{cap_note}"
+        f"{len(planned)} configurations · memory cap per configuration {bench.format_bytes(cap)}{where}"
         + (f" · {len(refused)} will be skipped (over the cap or not available here)" if refused else "")
         + " · one benchmark at a time on this server"
     )
@@ -66,12 +53,12 @@ def benchmark() -> None:
     if pressed and spec.impls:
         st.session_state.pop("bm_result", None)
         try:
-            run(spec, budget, cap)
+            running.run(spec, budget, cap)
         except ValueError as exc:
             st.error(str(exc))
-    show_results(talk)
-    show_theory(spec, cap, talk)
-    show_triton_kernel(spec.device, talk)
+    results.show_results()
+    theory.show_theory(spec, cap)
+    theory.show_triton_kernel(spec.device)
 
 
 benchmark()

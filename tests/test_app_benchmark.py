@@ -1,20 +1,22 @@
-"""AppTest of the benchmark page: every widget, the Run button, the queue, the cache, bad links.
+"""AppTest of the benchmark page: every widget, the Run button, the queue, the cache, bad and old links.
 
 Sweeps here use n = 128 with tiny shapes, no matmul probe and no minimum timing time, so a
-run takes a second or two. Nothing asserts a speed.
+run takes a second or two. Nothing asserts a speed. The browser writes the URL when a control
+changes, which AppTest does not show: tests/test_browser_benchmark.py checks that part.
 """
 
 from __future__ import annotations
 
 import pytest
+from conftest import open_app_page
 from streamlit.testing.v1 import AppTest
 
 from attention_core import bench
 from attention_core.bench import IMPLEMENTATIONS
 from attention_core.bench import sweep as sweep_mod
+from attention_core.device import default_device
 from ui.runlock import RunLock
 
-PAGE = "pages/benchmark.py"
 TINY = {"bm_nmax": "128", "bm_d": "16", "bm_heads": "1"}
 
 
@@ -24,12 +26,8 @@ def _fast(monkeypatch):
     monkeypatch.setattr(sweep_mod, "matmul_peak_gflops", lambda device, dtype: 100.0)
 
 
-def open_page(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=120)
-    if query:
-        at.query_params.update(query)
-    at.switch_page(PAGE)
-    at.run()
+def open_page(query: dict[str, str | list[str]] | None = None) -> AppTest:
+    at = open_app_page("benchmark", query)
     assert not at.exception, at.exception
     return at
 
@@ -38,6 +36,11 @@ def text(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
     parts += [i.value for i in at.info] + [e.value for e in at.error]
     return "\n".join(str(p) for p in parts)
+
+
+def notice(at: AppTest) -> str:
+    """The frame's note about a link's values that no control took ("" when there is none)."""
+    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
 
 
 def results_frame(at: AppTest):
@@ -77,7 +80,8 @@ def test_every_widget_then_run_gives_a_table_a_csv_and_no_exception():
     at.toggle(key="bm_causal").set_value(True).run()
     at.slider(key="bm_budget").set_value(60).run()
     assert not at.exception, at.exception
-    assert at.query_params["bm_dtype"] == "bfloat16" and at.query_params["bm_causal"] == "1"
+    s = at.session_state
+    assert (s["bm_dtype"], s["bm_causal"], s["bm_batch"], s["bm_budget"]) == ("bfloat16", True, 2, 60)
 
     at.button(key="bm_run").click().run()
     assert not at.exception, at.exception
@@ -153,20 +157,53 @@ def test_no_implementation_chosen_disables_run():
     assert "Choose at least one implementation" in text(at)
 
 
-@pytest.mark.parametrize(("raw", "expect"), [("3000", 4096), ("lots", 2048), ("1000000", "largest")])
-def test_bad_links_are_snapped_or_clamped(raw, expect):
-    """3000 is nearer 4096 than 2048 on the log scale the lengths live on."""
-    at = open_page({"bm_nmax": raw})
-    slider = at.select_slider(key="bm_nmax")
-    largest = max(int(o) for o in slider.options)
-    assert slider.value == (largest if expect == "largest" else expect)
-    if raw != "3000":
-        assert "out of range" in text(at)
+@pytest.mark.parametrize("raw", ["3000", "lots", "1000000"])
+def test_a_bad_length_in_a_link_falls_back_to_the_default_with_a_notice(raw):
+    """n runs over powers of two: anything else in a link is not taken, and the viewer is told."""
+    at = open_page({"bm_nmax": raw, "bm_heads": "2"})
+    assert at.select_slider(key="bm_nmax").value == bench.DEFAULT_SWEEP.ns[-1]
+    assert "bm_nmax =" in notice(at) and "bm_heads" not in notice(at)  # the good value beside it is kept
+    assert at.slider(key="bm_heads").value == 2
+
+
+def test_float16_is_offered_on_cuda_only():
+    at = open_page({"bm_dtype": "float16"})
+    on_cuda = str(default_device()).startswith("cuda")
+    assert at.selectbox(key="bm_dtype").value == ("float16" if on_cuda else "float32")
+    assert ("bm_dtype =" in notice(at)) == (not on_cuda)
+
+
+def test_a_link_in_todays_form_restores_the_view():
+    """What the browser writes (tests/test_browser_benchmark.py checks the writing itself)."""
+    link = {"bm_impl": ["sdpa", "naive"], "bm_nmin": "256", "bm_nmax": "4096", "bm_d": "32", "bm_batch": "2",
+            "bm_dtype": "bfloat16", "bm_causal": "true", "bm_budget": "30", "talk": "true"}  # fmt: skip
+    at = open_page(link)
+    s = at.session_state
+    assert s["bm_impl"] == ["sdpa", "naive"] and (s["bm_nmin"], s["bm_nmax"], s["bm_d"]) == (256, 4096, 32)
+    assert (s["bm_batch"], s["bm_dtype"], s["bm_causal"], s["bm_budget"], s["talk"]) == (2, "bfloat16", True, 30, True)
+    assert "10 configurations" in text(at) and not notice(at)
+
+
+def test_a_bookmark_from_before_bound_widgets_opens_the_same_view():
+    """Old links wrote lists with commas and on/off as 1/0; they are rewritten once and open as before."""
+    at = open_page({"bm_impl": "naive,tiled", "bm_causal": "1", "bm_nmax": "4096", "bm_d": "32", "talk": "1"})
+    s = at.session_state
+    assert (s["bm_impl"], s["bm_causal"], s["bm_nmax"], s["bm_d"]) == (["naive", "tiled"], True, 4096, 32)
+    assert s["talk"]
+    assert at.query_params["bm_impl"] == ["naive", "tiled"] and at.query_params["bm_causal"] == "true"
+    assert not notice(at)
+
+
+def test_the_device_is_named_and_an_old_link_naming_it_opens_on_it():
+    """The device shows as "CPU" or "CUDA (cuda:0)"; links from before bind wrote its value (bm_device=cpu)."""
+    at = open_page({"bm_device": "cpu"})
+    assert at.selectbox(key="bm_device").value == "cpu"
+    assert at.selectbox(key="bm_device").options[0] == "CPU"
 
 
 def test_talk_mode_shows_less_prose():
     normal = open_page()
-    talk = open_page({"talk": "1"})
+    talk = open_page({"talk": "true"})
     assert not talk.exception
     assert "Attention compares every query" in text(normal)
     assert "Attention compares every query" not in text(talk)

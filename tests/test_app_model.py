@@ -1,39 +1,31 @@
-"""AppTest of the Real attention page: every control, bad sentences, URL state, talk mode, and the
-numbers it names checked against the model's weights computed directly (not through the page)."""
+"""AppTest of the Real attention page: every control, bad sentences, links old and new, talk mode, and the
+numbers it names checked against the model's weights computed directly (not through the page).
+
+The browser writes the URL when a control changes, which AppTest does not show: tests/test_browser_model.py
+checks that part.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 import torch
+from conftest import open_app_page
 from streamlit.testing.v1 import AppTest
 
-from attention_core.bert import encode, load_bert
+from attention_core.bert.encoder import encode, load_bert
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TIRED = "The animal didn't cross the street because it was too tired."
 WIDE = "The animal didn't cross the street because it was too wide."
+TOKENS = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it", "was", "too", "tired",
+          ".", "[SEP]"]  # fmt: skip
 
 
 def open_page(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update(query or {})  # the frame (talk mode) reads its part on the first run
-    at.run()  # AppTest knows the navigation's pages only after a first run
-    at.switch_page("pages/model.py")
-    at.query_params.clear()
-    at.query_params.update(query or {})
-    at.run()
+    at = open_app_page("model", query)
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def qp(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
 
 
 def text_of(at: AppTest) -> str:
@@ -42,9 +34,18 @@ def text_of(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def notice(at: AppTest) -> str:
+    """The frame's note about a link's values that no control took ("" when there is none)."""
+    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
+
+
 def page_links(at: AppTest) -> list[tuple[str, dict[str, list[str]]]]:
     links = [el for el in at.main if getattr(el, "type", "") == "page_link"]
     return [(el.proto.label, parse_qs(el.proto.query_string)) for el in links]
+
+
+def charts(at: AppTest) -> int:
+    return len([c for c in at.main if getattr(c, "type", "") == "plotly_chart"])
 
 
 @pytest.fixture(scope="module")
@@ -54,25 +55,35 @@ def bert():
 
 def test_the_default_opens_on_the_tired_sentence_with_it_chosen() -> None:
     at = open_page()
-    assert at.session_state["md_text"] == TIRED
-    tokens = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it", "was", "too",
-              "tired", ".", "[SEP]"]  # fmt: skip
-    assert at.session_state["md_tok"] == tokens.index("it")
+    assert at.session_state["md_text"] == TIRED and at.session_state["md_ex"] == "Tired animal"
+    assert at.session_state["md_tok"] == "10: it" == at.selectbox(key="md_tok").options[TOKENS.index("it")]
     assert "Who does `it` look at?" in text_of(at)
-    assert len([c for c in at.main if getattr(c, "type", "") == "plotly_chart"]) == 5  # grid, token, 3 maps
+    assert charts(at) == 5  # grid, token, 3 maps
+    assert not notice(at)
 
 
 def test_every_example_sets_the_sentence_and_typing_switches_to_your_own() -> None:
     at = open_page()
-    for option in ("wide", "trophy", "keys", "tired"):
+    for option in ("Wide street", "Trophy and suitcase", "Keys and cabinet", "Tired animal"):
         at.selectbox(key="md_ex").set_value(option).run()
         assert not at.exception
         assert at.session_state["md_text"].startswith(("The animal", "The trophy", "The keys"))
+    at.selectbox(key="md_ex").set_value("Wide street").run()
+    assert at.session_state["md_text"] == WIDE
     at.text_input(key="md_text").set_value("The cat sat on the mat because it was warm.").run()
-    assert at.session_state["md_ex"] == "own"
-    assert qp(at, "md_text") == "The cat sat on the mat because it was warm."
-    at.selectbox(key="md_ex").set_value("own").run()
+    assert at.session_state["md_ex"] == "Your own sentence"
+    at.selectbox(key="md_ex").set_value("Your own sentence").run()
     assert at.session_state["md_text"] == "The cat sat on the mat because it was warm."
+
+
+def test_a_new_sentence_starts_the_token_picker_again_from_it() -> None:
+    at = open_page()
+    at.selectbox(key="md_tok").set_value("2: animal").run()
+    assert "Who does `animal` look at?" in text_of(at)
+    at.selectbox(key="md_ex").set_value("Trophy and suitcase").run()
+    assert at.session_state["md_tok"].endswith(": it") and "Who does `it` look at?" in text_of(at)
+    at.text_input(key="md_text").set_value("Dogs bark at night.").run()
+    assert at.session_state["md_tok"] == "1: dogs"  # no "it": the first word
 
 
 @pytest.mark.parametrize(
@@ -89,7 +100,7 @@ def test_bad_sentences_get_a_message_not_a_traceback(text: str, message: str) ->
     at.text_input(key="md_text").set_value(text).run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.error) == 1 and message in at.error[0].value
-    at.selectbox(key="md_ex").set_value("wide").run()  # and the page recovers
+    at.selectbox(key="md_ex").set_value("Wide street").run()  # and the page recovers
     assert not at.error and not at.exception
 
 
@@ -104,10 +115,10 @@ def test_layer_and_head_build_the_walkthrough_link() -> None:
     at = open_page()
     at.selectbox(key="md_layer").set_value(5).run()
     at.selectbox(key="md_head").set_value(11).run()
-    (label, query), = page_links(at)
+    ((label, query),) = page_links(at)
     assert "L5·H11" in label
-    assert query == {"preset": ["model"], "text": [TIRED], "layer": ["5"], "head": ["11"]}
-    assert qp(at, "md_layer") == "5" and qp(at, "md_head") == "11"
+    assert query == {"preset": ["Trained model"], "text": [TIRED], "layer": ["5"], "head": ["11"]}
+    assert charts(at) == 5
 
 
 def test_choosing_a_token_redraws_its_row_and_names_its_strongest_links(bert) -> None:
@@ -115,8 +126,9 @@ def test_choosing_a_token_redraws_its_row_and_names_its_strongest_links(bert) ->
     _, out = encode(bert, [TIRED])
     w = torch.stack([a.weights[0] for a in out.attentions])  # (6, 12, L, L), computed here, not by the page
     for tok in (2, 8, 13):  # animal, street, tired
-        at.selectbox(key="md_tok").set_value(tok).run()
+        at.selectbox(key="md_tok").set_value(f"{tok}: {TOKENS[tok]}").run()
         assert not at.exception
+        assert f"Who does `{TOKENS[tok]}` look at?" in text_of(at)
         links = next(m.value for m in at.markdown if m.value.startswith("**Strongest links"))
         n = w.shape[-1]
         keys = [j for j in range(1, n - 1) if j != tok]
@@ -124,7 +136,6 @@ def test_choosing_a_token_redraws_its_row_and_names_its_strongest_links(bert) ->
         layer, head = divmod(int(best.argmax()), 12)
         assert links.split(":** ", 1)[1].startswith(f"L{layer}·H{head} gives"), links
         assert f"{float(best.max()):.2f}" in links
-        assert qp(at, "md_tok") == str(tok)
 
 
 def test_the_pair_section_reports_the_models_own_numbers(bert) -> None:
@@ -150,40 +161,71 @@ def test_the_pair_section_reports_the_models_own_numbers(bert) -> None:
 
 
 def test_a_link_naming_only_an_example_shows_that_example() -> None:
-    at = open_page({"md_ex": "wide"})
-    assert at.session_state["md_ex"] == "wide" and at.session_state["md_text"] == WIDE
-    assert qp(at, "md_ex") == "wide"
+    at = open_page({"md_ex": "Wide street"})
+    assert at.session_state["md_ex"] == "Wide street" and at.session_state["md_text"] == WIDE
+    assert at.query_params["md_ex"] == "Wide street" and at.query_params["md_text"] == WIDE
+    assert not notice(at)
 
 
-def test_a_link_restores_the_view_and_bad_values_get_a_notice() -> None:
-    at = open_page({"md_text": "Dogs bark at night.", "md_layer": "2", "md_head": "7", "md_tok": "1"})
-    assert at.session_state["md_ex"] == "own"
-    assert at.session_state["md_layer"] == 2 and at.session_state["md_head"] == 7
-    assert "Who does `dogs` look at?" in text_of(at)
-    at = open_page({"md_layer": "99", "md_head": "x", "md_ex": "<script>"})
+@pytest.mark.parametrize("example", [None, "Wide street"])
+def test_a_link_with_a_sentence_of_its_own_is_your_own(example: str | None) -> None:
+    """A hand-made link: its sentence wins over the example it names (or the default one)."""
+    at = open_page({"md_text": "Dogs bark at night."} | ({"md_ex": example} if example else {}))
+    assert (at.session_state["md_ex"], at.session_state["md_text"]) == ("Your own sentence", "Dogs bark at night.")
+    assert not notice(at)
+
+
+def test_a_link_in_todays_form_restores_the_view() -> None:
+    """What the browser writes for a chosen view (tests/test_browser_model.py checks the writing itself)."""
+    at = open_page({"md_ex": "Your own sentence", "md_text": "Dogs bark at night.", "md_layer": "2", "md_head": "7",
+                    "md_tok": "2: bark", "talk": "true"})  # fmt: skip
+    s = at.session_state
+    assert (s["md_ex"], s["md_text"], s["md_layer"], s["md_head"], s["md_tok"]) == (
+        "Your own sentence", "Dogs bark at night.", 2, 7, "2: bark"
+    )  # fmt: skip
+    assert s["talk"] and "Who does `bark` look at?" in text_of(at)
+    assert not notice(at)
+
+
+def test_bad_values_in_a_link_fall_back_to_the_defaults_with_a_notice() -> None:
+    at = open_page({"md_layer": "99", "md_head": "x", "md_ex": "<script>", "md_tok": "99: zz", "md_text": TIRED})
     assert not at.exception
-    notice = at.info[0].value
-    assert notice.startswith("This link asked for") and "<script>" not in notice
-    assert at.session_state["md_layer"] == 5 and at.session_state["md_head"] == 1
+    text = notice(at)
+    assert text and "<script>" not in text
+    for key in ("md_layer", "md_head", "md_ex", "md_tok"):
+        assert f"{key} =" in text
+    s = at.session_state
+    assert (s["md_layer"], s["md_head"], s["md_ex"], s["md_tok"]) == (3, 1, "Tired animal", "10: it")
+
+
+def test_a_bookmark_from_before_bound_widgets_opens_the_same_view() -> None:
+    """Old links wrote the example's code, the token's index and talk=1; they are rewritten once and open as before."""
+    at = open_page({"md_ex": "wide", "md_tok": "8", "md_layer": "2", "talk": "1"})
+    s = at.session_state
+    assert (s["md_ex"], s["md_text"], s["md_tok"], s["md_layer"]) == ("Wide street", WIDE, "8: street", 2)
+    assert s["talk"]
+    assert at.query_params["md_ex"] == "Wide street" and at.query_params["md_tok"] == "8: street"
+    assert not notice(at)
+    at = open_page({"md_text": "Dogs bark at night.", "md_tok": "-1"})  # -1 meant "it", or the first word
+    assert at.session_state["md_tok"] == "1: dogs" and not notice(at)
 
 
 def test_talk_mode_folds_the_controls_and_keeps_the_figures() -> None:
-    at = open_page({"talk": "1"})
+    at = open_page({"talk": "true"})
     assert not at.title  # the title goes in talk mode, as on the other pages
-    assert len([c for c in at.main if getattr(c, "type", "") == "plotly_chart"]) == 5
-    assert qp(at, "talk") == "1"
-    (_, query), = page_links(at)
-    assert query["talk"] == ["1"]
+    assert charts(at) == 5
+    ((_, query),) = page_links(at)
+    assert "talk" not in query  # the frame's talk toggle goes along to every page by itself
 
 
-def test_the_walkthrough_opens_a_head_with_its_real_weights(bert) -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page("pages/walkthrough.py")
-    at.query_params.clear()
-    at.query_params.update({"preset": "model", "text": TIRED, "layer": "3", "head": "1", "view": "query"})
-    at.run()
+def test_the_walkthrough_opens_the_linked_head_with_its_real_weights(bert) -> None:
+    model = open_page()
+    ((_, query),) = page_links(model)  # the model page's link to L3·H1, as the walkthrough reads it
+    at = open_app_page("walkthrough", {k: v[0] for k, v in query.items()} | {"view": "One query"})
     assert not at.exception, [e.value for e in at.exception]
+    assert (at.session_state["preset"], at.session_state["text"]) == ("model", TIRED)
+    assert (at.session_state["layer"], at.session_state["head"]) == (3, 1)
+    assert not notice(at)
     _, out = encode(bert, [TIRED])
     row = out.attentions[3].weights[0, 1, 10]  # "it" is token 10
     headline = next(m.value for m in at.markdown if m.value.startswith("####"))
@@ -195,11 +237,8 @@ def test_the_walkthrough_opens_a_head_with_its_real_weights(bert) -> None:
 
 def test_the_reading_names_a_second_key_only_when_its_share_shows(bert) -> None:
     """“[CLS]” puts almost all of its weight on itself in layer 3, head 1: no “and 0% from …”."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page("pages/walkthrough.py")
-    at.query_params.update({"preset": "model", "text": TIRED, "layer": "3", "head": "1", "view": "query"})
-    at.run()
+    at = open_app_page("walkthrough", {"preset": "Trained model", "text": TIRED, "layer": "3", "head": "1",
+                                       "view": "One query"})  # fmt: skip
     _, out = encode(bert, [TIRED])
     branches = set()
     for q in (0, 10):  # [CLS], "it"

@@ -1,5 +1,6 @@
 """The Real attention page in a real browser: it loads (and in talk mode at 1280×720), a click on a
-head's tile opens that head in the walkthrough, and a sentence typed into the box reruns the page.
+head's tile opens that head in the walkthrough (talk mode going along), and a sentence typed into the box
+reruns the page and is written in the link.
 
 Uses the shared harness (``streamlit run`` + Debian's Chromium). Nothing here asserts a speed.
 """
@@ -39,11 +40,18 @@ def test_the_page_loads_with_every_section(page: Page, streamlit_server: Streaml
     screenshot(page, artifacts_dir, "model")
 
     page.set_viewport_size(TALK_VIEWPORT)
-    goto(page, streamlit_server, "/model?talk=1", timeout=120_000)
+    goto(page, streamlit_server, "/model?talk=true", timeout=120_000)
     assert exception_texts(page) == []
-    assert query(page).get("talk") == "1"
+    assert query(page).get("talk") == "true"
     page.locator(".st-key-md_grid .js-plotly-plot").wait_for(state="visible")
     screenshot(page, artifacts_dir, "model-talk")
+
+    # The link under the grid opens the chosen head in the walkthrough; talk mode goes along by itself.
+    rerun(page, page.get_by_role("link", name="Open L3·H1 in the walkthrough", exact=False).click, timeout=120_000)
+    assert urlsplit(page.url).path.endswith("/walkthrough") and exception_texts(page) == []
+    q = query(page)
+    assert (q.get("preset"), q.get("layer"), q.get("head"), q.get("talk")) == ("Trained model", None, None, "true")
+    assert page.locator(".st-key-talk input").is_checked()
 
 
 def test_clicking_a_tile_opens_that_head_in_the_walkthrough(page: Page, streamlit_server: StreamlitServer):
@@ -58,7 +66,7 @@ def test_clicking_a_tile_opens_that_head_in_the_walkthrough(page: Page, streamli
     wait_idle(page, timeout=120_000)
     assert urlsplit(page.url).path.endswith("/walkthrough")
     q = query(page)
-    assert (q.get("preset"), q.get("layer"), q.get("head")) == ("model", "5", "11")
+    assert (q.get("preset"), q.get("layer"), q.get("head")) == ("Trained model", "5", "11")
     assert exception_texts(page) == []
     assert "Real weights: all-MiniLM-L6-v2, layer 5, head 11" in main_text(page)
 
@@ -70,6 +78,7 @@ def test_typing_a_sentence_reruns_and_keeps_it_in_the_url(page: Page, streamlit_
     rerun(page, lambda: box.press("Enter"), timeout=120_000)
     assert exception_texts(page) == []
     assert query(page).get("md_text") == "The trophy didn't fit because it was too big."
+    assert query(page).get("md_ex") == "Your own sentence"
     assert "Who does\nit\nlook at?" in main_text(page) or "Who does it look at?" in main_text(page)
     box.fill("")
     rerun(page, lambda: box.press("Enter"), timeout=120_000)

@@ -236,17 +236,14 @@ def test_cuda_benchmark_row_names_the_autotuned_tiles():
 
 
 def test_the_page_shows_both_sources_and_the_sentence(no_interpreter, monkeypatch):
-    from streamlit.testing.v1 import AppTest
+    from conftest import open_app_page
 
     from attention_core import bench
     from attention_core.bench import sweep as sweep_mod
 
     monkeypatch.setattr(bench, "DEFAULT_MIN_RUN_TIME", 0.0)
     monkeypatch.setattr(sweep_mod, "matmul_peak_gflops", lambda device, dtype: 100.0)
-    at = AppTest.from_file("../app.py", default_timeout=120)
-    at.query_params.update({"bm_impl": "tiled-triton", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1"})
-    at.switch_page("pages/benchmark.py")
-    at.run()
+    at = open_app_page("benchmark", {"bm_impl": "tiled-triton", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1"})
     assert not at.exception, at.exception
     assert any(NEEDS_GPU in str(i.value) for i in at.info)
     shown = [c.value for c in at.code]  # the link-to-this-view box is an st.code too

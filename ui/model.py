@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core.bert import Bert, encode, load_bert
+from attention_core.bert.encoder import Bert, encode, load_bert
 
 
 @st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (22.6 M weights, read from the installed package)…")

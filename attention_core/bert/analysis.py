@@ -114,6 +114,11 @@ class PairReading:
     b_referent: str
     heads: tuple[HeadReading, ...]  # every head, best margin first
 
+    @property
+    def resolving(self) -> tuple[HeadReading, ...]:
+        """The heads that favour the right noun in both sentences, best margin first."""
+        return tuple(h for h in self.heads if h.resolves)
+
     def mean(self, field: str) -> float:
         """The mean over heads of one :class:`HeadReading` field, e.g. ``"b_wrong"``."""
         return sum(getattr(h, field) for h in self.heads) / len(self.heads)

@@ -1,1 +1,1 @@
-"""The benchmark page's parts: its URL parameters, controls, cached wrappers, the run, and what it shows."""
+"""The benchmark page's parts: its ranges, controls, cached wrappers, the run, and what it shows."""

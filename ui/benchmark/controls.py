@@ -1,74 +1,42 @@
-"""The benchmark page's controls: read the widgets, return plain values."""
+"""The benchmark page's controls, each bound to the URL where it is drawn: read the widgets, return plain values."""
 
 from __future__ import annotations
-
-import math
 
 import streamlit as st
 
 from attention_core import bench
-from ui import urlstate
-from ui.benchmark.params import (
-    BATCH,
-    BUDGET,
-    CAUSAL,
-    D_OPTIONS,
-    DEFAULT,
-    DEVICE,
-    DEVICES,
-    DTYPE,
-    HEADS,
-    IMPLS,
-    N_FROM,
-    N_MIN,
-    N_OPTIONS,
-    N_TO,
-    D,
-)
+from ui import links
+from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEVICE, DEVICES, N_OPTIONS
 from ui.benchmark.server import results
+
+DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
 
 
 def sweep_controls() -> bench.SweepSpec:
     """Read the widgets; return the sweep they describe."""
+    links.upgrade(bm_impl=links.comma_list, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
     described = "\n".join(f"- **{i.name}**: {i.description}" for i in bench.IMPLEMENTATIONS.values())
-    top = st.columns([4, 2, 2])
-    top[0].multiselect("Implementations", IMPLS.options, key=IMPLS.key, help=described)
-    for param in (N_FROM, N_TO):
-        _snap_to_power_of_two(param.key)
-    top[1].select_slider("Smallest n", options=N_OPTIONS, key=N_FROM.key)
-    top[2].select_slider("Largest n", options=N_OPTIONS, key=N_TO.key, help="n runs over the powers of two between.")
-    row = st.columns([2, 2, 2, 2, 3, 2])
-    urlstate.ensure_choice(D.key, D_OPTIONS, DEFAULT.d)
-    row[0].select_slider("Head size d", options=D_OPTIONS, key=D.key)
-    row[1].slider("Heads", HEADS.low, HEADS.high, key=HEADS.key)
-    row[2].slider("Batch", BATCH.low, BATCH.high, key=BATCH.key)
-    device = st.session_state[DEVICE.key]
+    top, row = st.columns([4, 2, 2]), st.columns([2, 2, 2, 2, 3, 2], vertical_alignment="bottom")
+    impls = top[0].multiselect("Implementations", tuple(bench.IMPLEMENTATIONS), DEFAULT.impls, key="bm_impl",
+                               bind="query-params", help=described)
+    lo = top[1].select_slider("Smallest n", N_OPTIONS, DEFAULT.ns[0], key="bm_nmin", bind="query-params")
+    hi = top[2].select_slider("Largest n", N_OPTIONS, DEFAULT.ns[-1], key="bm_nmax", bind="query-params",
+                              help="n runs over the powers of two between.")
+    # The device first: its dtypes depend on it (a float16 left from a CUDA device falls back to float32).
+    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEVICE), format_func=DEVICE_NAMES.get,
+                              key="bm_device", bind="query-params")
     dtypes = ("float32", "bfloat16", "float16") if device.startswith("cuda") else ("float32", "bfloat16")
-    urlstate.ensure_choice(DTYPE.key, dtypes, "float32")
-    row[3].selectbox("dtype", dtypes, key=DTYPE.key, help="float16 is offered on CUDA devices.")
-    row[4].selectbox("Device", DEVICES, key=DEVICE.key, format_func=lambda d: "CPU" if d == "cpu" else f"CUDA ({d})")
-    with row[5]:
-        st.write("")
-        st.toggle("Causal", key=CAUSAL.key, help="Each query sees only earlier keys: half the work.")
-    lo, hi = sorted((st.session_state[N_FROM.key], st.session_state[N_TO.key]))
-    spec = bench.SweepSpec(
-        impls=tuple(st.session_state[IMPLS.key]),
-        ns=tuple(n for n in N_OPTIONS if lo <= n <= hi),
-        d=int(st.session_state[D.key]),
-        heads=int(st.session_state[HEADS.key]),
-        batch=int(st.session_state[BATCH.key]),
-        dtype=st.session_state[DTYPE.key],
-        causal=bool(st.session_state[CAUSAL.key]),
-        device=st.session_state[DEVICE.key],
-    )
-    return spec
-
-
-def _snap_to_power_of_two(key: str) -> None:
-    """A length from the URL that is not a power of two becomes the nearest one offered."""
-    value = int(st.session_state.get(key, N_MIN))
-    if value not in N_OPTIONS:
-        st.session_state[key] = min(N_OPTIONS, key=lambda o: abs(math.log2(max(value, 1)) - math.log2(o)))
+    lo, hi = sorted((lo, hi))
+    return bench.SweepSpec(
+        impls=tuple(impls), ns=tuple(n for n in N_OPTIONS if lo <= n <= hi), device=device,
+        d=row[0].select_slider("Head size d", D_OPTIONS, DEFAULT.d, key="bm_d", bind="query-params"),
+        heads=row[1].slider("Heads", 1, 16, DEFAULT.heads, key="bm_heads", bind="query-params"),
+        batch=row[2].slider("Batch", 1, 8, DEFAULT.batch, key="bm_batch", bind="query-params"),
+        dtype=row[3].selectbox("dtype", dtypes, key="bm_dtype", bind="query-params",
+                               help="float16 is offered on CUDA devices."),
+        causal=row[5].toggle("Causal", DEFAULT.causal, key="bm_causal", bind="query-params",
+                             help="Each query sees only earlier keys: half the work."),
+    )  # fmt: skip
 
 
 def _flag(name: str) -> None:
@@ -77,38 +45,13 @@ def _flag(name: str) -> None:
 
 def run_controls(spec: bench.SweepSpec) -> tuple[int, bool, bool]:
     """The time budget and the Run, Cancel and Forget buttons: the budget, and whether Run or Cancel was pressed."""
-    controls = st.columns([3, 1.2, 1.2, 2])
-    budget = controls[0].slider("Time budget (s)", BUDGET.low, BUDGET.high, step=5, key=BUDGET.key)
+    c = st.columns([3, 1.2, 1.2, 2], vertical_alignment="center")
+    budget = c[0].slider("Time budget (s)", 5, BUDGET_MAX, 20, step=5, key="bm_budget", bind="query-params")
     # Buttons report through callbacks: a callback's flag survives a rerun that a return value would not.
-    with controls[1]:
-        st.write("")
-        st.button(
-            "Run",
-            key="bm_run",
-            type="primary",
-            icon=":material/play_arrow:",
-            disabled=not spec.impls,
-            on_click=_flag,
-            args=("bm_run_asked",),
-        )
-    with controls[2]:
-        st.write("")
-        st.button(
-            "Cancel",
-            key="bm_cancel",
-            icon=":material/stop:",
-            help="Stops a running or queued benchmark.",
-            on_click=_flag,
-            args=("bm_cancel_asked",),
-        )
-    with controls[3]:
-        st.write("")
-        st.button(
-            "Forget measurements",
-            key="bm_forget",
-            help="Measure every configuration again on the next run.",
-            on_click=results().forget,
-        )
-    pressed = st.session_state.pop("bm_run_asked", False)
-    cancelled = st.session_state.pop("bm_cancel_asked", False)
-    return budget, pressed, cancelled
+    c[1].button("Run", key="bm_run", type="primary", icon=":material/play_arrow:", disabled=not spec.impls,
+                on_click=_flag, args=("bm_run_asked",))
+    c[2].button("Cancel", key="bm_cancel", icon=":material/stop:", help="Stops a running or queued benchmark.",
+                on_click=_flag, args=("bm_cancel_asked",))
+    c[3].button("Forget measurements", key="bm_forget", help="Measure every configuration again on the next run.",
+                on_click=results().forget)
+    return budget, st.session_state.pop("bm_run_asked", False), st.session_state.pop("bm_cancel_asked", False)

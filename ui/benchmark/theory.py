@@ -1,79 +1,72 @@
-"""What to expect: the n×n memory table, the FLOP table and the card describing this machine."""
+"""What to expect, before any run: the n×n memory table, the FLOP table, the card describing this machine, and
+tiled.py beside the Triton kernel that runs its recurrence in one launch."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from attention_core import bench
+from attention_core.tiled_triton import triton_available, triton_kernel_sources
+from ui import draw
 from ui.benchmark import data
 from ui.benchmark.params import DEFAULT
 from ui.benchmark.server import results
+from ui.frame import talk
+
+TICK = st.column_config.CheckboxColumn
 
 
-def _round_mib(free: int | None) -> int | None:
-    """Free memory to the MiB, so the cached table is not rebuilt for every byte that moves."""
-    return None if free is None else free // 2**20 * 2**20
-
-
-def show_theory(spec: bench.SweepSpec, cap: int, talk: bool) -> None:
+def show_theory(spec: bench.SweepSpec, cap: int) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
-    cols = st.columns(2, gap="large")
-    with cols[0]:
+    left, right = st.columns(2, gap="large")
+    with left:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
         st.latex(r"\text{bytes} = n^2 \cdot \text{itemsize} \cdot B \cdot H")
         _cap, free = data.cap_and_free(spec.device)
-        table = data.memory_table(spec.dtype, spec.batch, spec.heads, _round_mib(free), cap)
+        rounded = None if free is None else free // 2**20 * 2**20  # to the MiB: not a new table per byte that moves
+        table = data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap)
         st.dataframe(
-            [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table],
-            hide_index=True,
-            width="stretch",
-            column_config={  # short headers, so the table fits half the page in talk mode too
-                "fits here": st.column_config.CheckboxColumn("fits", help="one score matrix fits in free memory"),
-                "naive ≤ cap": st.column_config.CheckboxColumn(
-                    "naive", help="the naive code's peak (two score matrices) fits under the cap"
-                ),
-                "explained ≤ cap": st.column_config.CheckboxColumn(
-                    "explained", help="the explained path's peak (six score matrices) fits under the cap"
-                ),
+            [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table], hide_index=True,
+            width="stretch", column_config={  # short headers, so the table fits half the page in talk mode too
+                "fits here": TICK("fits", help="one score matrix fits in free memory"),
+                "naive ≤ cap": TICK("naive", help="the naive code's peak (two score matrices) fits under the cap"),
+                "explained ≤ cap": TICK("explained", help="the explained path's peak (six score matrices) fits under "
+                                        "the cap"),
             },
-        )
+        )  # fmt: skip
         if free:
-            n_fit = bench.largest_fitting_n(free, spec.dtype, spec.batch, spec.heads)
-            n_naive = bench.largest_fitting_n(cap, spec.dtype, spec.batch, spec.heads, copies=2)
-            n_explained = bench.largest_fitting_n(cap, spec.dtype, spec.batch, spec.heads, copies=6)
+            n_fit, n_naive, n_explained = (
+                bench.largest_fitting_n(limit, spec.dtype, spec.batch, spec.heads, copies=copies)
+                for limit, copies in ((free, 1), (cap, 2), (cap, 6))
+            )
             st.markdown(
                 f"Largest n whose score matrix fits in the free memory here ({bench.format_bytes(free)}): "
                 f"**{n_fit}**. At its peak the naive code holds two of them and the explained path six; "
                 f"under the cap they reach **{n_naive}** and **{n_explained}**."
             )
-    with cols[1]:
+    with right:
         n = spec.ns[-1] if spec.ns else DEFAULT.ns[-1]
         st.markdown(f"**FLOPs per call** at n = {n}, d = {spec.d}{', causal' if spec.causal else ''}")
         st.latex(r"\text{FLOPs} \approx 4 \cdot B \cdot H \cdot n^2 \cdot d")
-        flops = data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal)
         st.dataframe(
-            [
-                {"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
-                for r in flops
-            ],
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "GFLOP": st.column_config.NumberColumn(format="%.3g"),
+            [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
+             for r in data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal)],
+            hide_index=True, width="stretch", column_config={
+                "GFLOP": draw.NUMBER(format="%.3g"),
                 "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0),
             },
-        )
-        if not talk:
+        )  # fmt: skip
+        if not talk():
             st.caption(
                 "The two matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
                 "but read and write the whole n×n matrix, which is where the naive code loses time."
             )
-            st.markdown(
-                "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: "
-                "naive ≈ 3–4× the time of SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×. "
-                "`python benchmarks/report.py` measures all three side by side on your machine."
-            )
+        draw.prose(
+            "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: "
+            "naive ≈ 3–4× the time of SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×. "
+            "`python benchmarks/report.py` measures all three side by side on your machine."
+        )
     environment_card(spec)
 
 
@@ -85,7 +78,43 @@ def environment_card(spec: bench.SweepSpec) -> None:
     items = list(env.items())
     with st.container(border=True):
         st.markdown("**This machine**")
-        cols = st.columns(4)
-        per = -(-len(items) // len(cols))
-        for i, col in enumerate(cols):
+        per = -(-len(items) // 4)
+        for i, col in enumerate(st.columns(4)):
             col.markdown("  \n".join(f"{k}: `{v}`" for k, v in items[i * per : (i + 1) * per]))
+
+
+@st.cache_data(show_spinner=False)
+def _kernel_sources() -> dict[str, str]:
+    return triton_kernel_sources()
+
+
+def show_triton_kernel(device: str) -> None:
+    """tiled.py's loop beside the Triton kernel that runs the same recurrence in one launch."""
+    st.subheader("The same recurrence as one GPU kernel")
+    draw.prose(
+        "`tiled` runs the online softmax as a Python loop: every tile is a few separate torch calls, "
+        "and each score tile makes a round trip through the device's main memory. **`tiled-triton`** "
+        "is the same recurrence, the same names, written as one Triton kernel. What it does that the "
+        "loop cannot:"
+    )
+    st.markdown(
+        "- **one launch** for the whole call, instead of several kernel launches per tile;\n"
+        "- **tiles stay on chip**: each block of queries keeps its running max `m_i`, sum `l_i` and "
+        "output `acc` in registers, and streams keys and values through shared memory (SRAM);\n"
+        "- **nothing n × n in HBM**: the only thing written to GPU memory is the output."
+    )
+    draw.prose("It computes float32 inputs in full float32 (no TF32), and takes no boolean or float masks "
+               "(causal only).")
+    reason = triton_available(device)
+    if reason:
+        st.info(f"`tiled-triton` {reason}; this device is the {device.upper()}.", icon=":material/memory:")
+    else:
+        st.success("`tiled-triton` runs on this device: add it to the implementations above.", icon=":material/memory:")
+    with st.expander("Read them side by side: `tiled.py` and its Triton kernel", expanded=not talk()):
+        st.caption(
+            "Left: the loop in plain torch. Right: the kernel one Triton program runs per block of queries; "
+            "the grid replaces the outer loop. Docstrings are left out; both files open with one."
+        )
+        for col, (file, text) in zip(st.columns(2, gap="medium"), _kernel_sources().items(), strict=True):
+            col.markdown(f"**`attention_core/{file}`**")
+            col.code(text, language="python", line_numbers=True, wrap_lines=True, height=640)
