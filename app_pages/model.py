@@ -120,10 +120,7 @@ def _settle_link() -> None:
         name = OWN
     new = {"md_ex": name if asked or name != first else None,
            "md_text": EXAMPLES[name] if text is None and EXAMPLES[name] not in ("", TIRED) else text}  # fmt: skip
-    new = {k: v for k, v in new.items() if v is not None and v != q.get(k)}
-    if new:
-        q.update(new)
-        st.rerun()
+    links.rewrite({k: v for k, v in new.items() if v is not None and v != q.get(k)})
 
 
 def _link_token(old: str) -> str | None:

@@ -332,7 +332,7 @@ def steps_view(d: dict[str, Any], nav: Any = None) -> None:
     """The step control (in ``nav`` when given: talk mode puts it in the top row) and one step."""
     with nav if nav is not None else st.container():
         c = st.columns([1, 4, 1] if nav is None else [1, 2.2, 1], vertical_alignment="center")
-        step = c[1].slider("Step", 0, 5, 0, key="step", bind="query-params", label_visibility="collapsed",
+        step = c[1].slider("Step", 0, 5, key="step", bind="query-params", label_visibility="collapsed",
                            help="0 inputs · 1 scores · 2 scale · 3 mask · 4 softmax · 5 output")  # fmt: skip
         c[0].button("◀ Previous" if nav is None else "◀", on_click=_step_by, args=(-1,), shortcut="left",
                     width="stretch", disabled=step <= 0, key="wt_prev", help="Previous step (←)")  # fmt: skip

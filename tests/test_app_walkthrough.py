@@ -184,3 +184,11 @@ def test_the_backward_view_shows_the_gradients_autograd_gives() -> None:
     for name, ref in (("wt_back_grad_v", v.grad), ("wt_back_grad_q", q.grad), ("wt_back_grad_k", k.grad)):
         assert torch.allclose(torch.as_tensor(shown[name], dtype=torch.float32), ref, atol=1e-5), name
     assert any("vs torch autograd" in c.value for c in at.caption)
+
+
+def test_a_default_named_in_the_link_is_no_complaint() -> None:
+    """The link drops a default, so naming one (by today's label or yesterday's code) must not read as an error."""
+    for link in ({"mask": "No mask", "view": "Step by step", "step": "0"}, {"mask": "none", "preset": "tiny"}):
+        at = open_page(link)
+        assert not at.info, (link, [i.value for i in at.info])
+        assert (at.session_state["mask"], at.session_state["step"]) == ("none", 0)

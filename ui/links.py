@@ -26,6 +26,7 @@ from streamlit.delta_generator import DeltaGenerator
 Upgrade = Mapping[str, str] | Callable[[str], str | list[str] | None]
 _OPENED = "_link_opened"  # the link's values not yet judged: {key: [values]}
 _SETTLED = "_link_settled"  # set once a run has finished: later runs never rewrite the link
+_FORMS = "_link_forms"  # {key: its old form's upgrade}: also how the link writes a labelled choice
 
 
 def on_off(old: str) -> str | None:
@@ -42,26 +43,34 @@ def upgrade(**old_forms: Upgrade) -> None:
     """Rewrite values of an older link in today's form, once per session, and rerun.
 
     Call before the widgets named by the keywords. A mapping translates old values (the others are
-    left alone); a function returns the new value, or ``None`` to leave the old one.
+    left alone); a function returns the new value, or ``None`` to leave the old one. The forms are
+    kept: an old code is how the page names a choice, so they also tell the link's label of a value.
     """
+    st.session_state.setdefault(_FORMS, {}).update(old_forms)
     if _SETTLED in st.session_state:
         return
-    changed = False
+    new = {}
     for key, form in old_forms.items():
         values = st.query_params.get_all(key)
-        if len(values) != 1:
-            continue
-        new = form.get(values[0]) if isinstance(form, Mapping) else form(values[0])
-        if new is not None and new != values[0]:
-            st.query_params[key] = new
-            changed = True
-    if changed:
-        st.rerun()  # the rerun seeds the widgets from the rewritten link (and the frame remembers it)
+        value = _apply(form, values[0]) if len(values) == 1 else None
+        if value is not None and value != values[0]:
+            new[key] = value
+    rewrite(new)
+
+
+def rewrite(values: dict[str, str | list[str]]) -> None:
+    """On the session's first run, before the widgets named: put ``values`` in the link and rerun, so that
+    the widgets are seeded from them (and the notices judge them, not what they replace)."""
+    if values and _SETTLED not in st.session_state:
+        st.query_params.update(values)
+        opened = st.session_state.setdefault(_OPENED, {})
+        opened.update({k: v if isinstance(v, list) else [v] for k, v in values.items()})
+        st.rerun()
 
 
 def remember() -> None:
     """Keep the link's values until their widgets have been drawn (the frame calls this first)."""
-    if _SETTLED not in st.session_state:
+    if _SETTLED not in st.session_state and _OPENED not in st.session_state:
         st.session_state[_OPENED] = {k: st.query_params.get_all(k) for k in st.query_params}
 
 
@@ -73,7 +82,7 @@ def report(box: DeltaGenerator) -> None:
     for key in [k for k in opened if k in st.session_state]:  # drawn now; the rest wait (a closed tab)
         asked = opened.pop(key)
         now = st.query_params.get_all(key)
-        if now != asked and not (not now and asked == _url_form(st.session_state[key])):
+        if now != asked and not (not now and asked == _url_form(key, st.session_state[key])):
             instead = f"“{_shown(', '.join(now))}” is used instead" if now else "its default is used"
             problems.append(f"{key} = “{_shown(', '.join(asked))}” is not a value this control offers; {instead}.")
     if problems:
@@ -84,12 +93,19 @@ def report(box: DeltaGenerator) -> None:
         )
 
 
-def _url_form(value: Any) -> list[str]:
+def _apply(form: Upgrade, old: str) -> str | list[str] | None:
+    return form.get(old) if isinstance(form, Mapping) else form(old)
+
+
+def _url_form(key: str, value: Any) -> list[str]:
     """How the URL writes ``value``, to tell a default (dropped from the URL) from a rejected value."""
-    values = value if isinstance(value, list | tuple) else [value]
+    form = st.session_state.get(_FORMS, {}).get(key)
     out = []
-    for v in values:
-        if isinstance(v, bool):
+    for v in value if isinstance(value, list | tuple) else [value]:
+        label = _apply(form, str(v)) if form is not None else None
+        if isinstance(label, str):  # a choice written by its label
+            out.append(label)
+        elif isinstance(v, bool):
             out.append(str(v).lower())
         elif isinstance(v, float) and v.is_integer():
             out.append(str(int(v)))
