@@ -6,6 +6,9 @@ One concept per module:
   BigBird, causal), their dense mask and their tile-level summary;
 - :mod:`.flex`: FlexAttention with a block mask, compiled once per shape per process;
 - :mod:`.masked`: attention under a pattern on three backends (our core, torch SDPA, FlexAttention);
+- :mod:`.linear`: linear attention (elu + 1), parallel, chunked causal and recurrent;
+- :mod:`.performer`: FAVOR+ with orthogonal positive random features;
+- :mod:`.lowrank`: Linformer's projection and the singular-value spectrum of attention;
 - :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
 """
 
@@ -20,6 +23,24 @@ from .flex import (
     flex_available,
     flex_block_mask,
     flex_plan,
+)
+from .linear import (
+    elu_feature_map,
+    feature_attention,
+    feature_weights,
+    linear_attention,
+    linear_attention_recurrent,
+    linear_weights,
+)
+from .lowrank import (
+    PROJECTIONS,
+    Spectrum,
+    attention_spectrum,
+    energy_share,
+    linformer_attention,
+    linformer_error_curve,
+    linformer_projections,
+    linformer_weights,
 )
 from .masked import BACKENDS, MaskedAttention, masked_attention, masked_weights
 from .patterns import (
@@ -40,6 +61,14 @@ from .patterns import (
     sliding_window,
     window_with_globals,
 )
+from .performer import (
+    favor_attention,
+    favor_features,
+    orthogonal_features,
+    performer_attention,
+    performer_error_curve,
+    performer_weights,
+)
 
 __all__ = [
     "BACKENDS",
@@ -49,6 +78,7 @@ __all__ = [
     "MAX_COMPILE_KEYS",
     "NO_COMPILE_ENV",
     "PARTIAL",
+    "PROJECTIONS",
     "Accuracy",
     "BlockSummary",
     "ErrorCurve",
@@ -57,7 +87,9 @@ __all__ = [
     "FlexUnavailable",
     "MaskMod",
     "MaskedAttention",
+    "Spectrum",
     "and_masks",
+    "attention_spectrum",
     "bigbird",
     "block_summary",
     "causal",
@@ -65,14 +97,31 @@ __all__ = [
     "compiled_keys",
     "dense_mask",
     "dilated_window",
+    "elu_feature_map",
+    "energy_share",
     "exact_attention",
+    "favor_attention",
+    "favor_features",
+    "feature_attention",
+    "feature_weights",
     "flex_available",
     "flex_block_mask",
     "flex_plan",
+    "linear_attention",
+    "linear_attention_recurrent",
+    "linear_weights",
+    "linformer_attention",
+    "linformer_error_curve",
+    "linformer_projections",
+    "linformer_weights",
     "masked_attention",
     "masked_weights",
     "or_masks",
+    "orthogonal_features",
     "padded_length",
+    "performer_attention",
+    "performer_error_curve",
+    "performer_weights",
     "random_qkv",
     "relative_error",
     "row_kl",
