@@ -10,6 +10,8 @@ One concept per module:
 - :mod:`.performer`: FAVOR+ with orthogonal positive random features;
 - :mod:`.lowrank`: Linformer's projection and the singular-value spectrum of attention;
 - :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
+- :mod:`.variants`: every route as one call with plain arguments, with its weights;
+- :mod:`.real`: a trained model's layer with its softmax swapped for a route;
 """
 
 from .accuracy import Accuracy, ErrorCurve, compare, exact_attention, random_qkv, relative_error, row_kl
@@ -69,6 +71,8 @@ from .performer import (
     performer_error_curve,
     performer_weights,
 )
+from .real import AttendsMost, LayerQKV, LayerSwap, layer_qkv, swap_layer
+from .variants import PATTERNS, VARIANTS, VariantOutput, compare_variant, variant_attention, variant_pattern
 
 __all__ = [
     "BACKENDS",
@@ -78,22 +82,29 @@ __all__ = [
     "MAX_COMPILE_KEYS",
     "NO_COMPILE_ENV",
     "PARTIAL",
+    "PATTERNS",
     "PROJECTIONS",
+    "VARIANTS",
     "Accuracy",
+    "AttendsMost",
     "BlockSummary",
     "ErrorCurve",
     "FlexBlockMask",
     "FlexPlan",
     "FlexUnavailable",
+    "LayerQKV",
+    "LayerSwap",
     "MaskMod",
     "MaskedAttention",
     "Spectrum",
+    "VariantOutput",
     "and_masks",
     "attention_spectrum",
     "bigbird",
     "block_summary",
     "causal",
     "compare",
+    "compare_variant",
     "compiled_keys",
     "dense_mask",
     "dilated_window",
@@ -107,6 +118,7 @@ __all__ = [
     "flex_available",
     "flex_block_mask",
     "flex_plan",
+    "layer_qkv",
     "linear_attention",
     "linear_attention_recurrent",
     "linear_weights",
@@ -126,5 +138,8 @@ __all__ = [
     "relative_error",
     "row_kl",
     "sliding_window",
+    "swap_layer",
+    "variant_attention",
+    "variant_pattern",
     "window_with_globals",
 ]
