@@ -12,9 +12,23 @@ One concept per module:
 - :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
 - :mod:`.variants`: every route as one call with plain arguments, with its weights;
 - :mod:`.real`: a trained model's layer with its softmax swapped for a route;
+- :mod:`.cost`: time and peak memory against n, crossover and log-log slope;
+- :mod:`.memory`: predicted memory per route and n, and the guard against a cap;
+- :mod:`.lra`: the published Long Range Arena figures.
 """
 
 from .accuracy import Accuracy, ErrorCurve, compare, exact_attention, random_qkv, relative_error, row_kl
+from .cost import (
+    ROUTES,
+    CostCurves,
+    Prepared,
+    RouteParams,
+    RoutePoint,
+    crossover_n,
+    measure_route,
+    measure_routes,
+    prepare_route,
+)
 from .flex import (
     MAX_COMPILE_KEYS,
     NO_COMPILE_ENV,
@@ -44,7 +58,9 @@ from .lowrank import (
     linformer_projections,
     linformer_weights,
 )
+from .lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE, LRAResult, lra_result
 from .masked import BACKENDS, MaskedAttention, masked_attention, masked_weights
+from .memory import largest_n, memory_guard, route_extra_bytes
 from .patterns import (
     EMPTY,
     FLEX_BLOCK,
@@ -79,23 +95,32 @@ __all__ = [
     "EMPTY",
     "FLEX_BLOCK",
     "FULL",
+    "LRA_RESULTS",
     "MAX_COMPILE_KEYS",
     "NO_COMPILE_ENV",
     "PARTIAL",
     "PATTERNS",
     "PROJECTIONS",
+    "ROUTES",
+    "ROUTE_OF_MODEL",
+    "SOURCE",
     "VARIANTS",
     "Accuracy",
     "AttendsMost",
     "BlockSummary",
+    "CostCurves",
     "ErrorCurve",
     "FlexBlockMask",
     "FlexPlan",
     "FlexUnavailable",
+    "LRAResult",
     "LayerQKV",
     "LayerSwap",
     "MaskMod",
     "MaskedAttention",
+    "Prepared",
+    "RouteParams",
+    "RoutePoint",
     "Spectrum",
     "VariantOutput",
     "and_masks",
@@ -106,6 +131,7 @@ __all__ = [
     "compare",
     "compare_variant",
     "compiled_keys",
+    "crossover_n",
     "dense_mask",
     "dilated_window",
     "elu_feature_map",
@@ -118,6 +144,7 @@ __all__ = [
     "flex_available",
     "flex_block_mask",
     "flex_plan",
+    "largest_n",
     "layer_qkv",
     "linear_attention",
     "linear_attention_recurrent",
@@ -126,16 +153,22 @@ __all__ = [
     "linformer_error_curve",
     "linformer_projections",
     "linformer_weights",
+    "lra_result",
     "masked_attention",
     "masked_weights",
+    "measure_route",
+    "measure_routes",
+    "memory_guard",
     "or_masks",
     "orthogonal_features",
     "padded_length",
     "performer_attention",
     "performer_error_curve",
     "performer_weights",
+    "prepare_route",
     "random_qkv",
     "relative_error",
+    "route_extra_bytes",
     "row_kl",
     "sliding_window",
     "swap_layer",
