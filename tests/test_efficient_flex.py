@@ -17,6 +17,7 @@ from attention_core.efficient import (
     flex_available,
     flex_block_mask,
     masked_attention,
+    or_masks,
     random_qkv,
     sliding_window,
     window_with_globals,
@@ -62,6 +63,7 @@ def test_a_new_window_is_the_same_compile_key_a_new_kind_is_not():
     assert key(sliding_window(3)) != key(causal())
     assert key(and_masks(sliding_window(3), causal())) != key(and_masks(causal(), sliding_window(3)))
     assert key(and_masks(sliding_window(3), causal())) == key(and_masks(sliding_window(7), causal()))
+    assert key(and_masks(sliding_window(3), causal())) != key(or_masks(sliding_window(3), causal()))
 
 
 @pytest.mark.slow

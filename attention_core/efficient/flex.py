@@ -167,8 +167,8 @@ def _structure(fn: object) -> Hashable:
     """What dynamo specialises a pattern on: its code, the codes of the patterns it combines, and
     the kind (not the value) of each captured tensor. Captured ints count by value."""
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return ("callable", type(fn))
+    if code is None:  # a builtin such as torch.logical_and, or a callable object
+        return ("callable", type(fn), getattr(fn, "__qualname__", None))
     parts: list[Hashable] = []
     for cell in getattr(fn, "__closure__", None) or ():
         value = cell.cell_contents

@@ -3,9 +3,11 @@
 Every estimate is the peak memory a call adds beyond its inputs q, k, v ``(B, H, n, d)``, output
 included, as the code of each route allocates it, plus what the route holds between calls (the
 dense mask of ``"sdpa-masked"``, Linformer's projections), which a measured peak of one call does
-not see. The benchmark script prints each beside the peak it measures: within 20 % on this CPU. On Streamlit Community Cloud (≈ 2.7 GB in all, the app itself ≈ 1 GB) the
-benchmark's cap is 640 MiB (:func:`attention_core.bench.measure.default_cap_bytes`), and
-:func:`memory_guard` turns "past the cap" into a sentence for the page.
+not see. The benchmark script prints each beside the peak it measures: within 20 % on this CPU.
+
+On Streamlit Community Cloud (≈ 2.7 GB in all, the app itself ≈ 1 GB) the benchmark's cap is
+640 MiB (:func:`attention_core.bench.measure.default_cap_bytes`), and :func:`memory_guard`
+turns "past the cap" into a sentence for the page.
 
 The routes:
 

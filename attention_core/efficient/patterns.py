@@ -218,36 +218,30 @@ def _shortest(mask_mods: tuple[MaskMod, ...]) -> int | None:
     return min(lengths) if lengths else None
 
 
+def _combination(mask_mods: tuple[MaskMod, ...], op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> MaskMod:
+    def combined_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
+        allowed = mask_mods[0](b, h, q_idx, kv_idx)
+        for m in mask_mods[1:]:
+            allowed = op(allowed, m(b, h, q_idx, kv_idx))
+        return allowed
+
+    if (length := _shortest(mask_mods)) is not None:
+        combined_mask.max_length = length  # type: ignore[attr-defined]
+    return combined_mask
+
+
 @_cached
 def and_masks(*mask_mods: MaskMod) -> MaskMod:
     """Where every one of ``mask_mods`` allows (e.g. a window made causal)."""
     _combine(mask_mods, "and_masks")
-
-    def and_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
-        allowed = mask_mods[0](b, h, q_idx, kv_idx)
-        for m in mask_mods[1:]:
-            allowed = allowed & m(b, h, q_idx, kv_idx)
-        return allowed
-
-    if (length := _shortest(mask_mods)) is not None:
-        and_mask.max_length = length  # type: ignore[attr-defined]
-    return and_mask
+    return _combination(mask_mods, torch.logical_and)
 
 
 @_cached
 def or_masks(*mask_mods: MaskMod) -> MaskMod:
     """Where any one of ``mask_mods`` allows."""
     _combine(mask_mods, "or_masks")
-
-    def or_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
-        allowed = mask_mods[0](b, h, q_idx, kv_idx)
-        for m in mask_mods[1:]:
-            allowed = allowed | m(b, h, q_idx, kv_idx)
-        return allowed
-
-    if (length := _shortest(mask_mods)) is not None:
-        or_mask.max_length = length  # type: ignore[attr-defined]
-    return or_mask
+    return _combination(mask_mods, torch.logical_or)
 
 
 # ---- evaluating a pattern -----------------------------------------------------------------
