@@ -4,6 +4,8 @@ tested in test_efficient_flex.py, which pays for the compile once.)"""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -102,6 +104,14 @@ def test_without_a_cpp_compiler_flex_says_so(monkeypatch):
     q, k, v = random_qkv(20, 8, seed=5)
     result = masked_attention(q, k, v, sliding_window(3), backend="flex")
     assert result.backend == "sdpa" and "C++ compiler" in result.fallback
+
+
+def test_the_compiler_is_looked_up_as_inductor_would_without_loading_it(monkeypatch):
+    monkeypatch.delenv(NO_COMPILE_ENV, raising=False)
+    monkeypatch.delitem(sys.modules, "torch._inductor.config", raising=False)  # as in a fresh process
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    assert "C++ compiler" in flex_module.flex_available("cpu")
+    assert "torch._inductor.config" not in sys.modules
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ import importlib.util
 import math
 import os
 import shutil
+import sys
 import threading
 import time
 import warnings
@@ -83,10 +84,15 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
 
 
 def _cpp_compiler() -> str | None:
-    """The C++ compiler inductor would use (its ``cpp.cxx`` candidates, ``$CXX`` first), or ``None``."""
-    from torch._inductor import config  # a light module; inductor itself loads on the first compile
-
-    candidates = config.cpp.cxx if isinstance(config.cpp.cxx, (list, tuple)) else (config.cpp.cxx,)
+    """The C++ compiler inductor would use, or ``None``: its ``cpp.cxx`` candidates when inductor is
+    loaded, else their default (``$CXX``, or g++; clang++ on macOS), without loading inductor
+    (seconds on a small machine: a page can ask this on every rerun)."""
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        cxx = config.cpp.cxx
+        candidates = tuple(cxx) if isinstance(cxx, (list, tuple)) else (cxx,)
+    else:
+        candidates = (os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++"),)
     for name in candidates:
         if name is not None and shutil.which(name):
             return name
@@ -195,6 +201,8 @@ def _compiled() -> Callable[..., torch.Tensor]:
 def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.Tensor:
     # Forward only (a grad-mode change would be a new compile), and room in dynamo's per-function
     # cache for every key we keep: past its default of 8 entries it would run flex eagerly, silently.
+    import torch._dynamo  # loaded by torch.compile already; named here for the config
+
     with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=MAX_COMPILE_KEYS + 4):
         return fn(*args, **kwargs)
 
