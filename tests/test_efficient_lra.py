@@ -7,7 +7,6 @@ import pytest
 
 from attention_core.efficient import LRA_RESULTS, ROUTE_OF_MODEL, lra_result
 
-
 PUBLISHED_MISMATCH = {"Sinkhorn Trans.": 51.476}  # the paper prints 51.39 beside these five scores
 
 
