@@ -12,8 +12,8 @@ fp32, batch 1, 8 heads, d = 64, CPU. Prints, with the goal beside each number:
 2. linear attention's parallel and recurrent causal forms: the largest difference (goal ≤ 1e-5);
 3. the Performer's error against exact attention at 16 and 256 features, mean over 5 seeds
    (goal: ≥ 3× smaller at 256), where each scaled |q|² ≈ 1, and at std 1 (peaked attention);
-4. every route against SDPA over ``--ns`` under a time budget: median ms, measured peak memory
-   beside the model's prediction, the crossover n and the log-log slope;
+4. every route against SDPA over ``--ns`` under a time budget, timed in alternating rounds: median
+   ms, measured peak memory beside the model's prediction, the crossover n and the log-log slope;
 5. the published Long Range Arena figures beside the speed-ups measured here at 4K.
 
 The compile time depends on inductor's on-disk cache (a first compile on a fresh machine is
@@ -128,20 +128,41 @@ def performer_goal() -> list[tuple[str, str, str, bool | None]]:
     return rows
 
 
-def sweep(ns: list[int], window: int, budget_s: float) -> eff.CostCurves:
+def sweep(ns: list[int], window: int, budget_s: float, rounds: int) -> eff.CostCurves:
+    """Every route at each n, prepared once, then timed in ``rounds`` alternating rounds (the median is
+    kept, so a burst of load from elsewhere hits every route alike); peak memory from one call each."""
     params = eff.RouteParams(window=window, features=256, rank=256)
-    routes = ["sdpa-masked", "flex-window", "linear", "performer", "linformer"]
-
-    def show(p: eff.RoutePoint) -> None:
-        if p.status != "ok":
-            print(f"  {p.label:<18} n = {p.n:>5}: {p.status} ({p.note})", flush=True)
-            return
-        peak = bench.format_bytes(p.peak_bytes)
-        print(f"  {p.label:<18} n = {p.n:>5}: {p.median_ms:>9.1f} ms  peak {peak:>10}  "
-              f"model {bench.format_bytes(p.predicted_bytes):>10}", flush=True)  # fmt: skip
-
-    return eff.measure_routes(routes, ns, params=params, budget_s=budget_s, on_point=show, heads=HEADS, d=D,
-                              min_run_time=0.2, min_samples=3, cap_bytes=8 * 2**30)  # fmt: skip
+    routes = ["sdpa", "sdpa-masked", "flex-window", "linear", "performer", "linformer"]
+    deadline = time.perf_counter() + budget_s
+    points: list[eff.RoutePoint] = []
+    for n in ns:
+        q, k, v = eff.random_qkv(n, D, heads=HEADS, seed=0)
+        prepared: dict[str, eff.Prepared] = {}
+        for route in routes:
+            if time.perf_counter() > deadline:
+                points.append(eff.RoutePoint(route, params.label(route), n, "skipped", note="the time budget ran out"))
+                continue
+            try:
+                prepared[route] = eff.prepare_route(route, q, k, v, params)
+            except eff.FlexUnavailable as exc:
+                points.append(eff.RoutePoint(route, params.label(route), n, "n/a", note=exc.reason))
+        for call in prepared.values():
+            call.call()  # warm-up
+        peaks = {route: bench.measure_peak_extra(p.call, "cpu")[0] for route, p in prepared.items()}
+        seconds = _rounds({route: p.call for route, p in prepared.items()}, rounds, min_run_time=0.1)
+        for route, p in prepared.items():
+            model = eff.route_extra_bytes(
+                route, n, heads=HEADS, d=D, features=params.features, rank=min(params.rank, n)
+            )
+            point = eff.RoutePoint(
+                route, params.label(route), n, "ok", median_ms=statistics.median(seconds[route]) * 1e3,
+                samples=rounds, peak_bytes=peaks[route], predicted_bytes=model, backend=p.backend,
+            )  # fmt: skip
+            points.append(point)
+            peak = bench.format_bytes(point.peak_bytes)
+            print(f"  {point.label:<18} n = {n:>5}: {point.median_ms:>9.1f} ms  peak {peak:>10}  "
+                  f"model {bench.format_bytes(model):>10}", flush=True)  # fmt: skip
+    return eff.CostCurves(tuple(points))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=256, help="the sliding window")
     parser.add_argument("--ns", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096, 8192])
     parser.add_argument("--repeats", type=int, default=5, help="rounds of the flex-vs-SDPA timing")
-    parser.add_argument("--budget", type=float, default=240.0, help="seconds for the sweep over n")
+    parser.add_argument("--budget", type=float, default=300.0, help="seconds for the sweep over n")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per n in the sweep")
     args = parser.parse_args(argv)
 
     print(f"torch {torch.__version__} · {torch.get_num_threads()} threads · "
@@ -160,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = flex_goal(args.n, args.window, args.repeats)
     rows.append(linear_goal(1024))
     rows += performer_goal()
-    print("\nsweep: every route and SDPA (full attention, no mask) over n; ms per call, peak memory beside the model")
-    curves = sweep(sorted(set(args.ns)), args.window, args.budget)
+    print(
+        "\nsweep: every route and SDPA (full attention, no mask) over n; median ms per call of the rounds, "
+        "peak memory of one call beside the model"
+    )
+    curves = sweep(sorted(set(args.ns)), args.window, args.budget, args.rounds)
     print(f"load average after:  {_load()}\n")
     busy = max(load_before or 0.0, bench.cpu_load_per_core() or 0.0)
     if busy > DISTURBED_LOAD_PER_CORE:
