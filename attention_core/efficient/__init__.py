@@ -1,0 +1,178 @@
+"""Beyond n²: the efficient-attention routes, measured against exact attention.
+
+One concept per module:
+
+- :mod:`.patterns`: sparse patterns as tiny mask functions (sliding window, globals, dilated,
+  BigBird, causal), their dense mask and their tile-level summary;
+- :mod:`.flex`: FlexAttention with a block mask, compiled once per shape per process;
+- :mod:`.masked`: attention under a pattern on three backends (our core, torch SDPA, FlexAttention);
+- :mod:`.linear`: linear attention (elu + 1), parallel, chunked causal and recurrent;
+- :mod:`.performer`: FAVOR+ with orthogonal positive random features;
+- :mod:`.lowrank`: Linformer's projection and the singular-value spectrum of attention;
+- :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
+- :mod:`.variants`: every route as one call with plain arguments, with its weights;
+- :mod:`.real`: a trained model's layer with its softmax swapped for a route;
+- :mod:`.cost`: time and peak memory against n, crossover and log-log slope;
+- :mod:`.memory`: predicted memory per route and n, and the guard against a cap;
+- :mod:`.lra`: the published Long Range Arena figures.
+"""
+
+from .accuracy import Accuracy, ErrorCurve, compare, exact_attention, random_qkv, relative_error, row_kl
+from .cost import (
+    ROUTES,
+    CostCurves,
+    Prepared,
+    RouteParams,
+    RoutePoint,
+    crossover_n,
+    measure_route,
+    measure_routes,
+    prepare_route,
+)
+from .flex import (
+    MAX_COMPILE_KEYS,
+    NO_COMPILE_ENV,
+    FlexBlockMask,
+    FlexPlan,
+    FlexUnavailable,
+    compiled_keys,
+    flex_available,
+    flex_block_mask,
+    flex_plan,
+)
+from .linear import (
+    elu_feature_map,
+    feature_attention,
+    feature_weights,
+    linear_attention,
+    linear_attention_recurrent,
+    linear_weights,
+)
+from .lowrank import (
+    PROJECTIONS,
+    Spectrum,
+    attention_spectrum,
+    energy_share,
+    linformer_attention,
+    linformer_error_curve,
+    linformer_projections,
+    linformer_weights,
+)
+from .lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE, LRAResult, lra_result
+from .masked import BACKENDS, MaskedAttention, masked_attention, masked_weights
+from .memory import largest_n, memory_guard, route_extra_bytes
+from .patterns import (
+    EMPTY,
+    FLEX_BLOCK,
+    FULL,
+    PARTIAL,
+    BlockSummary,
+    MaskMod,
+    and_masks,
+    bigbird,
+    block_summary,
+    causal,
+    dense_mask,
+    dilated_window,
+    or_masks,
+    padded_length,
+    sliding_window,
+    window_with_globals,
+)
+from .performer import (
+    favor_attention,
+    favor_features,
+    orthogonal_features,
+    performer_attention,
+    performer_error_curve,
+    performer_weights,
+)
+from .real import AttendsMost, LayerQKV, LayerSwap, layer_qkv, swap_layer
+from .variants import PATTERNS, VARIANTS, VariantOutput, compare_variant, variant_attention, variant_pattern
+
+__all__ = [
+    "BACKENDS",
+    "EMPTY",
+    "FLEX_BLOCK",
+    "FULL",
+    "LRA_RESULTS",
+    "MAX_COMPILE_KEYS",
+    "NO_COMPILE_ENV",
+    "PARTIAL",
+    "PATTERNS",
+    "PROJECTIONS",
+    "ROUTES",
+    "ROUTE_OF_MODEL",
+    "SOURCE",
+    "VARIANTS",
+    "Accuracy",
+    "AttendsMost",
+    "BlockSummary",
+    "CostCurves",
+    "ErrorCurve",
+    "FlexBlockMask",
+    "FlexPlan",
+    "FlexUnavailable",
+    "LRAResult",
+    "LayerQKV",
+    "LayerSwap",
+    "MaskMod",
+    "MaskedAttention",
+    "Prepared",
+    "RouteParams",
+    "RoutePoint",
+    "Spectrum",
+    "VariantOutput",
+    "and_masks",
+    "attention_spectrum",
+    "bigbird",
+    "block_summary",
+    "causal",
+    "compare",
+    "compare_variant",
+    "compiled_keys",
+    "crossover_n",
+    "dense_mask",
+    "dilated_window",
+    "elu_feature_map",
+    "energy_share",
+    "exact_attention",
+    "favor_attention",
+    "favor_features",
+    "feature_attention",
+    "feature_weights",
+    "flex_available",
+    "flex_block_mask",
+    "flex_plan",
+    "largest_n",
+    "layer_qkv",
+    "linear_attention",
+    "linear_attention_recurrent",
+    "linear_weights",
+    "linformer_attention",
+    "linformer_error_curve",
+    "linformer_projections",
+    "linformer_weights",
+    "lra_result",
+    "masked_attention",
+    "masked_weights",
+    "measure_route",
+    "measure_routes",
+    "memory_guard",
+    "or_masks",
+    "orthogonal_features",
+    "padded_length",
+    "performer_attention",
+    "performer_error_curve",
+    "performer_weights",
+    "prepare_route",
+    "random_qkv",
+    "relative_error",
+    "route_extra_bytes",
+    "row_kl",
+    "sliding_window",
+    "swap_layer",
+    "variant_attention",
+    "variant_pattern",
+    "window_with_globals",
+]

@@ -1,0 +1,145 @@
+"""Linear attention (Katharopoulos et al. 2020, "Transformers are RNNs"), in three forms.
+
+Softmax attention weighs key ``j`` for query ``i`` by ``exp(q_i·k_j)``. Replace that kernel by a
+dot product of features, ``φ(q_i)·φ(k_j)``, and the sum over keys can be taken first:
+
+    out_i = φ(q_i)ᵀ (Σ_j φ(k_j) v_jᵀ) / φ(q_i)ᵀ (Σ_j φ(k_j))        S = Σ φ(k) vᵀ is (E, Ev)
+
+so time and memory grow as n, not n². With φ(x) = elu(x) + 1 (positive, so the weights are) it
+is a different function from softmax attention, not an approximation of it.
+
+- :func:`linear_attention`: the parallel form; with ``is_causal`` the sums run over ``j ≤ i``,
+  taken chunk by chunk: a running state across chunks (an exclusive cumulative sum of each
+  chunk's ``φ(k)ᵀv``) plus the small masked square inside each chunk;
+- :func:`linear_attention_recurrent`: the causal form as an RNN, one token at a time, carrying
+  ``S`` and ``z = Σ φ(k)``: what makes decoding O(1) per token;
+- :func:`feature_attention`: the same arithmetic for any positive features, shared with the
+  Performer (:mod:`.performer`).
+
+Linear attention has no 1/√E scale: the feature map replaces the exponential.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import check_attention_args
+from ..validation import check_int
+
+DEFAULT_CHUNK = 64  # tokens per chunk of the causal form: a C×C square per chunk, n/C states
+
+
+def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+    """φ(x) = elu(x) + 1, elementwise: positive everywhere, ≈ x + 1 for x > 0 and eˣ below."""
+    return F.elu(x) + 1.0
+
+
+def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
+    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None)
+    if not isinstance(is_causal, bool):
+        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    if is_causal and phi_q.shape[-2] != phi_k.shape[-2]:
+        raise ValueError(
+            f"the causal form needs as many queries as keys (self-attention), got L={phi_q.shape[-2]} and "
+            f"S={phi_k.shape[-2]}"
+        )
+
+
+def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    # Features can underflow to 0 for very negative inputs; 0/0 there gives 0, not NaN.
+    return num / den.clamp_min(torch.finfo(den.dtype).tiny)
+
+
+def feature_attention(
+    phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, chunk: int = DEFAULT_CHUNK
+) -> torch.Tensor:
+    """Attention with weights ∝ φ(q_i)·φ(k_j), for non-negative features, in O(n) memory.
+
+    Args:
+        phi_q: ``(N, ..., L, M)`` query features; phi_k: ``(N, ..., S, M)`` key features.
+        v: ``(N, ..., S, Ev)`` values.
+        is_causal: query ``i`` sees keys ``0..i`` (needs L = S).
+        chunk: tokens per chunk of the causal form.
+
+    Returns ``(N, ..., L, Ev)``.
+    """
+    _check_features(phi_q, phi_k, v, is_causal)
+    return _attend(phi_q, phi_k, v, is_causal, check_int("chunk", chunk, low=1, high=1 << 16))
+
+
+def _attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool, chunk: int) -> torch.Tensor:
+    """:func:`feature_attention` on checked inputs."""
+    if not is_causal:
+        kv = phi_k.transpose(-2, -1) @ v  # (N, ..., M, S) @ (N, ..., S, Ev) -> (N, ..., M, Ev)
+        z = phi_k.sum(dim=-2).unsqueeze(-1)  # (N, ..., M, 1)
+        return _safe_divide(phi_q @ kv, phi_q @ z)  # (N, ..., L, Ev) / (N, ..., L, 1)
+    n = phi_q.shape[-2]
+    c = min(chunk, n)
+    blocks = math.ceil(n / c)
+    pad = blocks * c - n  # zero keys and values at the end add nothing to any sum
+    qc = F.pad(phi_q, (0, 0, 0, pad)).unflatten(-2, (blocks, c))  # (N, ..., nc, C, M)
+    kc = F.pad(phi_k, (0, 0, 0, pad)).unflatten(-2, (blocks, c))  # (N, ..., nc, C, M)
+    vc = F.pad(v, (0, 0, 0, pad)).unflatten(-2, (blocks, c))  # (N, ..., nc, C, Ev)
+    chunk_kv = kc.transpose(-2, -1) @ vc  # (N, ..., nc, M, C) @ (N, ..., nc, C, Ev) -> (N, ..., nc, M, Ev)
+    chunk_z = kc.sum(dim=-2)  # (N, ..., nc, M)
+    # The state before each chunk: an exclusive cumulative sum over the chunks.
+    before_kv = torch.cat([torch.zeros_like(chunk_kv[..., :1, :, :]), chunk_kv.cumsum(dim=-3)[..., :-1, :, :]], dim=-3)
+    before_z = torch.cat([torch.zeros_like(chunk_z[..., :1, :]), chunk_z.cumsum(dim=-2)[..., :-1, :]], dim=-2)
+    inside = torch.ones(c, c, dtype=torch.bool, device=phi_q.device).tril()  # (C, C): j ≤ i within a chunk
+    local = (qc @ kc.transpose(-2, -1)).masked_fill(~inside, 0.0)  # (N, ..., nc, C, C)
+    num = local @ vc + qc @ before_kv  # (N, ..., nc, C, Ev)
+    den = local.sum(dim=-1, keepdim=True) + qc @ before_z.unsqueeze(-1)  # (N, ..., nc, C, 1)
+    return _safe_divide(num, den).flatten(-3, -2)[..., :n, :]  # (N, ..., L, Ev)
+
+
+def feature_weights(phi_q: torch.Tensor, phi_k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
+    """The weights feature attention implies, ``(N, ..., L, S)``: ``φ(q_i)·φ(k_j)`` normalised per row
+    (over ``j ≤ i`` when causal). Materialised: for small n and for comparing with softmax."""
+    _check_features(phi_q, phi_k, phi_k, is_causal)
+    raw = phi_q @ phi_k.transpose(-2, -1)  # (N, ..., L, M) @ (N, ..., M, S) -> (N, ..., L, S)
+    if is_causal:
+        allowed = torch.ones(raw.shape[-2:], dtype=torch.bool, device=raw.device).tril()  # (L, S)
+        raw = raw.masked_fill(~allowed, 0.0)  # (N, ..., L, S)
+    return _safe_divide(raw, raw.sum(dim=-1, keepdim=True))  # (N, ..., L, S)
+
+
+def linear_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, chunk: int = DEFAULT_CHUNK
+) -> torch.Tensor:
+    """Linear attention with φ = elu + 1: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``
+    → ``(N, ..., L, Ev)``. Memory O(n·E·Ev / chunk + n·chunk) causal, O(n) otherwise."""
+    _check_features(q, k, v, is_causal)
+    chunk = check_int("chunk", chunk, low=1, high=1 << 16)
+    return _attend(elu_feature_map(q), elu_feature_map(k), v, is_causal, chunk)
+
+
+def linear_weights(q: torch.Tensor, k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
+    """The ``(N, ..., L, S)`` weights linear attention implies (materialised: for small n)."""
+    check_attention_args(q, k, k, None, 0.0, False, None)
+    return feature_weights(elu_feature_map(q), elu_feature_map(k), is_causal=is_causal)
+
+
+def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal linear attention as an RNN: one token at a time, carrying the running state
+    ``S = Σ_{j≤i} φ(k_j) v_jᵀ`` ``(N, ..., E, Ev)`` and ``z = Σ_{j≤i} φ(k_j)`` ``(N, ..., E)``.
+
+    Needs L = S. Returns ``(N, ..., L, Ev)``, equal to ``linear_attention(q, k, v, is_causal=True)``
+    up to rounding. A Python loop over tokens: slow for long sequences, and that is the point —
+    each step costs the same, however long the past.
+    """
+    _check_features(q, k, v, True)
+    phi_q, phi_k = elu_feature_map(q), elu_feature_map(k)
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    state = torch.zeros(*lead, q.shape[-1], v.shape[-1], dtype=v.dtype, device=v.device)  # (N, ..., E, Ev)
+    z = torch.zeros(*lead, q.shape[-1], dtype=v.dtype, device=v.device)  # (N, ..., E)
+    outputs = []
+    for i in range(q.shape[-2]):
+        state = state + phi_k[..., i, :, None] * v[..., i, None, :]  # (N, ..., E, 1) * (N, ..., 1, Ev)
+        z = z + phi_k[..., i, :]  # (N, ..., E)
+        num = (phi_q[..., i, None, :] @ state).squeeze(-2)  # (N, ..., 1, E) @ (N, ..., E, Ev) -> (N, ..., Ev)
+        den = (phi_q[..., i, :] * z).sum(dim=-1, keepdim=True)  # (N, ..., 1)
+        outputs.append(_safe_divide(num, den))
+    return torch.stack(outputs, dim=-2)  # (N, ..., L, Ev)

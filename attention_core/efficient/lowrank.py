@@ -1,0 +1,195 @@
+"""Low rank: Linformer's projection of keys and values, and the spectrum that justifies it.
+
+Linformer (Wang et al. 2020) projects the n keys and the n values along the sequence to ``rank``
+rows, ``K' = E K`` and ``V' = F V`` with ``E, F`` of shape ``(rank, n)``, then attends as usual:
+``softmax(Q K'ᵀ · scale) V'``. The score matrix is ``(n, rank)``, so time and memory grow as n.
+Its claim rests on attention matrices being close to low rank: most of their energy (the sum
+of squared singular values) sits in a few singular values. :func:`attention_spectrum` measures
+that on any weights, e.g. a trained model's.
+
+Linformer *learns* E and F. Untrained, two choices are offered:
+
+- ``"gaussian"``: random Gaussian entries of variance 1/rank (a Johnson–Lindenstrauss
+  projection, the one its theorem uses). Seeded. Even at rank = n it is not the identity, so
+  the error does not vanish;
+- ``"pool"``: each row averages a run of consecutive tokens (as a pooling layer would); at
+  rank = n it is the identity and the result is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..attention import check_attention_args, scaled_dot_product_attention
+from ..device import new_tensor_device
+from ..validation import check_choice, check_float, check_int, check_int_list, check_tensor
+from .accuracy import ErrorCurve, exact_attention, random_qkv, relative_error
+
+PROJECTIONS = ("gaussian", "pool")
+
+
+def linformer_projections(
+    rank: int,
+    n: int,
+    *,
+    seed: int = 0,
+    kind: str = "gaussian",
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``(rank, n)`` projections ``E`` (for keys) and ``F`` (for values).
+
+    ``"gaussian"``: independent N(0, 1/rank) entries, E then F drawn on the CPU from ``seed``.
+    ``"pool"``: row r averages tokens ``⌊r·n/rank⌋ … ⌊(r+1)·n/rank⌋ − 1``, E = F.
+    """
+    n = check_int("n", n, low=1, high=1 << 20)
+    rank = check_int("rank", rank, low=1, high=n)
+    seed = check_int("seed", seed, low=0, high=2**63 - 1)
+    kind = check_choice("kind", kind, PROJECTIONS)
+    dev = new_tensor_device(device)
+    if kind == "gaussian":
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        e = torch.randn(rank, n, generator=gen, dtype=torch.float64) / rank**0.5  # (rank, n)
+        f = torch.randn(rank, n, generator=gen, dtype=torch.float64) / rank**0.5  # (rank, n)
+        return e.to(dev, dtype), f.to(dev, dtype)
+    edges = (torch.arange(rank + 1, dtype=torch.float64) * n / rank).floor().long()  # (rank + 1,)
+    tokens = torch.arange(n)  # (n,)
+    member = (tokens[None, :] >= edges[:-1, None]) & (tokens[None, :] < edges[1:, None])  # (rank, n)
+    pool = member.double() / member.sum(dim=-1, keepdim=True)  # (rank, n): each row averages its run
+    pool = pool.to(dev, dtype)
+    return pool, pool
+
+
+Projection = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+def _projections(
+    k: torch.Tensor, rank: int | None, seed: int, kind: str, projection: Projection | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if projection is None:
+        if rank is None:
+            raise ValueError("give rank (how many rows to project the keys to) or an explicit projection")
+        return linformer_projections(rank, k.shape[-2], seed=seed, kind=kind, device=k.device, dtype=k.dtype)
+    pair = projection if isinstance(projection, tuple) else (projection, projection)
+    if len(pair) != 2:
+        raise ValueError("projection must be one (rank, S) tensor or a pair (E, F) of them")
+    for name, p in zip(("E", "F"), pair, strict=True):
+        check_tensor(f"projection {name}", p, min_dim=2)
+        if p.dim() != 2 or p.shape[-1] != k.shape[-2] or p.shape[0] != pair[0].shape[0]:
+            raise ValueError(f"projection {name} must be (rank, S={k.shape[-2]}), got {tuple(p.shape)}")
+        if rank is not None and p.shape[0] != rank:
+            raise ValueError(f"projection {name} has {p.shape[0]} rows but rank = {rank}")
+        if p.device != k.device or p.dtype != k.dtype:
+            raise ValueError(f"projection {name} must be {k.dtype} on {k.device}, like k; got {p.dtype} on {p.device}")
+    return pair[0], pair[1]
+
+
+def linformer_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    rank: int | None = None,
+    seed: int = 0,
+    kind: str = "gaussian",
+    projection: Projection | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """softmax(Q (E K)ᵀ · scale) (F V): ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``
+    → ``(N, ..., L, Ev)``. ``projection``, when given, replaces the drawn ones: a pair ``(E, F)`` of
+    ``(rank, S)`` tensors, or one tensor used as both."""
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    e, f = _projections(k, rank, seed, kind, projection)
+    k_low = e @ k  # (rank, S) @ (N, ..., S, E) -> (N, ..., rank, E)
+    v_low = f @ v  # (rank, S) @ (N, ..., S, Ev) -> (N, ..., rank, Ev)
+    return scaled_dot_product_attention(q, k_low, v_low, scale=s)  # (N, ..., L, Ev)
+
+
+def linformer_weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    *,
+    rank: int | None = None,
+    seed: int = 0,
+    kind: str = "gaussian",
+    projection: Projection | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """The ``(N, ..., L, S)`` weights Linformer implies on the original values: ``softmax(Q (EK)ᵀ) F``.
+
+    With ``"pool"`` every row is a distribution; with ``"gaussian"`` entries can be negative, so
+    they are coefficients, not attention weights.
+    """
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    e, f = _projections(k, rank, seed, kind, projection)
+    scores = (q @ (e @ k).transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, rank) -> (N, ..., L, rank)
+    return torch.softmax(scores, dim=-1) @ f  # (N, ..., L, rank) @ (rank, S) -> (N, ..., L, S)
+
+
+def linformer_error_curve(
+    ranks: Sequence[int],
+    *,
+    n: int = 256,
+    d: int = 64,
+    heads: int = 8,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    std: float = 1.0,
+    kind: str = "gaussian",
+    device: str | torch.device | None = None,
+) -> ErrorCurve:
+    """Linformer's relative output error against exact attention at each rank (≤ n), per seed:
+    random float32 inputs from seed ``s`` and projections from seed ``s + 1000``."""
+    ks = tuple(check_int_list("ranks", ranks, low=1, high=check_int("n", n, low=1, high=1 << 16)))
+    seeds = tuple(check_int_list("seeds", seeds, low=0))
+    std = check_float("std", std, low=0.0, low_open=True)
+    errors: list[list[float]] = [[] for _ in ks]
+    for seed in seeds:
+        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
+        exact = exact_attention(q, k, v)  # (1, H, n, d) float64
+        for i, r in enumerate(ks):
+            out = linformer_attention(q, k, v, rank=r, seed=seed + 1000, kind=kind)
+            errors[i].append(relative_error(out, exact))
+    return ErrorCurve(x=ks, seeds=seeds, errors=tuple(tuple(e) for e in errors))
+
+
+# ---- how low-rank real attention is ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Singular values of attention weights, largest first: ``(..., r)`` float64, r = min(L, S)."""
+
+    singular_values: torch.Tensor
+
+    @property
+    def energy(self) -> torch.Tensor:
+        """Cumulative share of the energy Σσ² in the top 1, 2, … r values: ``(..., r)``, ending at 1."""
+        sq = self.singular_values**2  # (..., r)
+        return sq.cumsum(dim=-1) / sq.sum(dim=-1, keepdim=True).clamp_min(1e-300)  # (..., r)
+
+    def share(self, k: int) -> torch.Tensor:
+        """Share of the energy in the top ``k`` singular values: ``(...)``."""
+        r = self.singular_values.shape[-1]
+        k = check_int("k", k, low=1)
+        return self.energy[..., min(k, r) - 1]  # (...)
+
+    def rank_for(self, share: float) -> torch.Tensor:
+        """The fewest singular values that hold ``share`` (0 < share ≤ 1) of the energy: ``(...)`` long."""
+        share = check_float("share", share, low=0.0, high=1.0, low_open=True)
+        reached = self.energy >= share - 1e-12  # (..., r)
+        return reached.double().argmax(dim=-1) + 1  # first True; (...)
+
+
+def attention_spectrum(weights: torch.Tensor) -> Spectrum:
+    """The singular values of attention weights ``(..., L, S)`` (e.g. a trained model's, every head
+    at once: ``(n_layers, H, L, L)``), computed in float64 on the CPU."""
+    check_tensor("weights", weights, min_dim=2)
+    return Spectrum(torch.linalg.svdvals(weights.detach().to("cpu", torch.float64)))  # (..., min(L, S))
+
+
+def energy_share(weights: torch.Tensor, k: int) -> torch.Tensor:
+    """Share of the energy of ``weights (..., L, S)`` in its top ``k`` singular values: ``(...)``."""
+    return attention_spectrum(weights).share(k)

@@ -1,0 +1,142 @@
+"""Attention under a sparse pattern, three ways, one result.
+
+- ``"dense"``: this project's core, :func:`attention_core.attention.scaled_dot_product_attention`,
+  with the pattern as a dense boolean mask: the reference, for small n;
+- ``"sdpa"``: torch's fused ``F.scaled_dot_product_attention`` with the same dense mask: what
+  people write for a window before FlexAttention, and still n² work and an n² mask;
+- ``"flex"``: FlexAttention under ``torch.compile`` with a block mask: only the tiles the
+  pattern touches are computed (:mod:`.flex`).
+
+A query row that the pattern leaves with no key gives zeros on every backend, as the project's
+core and torch's fused kernels do (torch's reference softmax would give NaN). The patterns of
+:mod:`.patterns` always leave each query its own position or the global tokens, so this only
+happens with hand-written patterns.
+
+When ``"flex"`` cannot compile here (no C++ compiler, say), the call runs ``"sdpa"`` instead and
+the result says so: ``backend`` names the path that ran and ``fallback`` the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import check_attention_args, scaled_dot_product_attention, stable_softmax
+from ..validation import check_choice
+from .flex import FlexUnavailable, flex_plan
+from .patterns import MaskMod, check_pattern, dense_mask
+
+BACKENDS = ("dense", "sdpa", "flex")
+
+
+@dataclass(frozen=True)
+class MaskedAttention:
+    """The output ``(N, ..., L, Ev)`` and how it was computed.
+
+    ``backend`` is the path that ran; ``requested`` the one asked for; ``fallback`` the reason
+    they differ (``None`` when they do not). For a flex run, ``compile_s`` is the seconds of the
+    first compiled call of this pattern kind and shape in the process (``compiled_now`` whether
+    this call paid it) and ``block_mask_s`` the seconds its block mask took (``block_mask_cached``
+    whether it came from the cache); both are ``None`` on the dense paths.
+    """
+
+    output: torch.Tensor
+    backend: str
+    requested: str
+    fallback: str | None = None
+    compile_s: float | None = None
+    compiled_now: bool = False
+    block_mask_s: float | None = None
+    block_mask_cached: bool = False
+    sparsity: float | None = None
+
+    @property
+    def label(self) -> str:
+        """One line naming the path that ran, e.g. ``"sdpa with a dense mask (flex unavailable: …)"``."""
+        names = {
+            "dense": "our core with a dense mask",
+            "sdpa": "torch SDPA with a dense mask",
+            "flex": "FlexAttention, block-sparse, compiled",
+        }
+        text = names[self.backend]
+        return text if self.fallback is None else f"{text}, instead of {self.requested}: {self.fallback}"
+
+
+def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
+    """``(N, ..., L, E)`` broadcast to ``lead`` and folded into FlexAttention's ``(B, H, L, E)``."""
+    x = x.expand(*lead, *x.shape[-2:])  # (..., L, E)
+    if len(lead) == 2:
+        return x
+    heads = lead[-1] if lead else 1
+    return x.reshape(-1, heads, *x.shape[-2:])  # (B, H, L, E)
+
+
+def _sdpa_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (N, ..., L, Ev)
+    dead = ~mask.any(dim=-1)  # (L,): queries with no key
+    if bool(dead.any()):
+        out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
+    return out
+
+
+def masked_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask_mod: MaskMod,
+    *,
+    backend: str = "dense",
+    scale: float | None = None,
+) -> MaskedAttention:
+    """softmax(Q Kᵀ · scale, restricted to the pattern) V on the chosen ``backend``.
+
+    Args:
+        q: ``(N, ..., L, E)`` queries; k: ``(N, ..., S, E)`` keys; v: ``(N, ..., S, Ev)`` values
+            (leading dims broadcast, as torch's SDPA).
+        mask_mod: a pattern from :mod:`.patterns` (or any ``(b, h, q_idx, kv_idx) -> bool``
+            function that ignores ``b`` and ``h``).
+        backend: ``"dense"``, ``"sdpa"`` or ``"flex"``.
+        scale: multiplier of the scores, default ``1/√E``.
+
+    The flex path is forward-only: its output carries no gradient.
+    """
+    backend = check_choice("backend", backend, BACKENDS)
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    n_q, n_k = check_pattern(mask_mod, q.shape[-2], k.shape[-2])
+    fallback = None
+    if backend == "flex":
+        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        q4, k4, v4 = (_flat4(x, lead) for x in (q, k, v))
+        try:
+            plan = flex_plan(q4, k4, v4, mask_mod, scale=s)
+        except FlexUnavailable as exc:
+            fallback = exc.reason
+        else:
+            out = plan.run(q4, k4, v4)  # (B, H, L, Ev)
+            return MaskedAttention(
+                output=out.reshape(*lead, n_q, v.shape[-1]),
+                backend="flex",
+                requested="flex",
+                compile_s=plan.compile_s,
+                compiled_now=plan.compiled_now,
+                block_mask_s=plan.block_mask_s,
+                block_mask_cached=plan.block_mask_cached,
+                sparsity=plan.sparsity,
+            )
+    mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
+    if backend == "dense":
+        out = scaled_dot_product_attention(q, k, v, mask, scale=s)
+        return MaskedAttention(output=out, backend="dense", requested="dense")
+    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", requested=backend, fallback=fallback)
+
+
+def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:
+    """The attention weights under the pattern, ``(N, ..., L, S)``: rows sum to 1 over the allowed
+    keys, 0 elsewhere (a row with no key is all zeros). Materialised: for small n."""
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    mask = dense_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
+    scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
+    return stable_softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # (N, ..., L, S)

@@ -1,0 +1,176 @@
+"""The Performer's FAVOR+ (Choromanski et al. 2021): softmax attention through random features.
+
+For ``m`` random vectors ``w_r`` and ``φ(x) = exp(w_rᵀx − |x|²/2) / √m`` (r = 1..m), the mean of
+``φ(q)·φ(k)`` over the draw of the ``w_r`` is exactly ``exp(qᵀk)``: softmax's kernel. So linear
+attention with these features (:func:`.linear.feature_attention`) estimates softmax attention
+in O(n·m) time and memory, and the estimate tightens as ``m`` grows, its error roughly as 1/√m.
+
+- *Positive* features (an exponential, not sines and cosines): every estimated weight is ≥ 0, so
+  the row sums in the denominator never come near 0 or change sign.
+- *Orthogonal* features: the ``w_r`` come in blocks of ``E`` mutually orthogonal directions (QR
+  of a Gaussian matrix), each rescaled to the length of a Gaussian vector (chi-distributed), so
+  each keeps the distribution of a Gaussian vector while the block covers the directions evenly.
+- The scale ``1/√E`` goes half to q and half to k (``x · E^(−1/4)``), as in softmax attention.
+- Stabilised: the exponent of each query's features is shifted by that query's largest, and the
+  keys' by the largest over all keys; each shift cancels between numerator and denominator.
+
+The error is small when ``|q|`` and ``|k|`` (after the scale) are small, i.e. when attention is
+spread out; for peaked attention the estimate's variance, which grows as exp(|q + k|²), wins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ..attention import check_attention_args
+from ..device import new_tensor_device
+from ..validation import check_float, check_int, check_int_list, check_tensor
+from .accuracy import ErrorCurve, exact_attention, random_qkv, relative_error
+from .linear import DEFAULT_CHUNK, _attend, _check_features, feature_weights
+
+MAX_FEATURES = 1 << 16
+FEATURE_SEED_OFFSET = 1000  # error curves draw features from seed + this, inputs from seed
+
+
+def orthogonal_features(
+    features: int,
+    dim: int,
+    *,
+    seed: int,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """``features`` random vectors of size ``dim``, as ``(features, dim)``: orthogonal within each block
+    of ``dim`` rows, each row as long as a standard Gaussian vector. Drawn on the CPU in float64 from
+    ``seed``, so a seed gives the same features on every device."""
+    m = check_int("features", features, low=1, high=MAX_FEATURES)
+    d = check_int("dim", dim, low=1, high=1 << 14)
+    seed = check_int("seed", seed, low=0, high=2**63 - 1)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    blocks = math.ceil(m / d)
+    gaussian = torch.randn(blocks, d, d, generator=gen, dtype=torch.float64)  # (blocks, d, d)
+    ortho, r = torch.linalg.qr(gaussian)  # columns orthonormal, one QR per block in one call
+    ortho = ortho * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # signs fixed: uniform (Haar)
+    directions = ortho.transpose(-2, -1).reshape(blocks * d, d)[:m]  # (m, d): rows orthonormal within a block
+    lengths = torch.randn(m, d, generator=gen, dtype=torch.float64).norm(dim=-1)  # (m,): chi with d degrees
+    return (directions * lengths[:, None]).to(device=new_tensor_device(device), dtype=dtype)  # (m, d)
+
+
+def favor_features(x: torch.Tensor, w: torch.Tensor, *, is_query: bool) -> torch.Tensor:
+    """Positive random features ``exp(w_rᵀx − |x|²/2 − shift) / √m`` of ``x (N, ..., L, E)`` → ``(N, ..., L, m)``.
+
+    ``x`` must already carry its half of the scale. ``shift`` is each row's largest exponent for
+    queries and the largest over every key of the slice for keys: constants that cancel in attention.
+    """
+    proj = x @ w.transpose(-2, -1)  # (N, ..., L, E) @ (E, m) -> (N, ..., L, m)
+    exponent = proj - 0.5 * (x * x).sum(dim=-1, keepdim=True)  # (N, ..., L, m)
+    shift = exponent.amax(dim=-1, keepdim=True) if is_query else exponent.amax(dim=(-2, -1), keepdim=True)
+    return torch.exp(exponent - shift) / math.sqrt(w.shape[0])  # (N, ..., L, m)
+
+
+def _features(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    half = math.sqrt(scale)  # q·k·scale = (q·√scale)·(k·√scale)
+    return favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
+
+
+def _check_w(w: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    check_tensor("w", w, min_dim=2)
+    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
+        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
+    if w.device != q.device or w.dtype != q.dtype:
+        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
+    return w
+
+
+def favor_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    w: torch.Tensor,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    chunk: int = DEFAULT_CHUNK,
+) -> torch.Tensor:
+    """FAVOR+ with given random vectors ``w (m, E)`` (e.g. from :func:`orthogonal_features`, drawn
+    once and reused, as a trained Performer keeps them): ``(N, ..., L, Ev)``."""
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    _check_features(q, k, v, is_causal)
+    chunk = check_int("chunk", chunk, low=1, high=1 << 16)
+    phi_q, phi_k = _features(q, k, _check_w(w, q), s)
+    return _attend(phi_q, phi_k, v, is_causal, chunk)
+
+
+def performer_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    features: int,
+    seed: int,
+    is_causal: bool = False,
+    scale: float | None = None,
+    chunk: int = DEFAULT_CHUNK,
+) -> torch.Tensor:
+    """FAVOR+ estimate of softmax(Q Kᵀ · scale) V with ``features`` orthogonal positive random features.
+
+    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``; ``seed``
+    picks the features; ``is_causal`` runs the prefix-sum form (needs L = S).
+    """
+    check_tensor("q", q, min_dim=2)
+    w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype)  # (m, E)
+    return favor_attention(q, k, v, w, is_causal=is_causal, scale=scale, chunk=chunk)
+
+
+def performer_weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    *,
+    features: int,
+    seed: int,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """The ``(N, ..., L, S)`` weights the Performer implies (materialised: for small n)."""
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    _check_features(q, k, k, is_causal)
+    w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype)  # (m, E)
+    phi_q, phi_k = _features(q, k, w, s)
+    return feature_weights(phi_q, phi_k, is_causal=is_causal)
+
+
+def performer_error_curve(
+    features: Sequence[int],
+    *,
+    n: int = 256,
+    d: int = 64,
+    heads: int = 8,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    std: float | None = None,
+    is_causal: bool = False,
+    device: str | torch.device | None = None,
+) -> ErrorCurve:
+    """The Performer's relative output error against exact softmax attention, at each feature count.
+
+    For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
+    q and k) and features from ``s + FEATURE_SEED_OFFSET`` (one seed for both would reuse the same
+    Gaussian numbers); the reference is exact attention in float64. ``std=None``
+    picks ``d^(−1/4)``, where each scaled ``|q|²`` is about 1 and the error falls as 1/√m;
+    ``std=1`` gives peaked attention, where the estimate's variance swamps that law at any
+    affordable m.
+    """
+    ms = tuple(check_int_list("features", features, low=1, high=MAX_FEATURES))
+    seeds = tuple(check_int_list("seeds", seeds, low=0))
+    d = check_int("d", d, low=1, high=1 << 14)
+    std = d**-0.25 if std is None else check_float("std", std, low=0.0, low_open=True)
+    errors: list[list[float]] = [[] for _ in ms]
+    for seed in seeds:
+        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
+        exact = exact_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
+        for i, m in enumerate(ms):
+            out = performer_attention(q, k, v, features=m, seed=seed + FEATURE_SEED_OFFSET, is_causal=is_causal)
+            errors[i].append(relative_error(out, exact))
+    return ErrorCurve(x=ms, seeds=seeds, errors=tuple(tuple(e) for e in errors))

@@ -1,0 +1,144 @@
+"""A trained model's attention with one layer's softmax swapped for an efficient route.
+
+The model is the app's all-MiniLM-L6-v2 (:mod:`attention_core.bert`). For a sentence, the
+chosen layer's own Q, K and V (every head) go through a variant (:mod:`.variants`) instead of
+softmax attention, and the layer's attention output and weights are compared with the exact
+ones. The later layers are not rerun: the numbers say what the swap does to that layer.
+
+:meth:`LayerSwap.attends_most` answers the page's question, e.g. whether "it" still attends
+most to "animal": per head, the key that takes the most weight from the query, not counting
+[CLS], [SEP] and the query itself (the rule of :func:`attention_core.bert.strongest_links`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..bert import Bert, encode
+from ..validation import check_int
+from .accuracy import Accuracy, compare
+from .variants import variant_attention
+
+
+@dataclass(frozen=True)
+class LayerQKV:
+    """One layer's queries, keys and values for one sentence, every head: ``(H, L, d_head)`` each,
+    and its exact weights ``(H, L, L)`` and attention output ``(H, L, d_head)``."""
+
+    tokens: tuple[str, ...]
+    layer: int
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    weights: torch.Tensor
+    output: torch.Tensor
+
+
+def layer_qkv(bert: Bert, text: str, layer: int) -> LayerQKV:
+    """Run the encoder on ``text`` and keep layer ``layer``'s Q, K, V, weights and output."""
+    layer = check_int("layer", layer, low=0, high=bert.config.n_layers - 1)
+    batch, out = encode(bert, [text], trace=True)
+    a = out.attentions[layer]
+    return LayerQKV(
+        tokens=batch.items[0].tokens, layer=layer,
+        q=a.q[0], k=a.k[0], v=a.v[0], weights=a.weights[0], output=a.output[0],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AttendsMost:
+    """Where ``query`` looks most, per head, under exact attention and under the variant.
+
+    ``exact_top`` / ``variant_top``: for each head, the key with the largest weight from the
+    query among the candidates (not [CLS], [SEP] or the query itself); ``-1`` for a head whose
+    variant has no weights. ``exact_weight`` / ``variant_weight``: each head's weight on ``key``.
+    """
+
+    query: int
+    key: int
+    exact_top: tuple[int, ...]
+    variant_top: tuple[int, ...]
+    exact_weight: tuple[float, ...]
+    variant_weight: tuple[float, ...]
+
+    @property
+    def exact_heads(self) -> int:
+        """Heads in which the query attends most to ``key`` under exact attention."""
+        return sum(t == self.key for t in self.exact_top)
+
+    @property
+    def variant_heads(self) -> int:
+        """Heads in which it still does under the variant."""
+        return sum(t == self.key for t in self.variant_top)
+
+    @property
+    def kept_heads(self) -> int:
+        """Heads that attend most to ``key`` under both."""
+        return sum(e == self.key == w for e, w in zip(self.exact_top, self.variant_top, strict=True))
+
+
+@dataclass(frozen=True)
+class LayerSwap:
+    """A layer run with a variant in place of softmax attention, against the exact layer.
+
+    ``weights``: the variant's ``(H, L, L)`` weights (``None`` where it has none that form a
+    distribution); ``output``: its attention output ``(H, L, d_head)``. ``accuracy`` covers every
+    head together (``kl`` is ``(H, L)``); ``head_errors`` the relative output error of each head.
+    """
+
+    exact: LayerQKV
+    variant: str
+    weights: torch.Tensor | None
+    output: torch.Tensor
+    accuracy: Accuracy
+    head_errors: tuple[float, ...]
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.exact.tokens
+
+    def index(self, token: str | int) -> int:
+        """Position of ``token`` (its first occurrence) or the index itself, checked."""
+        if isinstance(token, str):
+            if token not in self.tokens:
+                raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
+            return self.tokens.index(token)
+        return check_int("token", token, low=0, high=len(self.tokens) - 1)
+
+    def attends_most(self, query: str | int, key: str | int) -> AttendsMost:
+        """Per head, whether ``query`` attends most to ``key``, exactly and under the variant."""
+        qi, ki = self.index(query), self.index(key)
+        n = len(self.tokens)
+        candidates = torch.ones(n, dtype=torch.bool)
+        candidates[[0, n - 1, qi]] = False  # never [CLS], [SEP] or the token itself
+        if not bool(candidates[ki]):
+            raise ValueError(f"{self.tokens[ki]!r} at {ki} is [CLS], [SEP] or the query itself: not a candidate")
+
+        def top(w: torch.Tensor) -> tuple[int, ...]:
+            row = w[:, qi, :].detach().to("cpu", torch.float64).masked_fill(~candidates, -1.0)  # (H, L)
+            return tuple(int(i) for i in row.argmax(dim=-1))
+
+        exact = self.exact.weights
+        heads = exact.shape[0]
+        exact_top = top(exact)
+        if self.weights is None:
+            return AttendsMost(qi, ki, exact_top, (-1,) * heads, tuple(float(x) for x in exact[:, qi, ki]), ())
+        return AttendsMost(
+            qi, ki, exact_top, top(self.weights),
+            tuple(float(x) for x in exact[:, qi, ki]), tuple(float(x) for x in self.weights[:, qi, ki]),
+        )  # fmt: skip
+
+
+def swap_layer(bert: Bert, text: str, layer: int, variant: str, **params: object) -> LayerSwap:
+    """Layer ``layer`` of the model on ``text`` with ``variant`` (parameters as
+    :func:`.variants.variant_attention`, e.g. ``window=4``) in place of softmax attention."""
+    exact = layer_qkv(bert, text, layer)
+    with torch.inference_mode():
+        result = variant_attention(exact.q, exact.k, exact.v, variant, with_weights=True, **params)  # type: ignore[arg-type]
+    accuracy = compare(result.output, exact.output, result.weights, exact.weights, note=result.note)
+    ref = exact.output.detach().to("cpu", torch.float64)  # (H, L, d_head)
+    diff = result.output.detach().to("cpu", torch.float64) - ref
+    head_errors = tuple(float(e) for e in diff.flatten(1).norm(dim=-1) / ref.flatten(1).norm(dim=-1))
+    return LayerSwap(exact, result.variant, result.weights, result.output, accuracy, head_errors)
