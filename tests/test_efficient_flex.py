@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch.nn.attention.flex_attention import create_block_mask
 
-from attention_core.accuracy import standard_attention
 from attention_core.efficient import (
     and_masks,
     bigbird,
@@ -23,6 +22,7 @@ from attention_core.efficient import (
     window_with_globals,
 )
 from attention_core.efficient import flex as flex_module
+from attention_core.textbook import reference_attention
 
 
 @pytest.mark.parametrize("n_q,n_k", [(300, 300), (128, 128), (256, 100), (77, 390)])
@@ -70,7 +70,7 @@ def test_a_new_window_is_the_same_compile_key_a_new_kind_is_not():
 @pytest.mark.skipif(flex_available("cpu") is not None, reason="torch.compile cannot run here")
 def test_compiled_flex_equals_the_dense_path_and_compiles_once():
     q, k, v = random_qkv(200, 16, heads=2, seed=7)
-    exact = standard_attention(q.double(), k.double(), v.double())
+    exact = reference_attention(q, k, v)
 
     # A window of at least n is exact attention: the first call compiles (unless another test did).
     first = masked_attention(q, k, v, sliding_window(250), backend="flex")

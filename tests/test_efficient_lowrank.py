@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from attention_core.accuracy import standard_attention
 from attention_core.efficient import (
     attention_spectrum,
     energy_share,
@@ -17,13 +16,14 @@ from attention_core.efficient import (
     linformer_weights,
     random_qkv,
 )
+from attention_core.textbook import reference_attention
 
 
 def test_rank_n_with_the_identity_projection_is_exact_attention(device):
     q, k, v = random_qkv(40, 8, heads=2, seed=1, device=device)
     identity = torch.eye(40, device=device)
     out = linformer_attention(q, k, v, projection=identity)
-    torch.testing.assert_close(out.double(), standard_attention(q.double(), k.double(), v.double()), atol=2e-6, rtol=0)
+    torch.testing.assert_close(out.double(), reference_attention(q, k, v), atol=2e-6, rtol=0)
 
 
 def test_pooling_at_rank_n_is_the_identity_and_averages_below():
@@ -44,7 +44,7 @@ def test_gaussian_projections_are_seeded_and_scaled_for_johnson_lindenstrauss():
 def test_the_output_is_softmax_over_projected_keys_times_projected_values():
     q, k, v = random_qkv(30, 8, heads=2, seed=2)
     e, f = linformer_projections(6, 30, seed=4)
-    expected = standard_attention(q.double(), (e @ k).double(), (f @ v).double())
+    expected = reference_attention(q, e @ k, f @ v)
     out = linformer_attention(q, k, v, projection=(e, f))
     torch.testing.assert_close(out.double(), expected, atol=2e-6, rtol=0)
     torch.testing.assert_close(linformer_attention(q, k, v, rank=6, seed=4), out)

@@ -11,7 +11,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attention_core.accuracy import standard_attention
 from attention_core.efficient import (
     NO_COMPILE_ENV,
     and_masks,
@@ -26,6 +25,7 @@ from attention_core.efficient import (
     window_with_globals,
 )
 from attention_core.efficient import flex as flex_module
+from attention_core.textbook import reference_attention
 
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -40,7 +40,7 @@ PATTERNS = {
 
 def _reference(q, k, v, mask):
     """float64 softmax over the allowed keys, zeros for a row with none (plain torch ops)."""
-    return standard_attention(q.double(), k.double(), v.double(), mask)
+    return reference_attention(q, k, v, mask)
 
 
 @pytest.mark.parametrize("backend", ["dense", "sdpa"])
@@ -57,7 +57,7 @@ def test_dense_backends_equal_the_float64_reference(device, backend, name):
 @given(n=st.integers(1, 60), window=st.integers(60, 100), heads=st.integers(1, 3))
 def test_a_window_at_least_n_is_exact_attention(n, window, heads):
     q, k, v = random_qkv(n, 8, heads=heads, seed=n)
-    exact = standard_attention(q.double(), k.double(), v.double())
+    exact = reference_attention(q, k, v)
     for backend in ("dense", "sdpa"):
         out = masked_attention(q, k, v, sliding_window(window), backend=backend).output
         torch.testing.assert_close(out.double(), exact, atol=2e-6, rtol=2e-6)
