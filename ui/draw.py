@@ -23,8 +23,8 @@ from .frame import talk
 # px from the window's top to each fitted figure's top in talk mode, at 1280×720.
 TALK_ABOVE = {
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
-    "scaling.first": 335, "scaling.Variance": 400, "scaling.Scaling strategies": 395,
-    "scaling.Numerical stability": 370, "scaling.Training": 385,
+    "scaling.Variance": 400, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
+    "scaling.Initialisation": 352, "scaling.Numerical stability": 384, "scaling.Training": 385,
     "heads.Split": 250, "heads.Heads side by side": 330, "heads.Decode": 370, "heads.first": 330,
     "benchmark.result": 150,
 }  # fmt: skip
