@@ -84,12 +84,18 @@ def metrics(*items: tuple[str, str, str | None], border: bool = False) -> None:
         col.metric(label, value, note, delta_color="off", delta_arrow="off", border=border)
 
 
-def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None) -> None:
-    """The numbers behind a figure, as a compact table in a closed expander."""
-    with st.expander("The numbers", expanded=False):
-        if caption:
-            st.caption(caption)
-        st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
+def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None, *, key: str | None = None) -> None:
+    """The numbers behind a figure, as a compact table in a closed expander.
+
+    With ``key`` the table is sent only while the expander is open: even closed, a table costs a cold
+    page about half a second in the browser (the grid is loaded and laid out).
+    """
+    box = st.expander("The numbers", key=key, on_change="rerun") if key else st.expander("The numbers")
+    if key is None or box.open:
+        with box:
+            if caption:
+                st.caption(caption)
+            st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
 
 
 def labelled(options: Sequence[Any], names: dict[Any, str]) -> Callable[[Any], str]:

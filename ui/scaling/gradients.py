@@ -66,4 +66,5 @@ def gradients_tab(sh: Shared) -> None:
         "dead_unscaled": NUMBER("rows < 0.01 (q·k)", format="percent"),
         "dead_scaled": NUMBER("rows < 0.01 (÷√d_k)", format="percent"),
         "grad_qk_median_ratio": NUMBER("median ratio at q·k", format="%.3g"),
-    }, f"{rows_for(sh.n_keys)} rows of {sh.n_keys} keys per d_k; upstream gradient g ~ N(0, I); seed {sh.seed}.")
+    }, f"{rows_for(sh.n_keys)} rows of {sh.n_keys} keys per d_k; upstream gradient g ~ N(0, I); seed {sh.seed}.",
+       key="sc_gradients_numbers")  # fmt: skip

@@ -50,4 +50,4 @@ def init_tab(sh: Shared) -> None:
         "optimal_divisor": NUMBER("divisor for variance 1", format="%.4g"),
         "entropy_pct_scaled": NUMBER("entropy % (÷√d_k)", format="%.1f"),
     }, f"d_model = {d_model}, d_k = {sh.d_k}, 256 tokens, seed {sh.seed}; "
-       f"{'with' if layernorm else 'without'} LayerNorm.")  # fmt: skip
+       f"{'with' if layernorm else 'without'} LayerNorm.", key="sc_init_numbers")  # fmt: skip

@@ -74,4 +74,5 @@ def saturation_tab(sh: Shared) -> None:
         "score_var_scaled": NUMBER("score var (÷√d_k)", format="%.3f"),
         "score_range_unscaled": NUMBER("max − min (q·k)", format="%.3g"),
         "score_range_scaled": NUMBER("max − min (÷√d_k)", format="%.3g"),
-    }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.")  # fmt: skip
+    }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.",
+       key="sc_saturation_numbers")  # fmt: skip

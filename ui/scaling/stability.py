@@ -74,7 +74,6 @@ def stability_tab(sh: Shared) -> None:
         "max-subtracted": [_cell(x) for x in table["stable"]],
         "float64 reference": [f"{x:.4g}" for x in table["reference"]],
     })  # fmt: skip
-    with st.expander("The numbers", expanded=False):
-        st.caption("∞ (overflow): exp(x) is larger than the format can hold. NaN (∞/∞): not a number, the "
-                   "undefined result of dividing infinity by infinity.")  # fmt: skip
-        st.dataframe(shown, hide_index=True, width="stretch")
+    draw.numbers(shown, {c: st.column_config.TextColumn(c) for c in shown}, "∞ (overflow): exp(x) is larger than the "
+                 "format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
+                 key="sc_stability_numbers")  # fmt: skip

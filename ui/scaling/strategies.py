@@ -52,4 +52,5 @@ def strategies_tab(sh: Shared) -> None:
         "entropy_pct": NUMBER("entropy %", format="%.1f"),
         "max_weight": NUMBER("max weight", format="%.3f"),
         "how": st.column_config.TextColumn("how", width="large"),
-    }, f"d_k = {sh.d_k}, {sh.n_keys} keys, seed {sh.seed}; measured on rows the fit never saw.")  # fmt: skip
+    }, f"d_k = {sh.d_k}, {sh.n_keys} keys, seed {sh.seed}; measured on rows the fit never saw.",
+       key="sc_strategies_numbers")  # fmt: skip

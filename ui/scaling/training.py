@@ -115,4 +115,5 @@ def training_tab(sh: Shared) -> None:
         "start_grad_logits": NUMBER("‖∂L/∂z‖, step 0", format="%.3g"),
         "end_grad_logits": NUMBER("‖∂L/∂z‖, last 10%", format="%.3g"),
     }, f"d_k = {sh.d_k}, n = {sh.n_keys}, d_model = {TOY_D_MODEL}, batch {toy_batch(sh.n_keys)}, {optimizer}, "
-       f"lr {lr:g}, init {init}, seed {sh.seed}. An empty 'steps' cell: never got there.")  # fmt: skip
+       f"lr {lr:g}, init {init}, seed {sh.seed}. An empty 'steps' cell: never got there.",
+       key="sc_training_numbers")  # fmt: skip
