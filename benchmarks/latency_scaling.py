@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.latency import RERUN_GOAL_MS, WARMUP, Timer, _count_parse_time, _pair  # noqa: E402
-from tests.widget_walk import apply, open_page, widgets  # noqa: E402
+from benchmarks.widgets import apply, open_page, widgets  # noqa: E402
 
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
         "Training")  # fmt: skip

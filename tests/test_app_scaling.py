@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from widget_walk import apply, edge_moves, restore_move, widgets
 
 from attention_core.scaling import DEFAULT_LR
+from benchmarks.widgets import apply, edge_moves, restore_move, widgets
 
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
         "Training")  # fmt: skip
@@ -102,18 +102,18 @@ def test_a_link_in_todays_form_restores_the_view(open_page: Open) -> None:
     assert not at.exception and not at.info, notice(at)
     s = at.session_state
     assert (s["sc_tab"], s["sc_dk"], s["sc_nk"], s["sc_seed"]) == ("Training", 64, 8, 3)
-    assert (s["sc_opt"], s["sc_lr"], s["sc_init"], s["sc_steps"]) == ("SGD", 0.3, "Xavier", 100)
+    assert (s["sc_opt"], s["sc_lr"], s["sc_init"], s["sc_steps"]) == ("SGD", "0.3", "Xavier", 100)
     assert "d_k = 64, n = 8," in " ".join(c.value for c in open_numbers(at, "Training").caption)
 
 
 OLD_LINKS = [  # links written before the widgets were bound, and the values they must open
     ({"sc_tab": "Variance", "sc_ns": "2000", "sc_dk": "64"}, {"sc_ns": 2_000, "sc_dk": 64}),
-    ({"sc_tab": "Saturation", "sc_tau": "1.0", "sc_nk": "32"}, {"sc_tau": 1.0, "sc_nk": 32}),
+    ({"sc_tab": "Saturation", "sc_tau": "1.0", "sc_nk": "32"}, {"sc_tau": "1", "sc_nk": 32}),
     ({"sc_tab": "Initialisation", "sc_ln": "1", "sc_dm": "64", "sc_std": "0.05"},
      {"sc_ln": True, "sc_dm": 64, "sc_std": 0.05}),
     ({"sc_tab": "Numerical stability", "sc_mag": "50", "sc_dtype": "float32"}, {"sc_mag": 50, "sc_dtype": "float32"}),
     ({"sc_tab": "Training", "sc_opt": "sgd", "sc_lr": "1.0", "sc_init": "lecun", "sc_dk": "16", "talk": "1"},
-     {"sc_opt": "SGD", "sc_lr": 1.0, "sc_init": "1/√d_model", "sc_dk": 16, "talk": True}),
+     {"sc_opt": "SGD", "sc_lr": "1", "sc_init": "1/√d_model", "sc_dk": 16, "talk": True}),
 ]  # fmt: skip
 
 
@@ -138,11 +138,11 @@ def test_a_tabs_own_settings_survive_visiting_another_tab(open_page: Open) -> No
 
 def test_changing_the_optimizer_resets_its_learning_rate(open_page: Open) -> None:
     at = open_tab(open_page, "Training")
-    at.select_slider(key="sc_lr").set_value(0.001).run()
+    at.select_slider(key="sc_lr").set_value("0.001").run()
     at.radio(key="sc_opt").set_value("SGD").run()
-    assert at.select_slider(key="sc_lr").value == DEFAULT_LR["sgd"]
+    assert float(at.select_slider(key="sc_lr").value) == DEFAULT_LR["sgd"]
     at.radio(key="sc_opt").set_value("Adam").run()
-    assert at.select_slider(key="sc_lr").value == DEFAULT_LR["adam"]
+    assert float(at.select_slider(key="sc_lr").value) == DEFAULT_LR["adam"]
 
 
 def test_a_bad_link_falls_back_to_defaults_with_a_notice(open_page: Open) -> None:
@@ -158,7 +158,7 @@ def test_a_bad_link_falls_back_to_defaults_with_a_notice(open_page: Open) -> Non
     assert "<b>" not in text and "zzz" not in text
     # A value between two choices was snapped to the nearer one before the widgets were bound; now the default.
     at = open_page("scaling", {"sc_tab": "Training", "sc_dk": "500", "sc_lr": "0.02"})
-    assert (at.session_state["sc_dk"], at.session_state["sc_lr"]) == (512, DEFAULT_LR["adam"])
+    assert (at.session_state["sc_dk"], float(at.session_state["sc_lr"])) == (512, DEFAULT_LR["adam"])
     assert "sc_dk =" in notice(at) and "sc_lr =" in notice(at)
 
 

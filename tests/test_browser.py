@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from browser_harness import (
+
+from benchmarks.browser import (
     ALERT,
     TALK_VIEWPORT,
     StreamlitServer,

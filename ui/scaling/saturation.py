@@ -50,8 +50,9 @@ def saturation_tab(sh: Shared) -> None:
          ("Largest weight, ÷√d_k", f"{t['max_weight_scaled']:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"))
     draw.chart(draw.figure(figure, "row", *key), "sc_row")
     st.subheader("Turn the temperature")
-    tau = st.select_slider("Temperature τ (the softmax sees q·k / τ)", TAU_CHOICES, 22.6, "{:g}".format, key="sc_tau",
-                           bind="query-params", help="τ = 1 is no scaling; τ = √d_k is the Transformer's.")  # fmt: skip
+    tau = float(st.select_slider("Temperature τ (the softmax sees q·k / τ)", [f"{t:g}" for t in TAU_CHOICES], "22.6",
+                                 key="sc_tau", bind="query-params",
+                                 help="τ = 1 is no scaling; τ = √d_k is the Transformer's."))  # fmt: skip
     h_pct = tau_row_data(sh.d_k, sh.n_keys, sh.seed, tau)[1]
     draw.prose(
         f"Dividing the same scores by a temperature τ moves the row continuously from one-hot (small τ) to "

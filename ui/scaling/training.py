@@ -26,8 +26,11 @@ def figure(kind: str, run_key: tuple, talk: bool) -> go.Figure:
                            smooth_column="grad_scores_smooth", log_y=True, talk=talk)  # fmt: skip
 
 
+LR_CHOICES = ("0.001", "0.003", "0.01", "0.03", "0.1", "0.3", "1")  # as the slider shows them and the link writes
+
+
 def _reset_lr() -> None:
-    st.session_state["sc_lr"] = DEFAULT_LR[st.session_state["sc_opt"].lower()]  # "Adam" is train_toy's "adam"
+    st.session_state["sc_lr"] = f"{DEFAULT_LR[st.session_state['sc_opt'].lower()]:g}"  # "Adam" is train_toy's "adam"
 
 
 def training_controls(d_k: int) -> tuple[str, float, str, int]:
@@ -36,8 +39,8 @@ def training_controls(d_k: int) -> tuple[str, float, str, int]:
     return (
         c[0].radio("Optimizer", ("Adam", "SGD"), key="sc_opt", on_change=_reset_lr, horizontal=True,
                    bind="query-params"),
-        c[1].select_slider("Learning rate", (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0), DEFAULT_LR["adam"],
-                           "{:g}".format, key="sc_lr", bind="query-params"),
+        float(c[1].select_slider("Learning rate", LR_CHOICES, f"{DEFAULT_LR['adam']:g}", key="sc_lr",
+                                 bind="query-params")),
         c[2].selectbox("Initial std of W_q, W_k", ("1/√d_model", "Xavier", "0.01", "0.5"), key="sc_init",
                        bind="query-params"),  # named_init_stds' names
         c[3].select_slider("Steps", steps, 200, key="sc_steps", bind="query-params",
