@@ -272,24 +272,28 @@ def _backward(
 
     # The scores are recomputed exactly as the forward computed them (scaled q, inputs' dtype), so
     # exp(scores − lse) is the forward's P; the gradient products run in float32 for 16-bit inputs.
-    q_s = batches(q * s)  # (B, L, E)
-    kt = batches(k).transpose(1, 2)  # (B, E, S), a view
-    q_s_acc, k_acc, v_acc = q_s.to(acc_dtype), batches(k).to(acc_dtype), batches(v).to(acc_dtype)
+    q_s, k_b, v_b = batches(q * s), batches(k), batches(v)  # (B, L, E), (B, S, E), (B, S, Ev)
+    kt = k_b.transpose(1, 2)  # (B, E, S), a view
+    q_s_acc, k_acc, v_acc = q_s.to(acc_dtype), k_b.to(acc_dtype), v_b.to(acc_dtype)
     d_out = batches(d_out).to(acc_dtype)  # (B, L, Ev)
     delta = (d_out * batches(out).to(acc_dtype)).sum(dim=-1, keepdim=True)  # (B, L, 1): D = rowsum(dO ∘ O)
     lse = lse.reshape(-1, L, 1)  # (B, L, 1)
     mask = _full_size(attn_mask, L, S)
     B = q_s.shape[0]
     dq = torch.zeros((B, L, E), dtype=acc_dtype, device=q.device)  # (B, L, E), times scale at the end
-    dk = torch.zeros((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
-    dv = torch.zeros((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)
+    dk = torch.empty((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
+    dv = torch.empty((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)
+    # Buffers reused by every tile. The accumulators are contiguous: torch's CPU baddbmm_ into a
+    # row slice of dq or dk falls back to one small matmul per batch, about 1.5× slower.
     bq, bk = min(block, L), min(block, S)
-    scores = torch.empty((B, bq, bk), dtype=q.dtype, device=q.device)  # (B, Bq, Bk), reused by every tile
-    dp_buf = torch.empty((B, bq, bk), dtype=acc_dtype, device=q.device)  # (B, Bq, Bk), reused by every tile
+    scores = torch.empty((B, bq, bk), dtype=q.dtype, device=q.device)  # (B, Bq, Bk)
+    dp_buf = torch.empty((B, bq, bk), dtype=acc_dtype, device=q.device)  # (B, Bq, Bk)
+    dq_buf = torch.empty((B, bq, E), dtype=acc_dtype, device=q.device)  # (B, Bq, E)
 
     for j0 in range(0, S, block):
         j1 = min(j0 + block, S)
-        dk_j, dv_j = dk[:, j0:j1], dv[:, j0:j1]  # (B, Bk, E), (B, Bk, Ev): views, gathered over query blocks
+        dk_j = torch.zeros((B, j1 - j0, E), dtype=acc_dtype, device=q.device)  # (B, Bk, E), over all query blocks
+        dv_j = torch.zeros((B, j1 - j0, Ev), dtype=acc_dtype, device=q.device)  # (B, Bk, Ev)
         first_query = j0 if is_causal else 0  # causal: query blocks above key block j see none of its keys
         for i0 in range(first_query, L, block):
             i1 = min(i0 + block, L)
@@ -301,8 +305,9 @@ def _backward(
             dv_j.baddbmm_(p.transpose(1, 2), d_out[:, i0:i1])  # dV_j += Pᵀ dO_i  (B, Bk, Ev)
             dp = torch.bmm(d_out[:, i0:i1], v_acc[:, j0:j1].transpose(1, 2), out=dp_buf[:, : i1 - i0, : j1 - j0])
             ds = dp.sub_(delta[:, i0:i1]).mul_(p)  # dS = P ∘ (dP − D)  (B, Bq, Bk)
-            dq[:, i0:i1].baddbmm_(ds, k_acc[:, j0:j1])  # dQ_i += dS K_j  (B, Bq, E)
+            dq[:, i0:i1].add_(torch.bmm(ds, k_acc[:, j0:j1], out=dq_buf[:, : i1 - i0]))  # dQ_i += dS K_j  (B, Bq, E)
             dk_j.baddbmm_(ds.transpose(1, 2), q_s_acc[:, i0:i1])  # dK_j += dSᵀ (Q_i · scale)  (B, Bk, E)
+        dk[:, j0:j1], dv[:, j0:j1] = dk_j, dv_j
 
     dq.mul_(s)
 
@@ -363,3 +368,16 @@ def tiled_extra_bytes(
         + bq * d_v * (itemsize + 2 * acc)  # tile @ v, the accumulator o and o / l
     )
     return batch_heads * (output + per_block)
+
+
+def tiled_saved_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
+    """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward, beyond q, k, v.
+
+    The output ``(L, Ev)`` and each row's log-sum-exp ``(L,)``, both in the accumulators' dtype
+    (float32 for 16-bit inputs): O(L) per head, where naive attention keeps its ``L × S`` weights.
+    """
+    n_q = check_int("n_q", n_q, low=1)
+    d_v = check_int("d_v", d_v, low=1)
+    itemsize = check_int("itemsize", itemsize, low=1, high=8)
+    batch_heads = check_int("batch_heads", batch_heads, low=1)
+    return batch_heads * n_q * (d_v + 1) * max(itemsize, 4)
