@@ -86,7 +86,8 @@ def tiled_attention(
     *,
     scale: float | None = None,
     block_size: int | None = None,
-) -> torch.Tensor:
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q Kᵀ · scale + mask) V without materialising the ``L × S`` scores, forward and backward.
 
     Args:
@@ -100,55 +101,41 @@ def tiled_attention(
         scale: multiplier of the scores, default ``1/√E``.
         block_size: rows of queries and columns of keys per tile, forward and backward; ``None`` picks it
             for the inputs' device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
+        return_lse: also return each row's log-sum-exp ``lse = m + log l`` ``(N, ..., L)`` (``+inf``
+            for a fully masked row), what the backward keeps, as FlashAttention's ``return_softmax_lse``.
+            The output then stays in the accumulators' dtype (float32 for 16-bit inputs), unrounded.
+            Forward only: with inputs that require grad, the autograd node keeps lse itself.
 
     Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs keep
     their running max, sum and output in float32, as FlashAttention does. When an input
     requires grad (and grad mode is on) the call goes through :class:`TiledAttentionFunction`,
     whose backward recomputes each tile's weights from the saved row log-sum-exp; otherwise
-    it is the plain loop, with no autograd bookkeeping.
+    it is the plain loop below, with no autograd bookkeeping.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
         raise ValueError(f"tiled_attention does not implement dropout; dropout_p must be 0, got {p}")
-    L, S = q.shape[-2], k.shape[-2]
+    L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if block_size is None:
-        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         block_size = pick_block_size(q.device, L, S, batch_heads=math.prod(lead), itemsize=q.dtype.itemsize)
     block = check_int("block_size", block_size, low=1, high=1 << 16)
 
-    if not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)):
-        return _forward(q, k, v, attn_mask, is_causal, s, block, with_lse=False)[0]
-    if attn_mask is not None and attn_mask.requires_grad:
-        raise ValueError(
-            "tiled_attention gives no gradient for attn_mask (it would be L × S, what the tiles avoid); "
-            "pass attn_mask.detach(), or use scaled_dot_product_attention"
-        )
-    return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, s, block)
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        if return_lse:
+            raise ValueError("return_lse is forward-only; call it under torch.no_grad()")
+        if attn_mask is not None and attn_mask.requires_grad:
+            raise ValueError(
+                "tiled_attention gives no gradient for attn_mask (it would be L × S, what the tiles avoid); "
+                "pass attn_mask.detach(), or use scaled_dot_product_attention"
+            )
+        return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, s, block)  # runs this loop, no grad
 
-
-def _forward(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    is_causal: bool,
-    s: float,
-    block: int,
-    *,
-    with_lse: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """The online-softmax loop: the output ``(N, ..., L, Ev)`` and, ``with_lse``, what the backward
-    keeps: each row's log-sum-exp ``(N, ..., L)`` and the output before its rounding to 16 bits
-    (both float32 for 16-bit inputs; for other dtypes the output itself)."""
-    L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
-    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     acc_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
     mask = _full_size(attn_mask, L, S)
-    out = torch.empty((*lead, L, Ev), dtype=q.dtype, device=q.device)  # (N, ..., L, Ev)
-    lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if with_lse else None  # (N, ..., L)
-    out_acc = out
-    if with_lse and acc_dtype != q.dtype:  # the backward's rowsum(dO ∘ O) must not see O's 16-bit rounding
-        out_acc = torch.empty((*lead, L, Ev), dtype=acc_dtype, device=q.device)  # (N, ..., L, Ev)
+    out_dtype = acc_dtype if return_lse else q.dtype  # the backward's rowsum(dO ∘ O) must not see 16-bit rounding
+    out = torch.empty((*lead, L, Ev), dtype=out_dtype, device=q.device)  # (N, ..., L, Ev)
+    lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if return_lse else None  # (N, ..., L)
     kt = k.transpose(-2, -1)  # (N, ..., E, S), a view
     # Two buffers reused by every tile: allocating 2 MiB per tile costs more than the arithmetic around it.
     bq, bk = min(block, L), min(block, S)
@@ -183,11 +170,11 @@ def _forward(
         # l = 0 only when every key of the row was masked: the row's output is 0.
         done = torch.where(l_sum > 0, o / l_sum.clamp_min(torch.finfo(acc_dtype).tiny), 0.0)  # (N, ..., Bq, Ev)
         out[..., i0:i1, :] = done
-        if out_acc is not out:
-            out_acc[..., i0:i1, :] = done
         if lse is not None:  # log Σ exp(score) = m + log l; +inf on an empty row, so the backward's P is 0 there
             lse[..., i0:i1] = torch.where(l_sum > 0, m + l_sum.log(), float("inf")).squeeze(-1)  # (N, ..., Bq)
-    return out, lse, out_acc if with_lse else None
+    if lse is not None:
+        return out, lse
+    return out
 
 
 def _mask_tile(
@@ -229,10 +216,10 @@ class TiledAttentionFunction(torch.autograd.Function):
         scale: float,
         block: int,
     ) -> torch.Tensor:
-        out, lse, out_acc = _forward(q, k, v, attn_mask, is_causal, scale, block, with_lse=True)
-        ctx.save_for_backward(q, k, v, out_acc, lse, attn_mask)
+        out, lse = tiled_attention(q, k, v, attn_mask, 0.0, is_causal, scale=scale, block_size=block, return_lse=True)
+        ctx.save_for_backward(q, k, v, out, lse, attn_mask)  # out unrounded: float32 for 16-bit inputs
         ctx.is_causal, ctx.scale, ctx.block = is_causal, scale, block
-        return out
+        return out.to(q.dtype)  # for float32 and float64 the saved tensor itself
 
     @staticmethod
     @once_differentiable

@@ -188,6 +188,23 @@ def test_sum_backward_just_works_and_equals_torch():
 # ---- what autograd keeps: q, k, v, the output and the row log-sum-exp -------------------------
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_return_lse_gives_each_rows_log_sum_exp(device, dtype):
+    q, k, v, _ = _qkv_do((2, 30, 8), (2, 45, 8), 8, device=device, dtype=dtype, seed=9)
+    mask = padding_mask([45, 20], 45, device=device).expand(2, 30, 45).clone()  # (2, 30, 45)
+    mask[0, 4] = False  # one query that sees no key
+    out, lse = tiled_attention(q, k, v, mask, block_size=16, return_lse=True)
+    assert out.dtype == lse.dtype == torch.float32 and lse.shape == (2, 30)  # unrounded, for the backward
+    scores = (q.double() @ k.double().transpose(-2, -1)) * 8**-0.5  # (2, 30, 45)
+    expected = torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (2, 30)
+    assert lse[0, 4] == float("inf")  # P = exp(score − lse) is then 0 for every key
+    expected[0, 4] = float("inf")
+    torch.testing.assert_close(lse.double(), expected, atol=1e-5 if dtype == torch.float32 else 3e-2, rtol=0)
+    torch.testing.assert_close(out.to(dtype), tiled_attention(q, k, v, mask, block_size=16), atol=0, rtol=0)
+    with pytest.raises(ValueError, match="forward-only"):
+        tiled_attention(q.requires_grad_(True), k, v, return_lse=True)
+
+
 def _saved_bytes(fn) -> tuple[int, object]:
     """Run ``fn`` under a hook that sees every tensor autograd saves; return their total bytes and fn's result."""
     sizes: list[int] = []
