@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .accuracy import FLASH_FACTOR, AccuracyCheck, standard_attention
+from .accuracy import FLASH_FACTOR, AccuracyCheck
 from .attention import check_attention_args
+from .textbook import textbook_attention
 from .validation import check_float, check_tensor
 
 Attention = Callable[..., torch.Tensor]  # attention(q, k, v, attn_mask=..., is_causal=..., scale=...)
@@ -111,8 +112,8 @@ def gradient_rule(
         if grad.shape != x.shape:
             raise ValueError(f"{name} must have the shape of its input {tuple(x.shape)}, got {tuple(grad.shape)}")
     args = (q, k, v, grad_out, attn_mask, is_causal)
-    reference = attention_grads(standard_attention, *args, scale=scale, dtype=torch.float64)
-    baseline = attention_grads(standard_attention, *args, scale=scale)
+    reference = attention_grads(textbook_attention, *args, scale=scale, dtype=torch.float64)
+    baseline = attention_grads(textbook_attention, *args, scale=scale)
     floor = torch.finfo(q.dtype).eps * max(max(float(ref.abs().max()) for ref in reference), 1e-30)
     dtype = str(q.dtype).removeprefix("torch.")
 

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core import padding_mask, tiled_attention
-from attention_core.accuracy import standard_attention
 from attention_core.grad_accuracy import GradientCheck, attention_grads, gradient_rule
+from attention_core.textbook import textbook_attention
 from attention_core.tiled import tiled_saved_bytes
 
 
@@ -169,7 +169,7 @@ def test_any_shape_and_upstream_gradient_pass_the_flash_rule(n_q, n_k, e, ev, bl
     q, k, v, d_out = (x.float() for x in (q, k, v, d_out))
     tiled = functools.partial(tiled_attention, block_size=block)
     grads = attention_grads(tiled, q, k, v, d_out, is_causal=causal)
-    reference = attention_grads(standard_attention, q, k, v, d_out, is_causal=causal, dtype=torch.float64)
+    reference = attention_grads(textbook_attention, q, k, v, d_out, is_causal=causal, dtype=torch.float64)
     scale = max(float(ref.abs().max()) for ref in reference)
     for grad, ref in zip(grads, reference, strict=True):
         assert float((grad.double() - ref).abs().max()) <= FLOAT32_ULPS * torch.finfo(torch.float32).eps * scale
