@@ -63,9 +63,9 @@ def test_page_loads_without_exception(
     screenshot(page, artifacts_dir, name)
 
     page.set_viewport_size(TALK_VIEWPORT)
-    goto(page, streamlit_server, f"{path}?talk=1")
+    goto(page, streamlit_server, f"{path}?talk=1")  # a link from before the widgets were bound to the URL
     assert exception_texts(page) == []
-    assert query(page).get("talk") == "1", "talk mode must stay in the URL"
+    page.wait_for_url(lambda url: "talk=true" in url, timeout=20_000)  # rewritten in today's form, and kept
     screenshot(page, artifacts_dir, f"{name}-talk")
 
 
@@ -81,7 +81,8 @@ def test_walkthrough_steps_from_0_to_5_by_clicking_next(page: Page, streamlit_se
         assert exception_texts(page) == [], f"exception after Next to step {step}"
         assert query(page).get("step") == str(step)
         shown = page.locator(".st-key-step [data-testid='stSliderThumbValue']").inner_text()
-        assert shown.startswith(f"{step} ·"), f"the step control shows {shown!r}"
+        assert shown == str(step), f"the step control shows {shown!r}"
+        assert page.get_by_role("heading", name=re.compile(rf"^{step}\. ")).count() == 1, f"no heading for step {step}"
     assert _next_button(page).is_disabled(), "Next must stop at the last step"
 
 
@@ -115,7 +116,7 @@ def test_copied_url_restores_the_selectbox_choice(page: Page, streamlit_server: 
     chosen = _choose(page, "preset", 1)  # options: tiny, sentence, random
     shown = _selectbox_shows(page, "preset")
     assert shown == chosen != before
-    assert query(page).get("preset") == "sentence"
+    assert query(page).get("preset") == chosen  # the link names a choice as the control shows it
     copied = page.url
 
     other = page.context.browser.new_context(viewport=TALK_VIEWPORT)
@@ -124,7 +125,7 @@ def test_copied_url_restores_the_selectbox_choice(page: Page, streamlit_server: 
         tab.goto(copied, wait_until="domcontentloaded")
         wait_idle(tab)
         assert _selectbox_shows(tab, "preset") == shown
-        assert query(tab).get("preset") == "sentence"
+        assert query(tab).get("preset") == chosen
         assert exception_texts(tab) == []
     finally:
         other.close()
@@ -137,7 +138,9 @@ def test_malformed_url_shows_a_notice_and_no_exception(page: Page, streamlit_ser
     notices = [t for t in alerts if t.strip().startswith("This link asked for")]
     assert len(notices) == 1, alerts
     assert "<script>" not in notices[0]
-    assert "zzz" not in query(page), "unknown keys are dropped from the URL"
+    for key in ("n =", "d_k =", "mask ="):
+        assert key in notices[0]
+    assert "zzz" not in notices[0], "a key no control reads changes nothing and is not complained about"
 
 
 def test_every_scaling_tab_renders(page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path) -> None:
@@ -198,3 +201,13 @@ def test_a_bookmark_opened_first_on_a_fresh_server_gets_the_whole_app(browser: B
     finally:
         context.close()
         server.stop()
+
+
+def test_talk_mode_is_written_to_the_url_and_dropped_when_off(page: Page, streamlit_server: StreamlitServer) -> None:
+    goto(page, streamlit_server, "/walkthrough?step=1")
+    switch = page.locator(".st-key-talk label")
+    rerun(page, switch.click)
+    assert query(page).get("talk") == "true" and query(page).get("step") == "1"
+    page.locator("[data-testid='stExpandSidebarButton']").click()  # talk mode folds the sidebar away
+    rerun(page, switch.click)
+    assert "talk" not in query(page) and query(page).get("step") == "1"
