@@ -39,8 +39,8 @@ VISITS = [
     "/heads?hd_tab=KV-cache+calculator",
     "/heads?hd_tab=Decode",
     "/model",
-    "/model?md_ex=wide&md_tok=3",
-    "/walkthrough?preset=model&layer=3&head=1&view=query",
+    "/model?md_ex=Wide+street&md_tok=3",  # an index: the page names it by its token
+    "/walkthrough?preset=Trained+model&layer=3&head=1&view=One+query",
 ]
 
 

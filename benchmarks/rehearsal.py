@@ -40,7 +40,7 @@ from benchmarks.browser import (  # noqa: E402  # noqa: E402
     wait_idle,
 )
 
-WALKTHROUGH = "/walkthrough?talk=1&preset=sentence&mask=causal"
+WALKTHROUGH = "/walkthrough?talk=true&preset=Sentence&mask=Causal"
 BENCH_TIMEOUT_MS = 15 * 60 * 1000
 
 
@@ -127,7 +127,7 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
         wait_idle(page, timeout=180_000)
 
     try:
-        timed("home", lambda: goto("/?talk=1"))
+        timed("home", lambda: goto("/?talk=true"))
         timed("walkthrough-step0", lambda: goto(WALKTHROUGH), lambda: _step_flags(page, 0))
         for step in range(1, 6):
 
@@ -138,16 +138,9 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
             timed(f"walkthrough-step{step}", press, lambda step=step: _step_flags(page, step))
 
         def open_explorer() -> None:
-            goto("/scaling?talk=1")
+            goto("/scaling?talk=true")
 
         timed("explorer-tab0", open_explorer, lambda: _first_figure_flags(page))
-        refining = page.get_by_text(re.compile("refining"))
-        if refining.count():
-            t0 = time.perf_counter()
-            refining.first.wait_for(state="detached", timeout=120_000)
-            wait_idle(page, timeout=120_000)
-            _shot(page, out, size, "explorer-tab0-refined")
-            print(f"{size:>9}  {'explorer refined':28} {time.perf_counter() - t0:6.2f} s  (after the first view)")
         labels = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
         for i, label in enumerate(labels[1:], start=1):
             tab = page.get_by_role("tab", name=label, exact=True)
@@ -155,7 +148,7 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
                   lambda: _first_figure_flags(page))  # fmt: skip
 
         if bench:
-            timed("benchmark", lambda: goto("/benchmark?talk=1"))
+            timed("benchmark", lambda: goto("/benchmark?talk=true"))
 
             def run_bench() -> None:
                 rerun(page, page.locator(".st-key-bm_run button").click, timeout=BENCH_TIMEOUT_MS)
