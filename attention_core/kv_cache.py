@@ -317,14 +317,6 @@ def time_decode_steps(
             last = (t, recomputed[-1])
             diff = float((cached_step() - recompute_step()).abs().max())
     return DecodeTiming(
-        contexts=tuple(ctxs),
-        cached_s=tuple(cached),
-        recompute_s=tuple(recomputed),
-        d_model=d_model,
-        n_heads=h,
-        n_kv_heads=g,
-        threads=threads,
-        wall_s=time.perf_counter() - started,
-        fit_points=fit_points,
-        max_abs_diff=diff,
-    )
+        contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), d_model=d_model, n_heads=h,
+        n_kv_heads=g, threads=threads, wall_s=time.perf_counter() - started, fit_points=fit_points, max_abs_diff=diff,
+    )  # fmt: skip

@@ -103,21 +103,9 @@ def _finish(
     q, _, _ = project_qkv(x_q, w_q, w_k, w_v)  # (L, d_k)
     _, k, v = project_qkv(x_kv, w_q, w_k, w_v)  # (S, d_k), (S, d_v)
     return WalkthroughInputs(
-        name=name,
-        query_tokens=tuple(_unique(q_tokens)),
-        key_tokens=tuple(_unique(k_tokens)),
-        x_q=x_q,
-        x_kv=x_kv,
-        w_q=w_q,
-        w_k=w_k,
-        w_v=w_v,
-        q=q,
-        k=k,
-        v=v,
-        positions=positions,
-        cross=cross,
-        unknown=unknown,
-    )
+        name=name, query_tokens=tuple(_unique(q_tokens)), key_tokens=tuple(_unique(k_tokens)),
+        x_q=x_q, x_kv=x_kv, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, positions=positions, cross=cross, unknown=unknown,
+    )  # fmt: skip
 
 
 def _unique(tokens: list[str]) -> list[str]:
@@ -144,11 +132,6 @@ def tiny_example(
     return _finish("tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v, positions=positions, cross=cross, device=device)
 
 
-def _word_vector(word: str, d_model: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(word.lower().encode()))
-    return torch.randn(d_model, generator=g)  # (d_model,)
-
-
 # Hand-set shared features: each word in a group gets that group's direction with its own
 # strength, so "it" (a weak member) finds "animal" (a strong one) more alike than itself.
 _GROUPS: dict[int, dict[str, float]] = {
@@ -172,7 +155,8 @@ def sentence_example(
     def embed(words: list[str]) -> torch.Tensor:
         rows = []
         for w in words:
-            vec = 0.6 * _word_vector(w, d_model, seed)
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(w.lower().encode()))  # one per word
+            vec = 0.6 * torch.randn(d_model, generator=g)  # (d_model,)
             for g, members in _GROUPS.items():
                 vec = vec + members.get(w.lower(), 0.0) * group_dirs[g]
             rows.append(vec)

@@ -126,16 +126,9 @@ def run_walkthrough(
     rows_ok = ~trace.fully_masked_rows  # torch's math path may give NaN on fully masked rows
     delta_torch = float((plain - fused)[rows_ok].abs().max()) if bool(rows_ok.any()) else 0.0
     return WalkthroughResult(
-        inputs=inputs,
-        mask_kind=mask,
-        mask=attn_mask,
-        trace=trace,
-        valid_keys=valid,
-        delta_core=delta_core,
-        delta_torch=delta_torch,
-        row_sums=trace.weights.sum(dim=-1),
-        seed=seed,
-    )
+        inputs=inputs, mask_kind=mask, mask=attn_mask, trace=trace, valid_keys=valid, delta_core=delta_core,
+        delta_torch=delta_torch, row_sums=trace.weights.sum(dim=-1), seed=seed,
+    )  # fmt: skip
 
 
 def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int = 2) -> list[tuple[str, float]]:
