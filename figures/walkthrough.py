@@ -162,8 +162,10 @@ def query_weights(
         shown = {int(j) for j in order[:CROWDED_LABELS] if not mask[j] and round(w[j] * 100) > 0}
     text = [("✕" if crowded else "masked") if mask[j] else (f"{w[j]:.0%}" if j in shown else "") for j in range(w.size)]
     hover = ["masked" if b else f"{x:.3f}" for x, b in zip(w, mask, strict=True)]
-    fig = go.Figure(go.Bar(x=list(key_labels), y=w, text=text, textposition="outside", marker_color=SCALED,
-                           cliponaxis=False, customdata=hover, hovertemplate="%{x}: %{customdata}<extra></extra>"))
+    fig = go.Figure(go.Bar(
+        x=list(key_labels), y=w, text=text, textposition="outside", marker_color=SCALED, cliponaxis=False,
+        customdata=hover, hovertemplate="%{x}: %{customdata}<extra></extra>",
+    ))  # fmt: skip
     fig.update_xaxes(type="category", title_text="key")
     fig.update_yaxes(title_text="weight", range=[0, 1.12])
     fig.update_layout(uniformtext={"minsize": font_size(talk) - 3, "mode": "show"})

@@ -56,7 +56,7 @@ def test_equals_torch_sdpa_with_a_boolean_mask() -> None:
     torch.testing.assert_close(
         heads.multi_head_attention(x, *w, 4, 2, attn_mask=mask), torch_gqa(x, *w, 4, 2, attn_mask=mask),
         atol=ATOL, rtol=1e-4,
-    )
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("h", [1, 2, 4, 8])
