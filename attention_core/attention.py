@@ -185,18 +185,7 @@ def attention_trace(
         keep = draw >= p  # (N, ..., L, S)
         dropped = weights * keep / (1.0 - p)  # survivors rescaled so the expectation is unchanged
     output = dropped @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
-    return AttentionTrace(
-        scores=scores,
-        scaled=scaled,
-        masked=masked,
-        weights=weights,
-        output=output,
-        scale=s,
-        mask=mask,
-        dropout_p=p,
-        dropout_keep=keep,
-        dropped=dropped,
-    )
+    return AttentionTrace(scores, scaled, masked, weights, output, s, mask, p, keep, dropped)
 
 
 def scaled_dot_product_attention(

@@ -96,16 +96,14 @@ def repeat_kv(t: torch.Tensor, n_heads: int) -> torch.Tensor:
     return t if g == h else t.repeat_interleave(h // g, dim=-3)  # (N, ..., h, S, d)
 
 
-def _check_weights(
-    x: torch.Tensor,
-    x_kv: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    w_o: torch.Tensor,
-    h: int,
-    g: int,
-) -> None:
+def _project(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor, n_heads: int,
+    n_kv_heads: int | None, x_kv: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:  # fmt: skip
+    """The checked inputs' q ``(N, ..., h, L, d_k)``, k ``(N, ..., g, S, d_k)``, v ``(N, ..., g, S, d_v)``, h, g."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    check_tensor("x", x, min_dim=2)
+    x_kv = x if x_kv is None else check_tensor("x_kv", x_kv, min_dim=2)
     d_model = x.shape[-1]
     if x_kv.shape[-1] != d_model:
         raise ValueError(f"x_kv must have the width of x (d_model = {d_model}), got {tuple(x_kv.shape)}")
@@ -128,23 +126,6 @@ def _check_weights(
             f"w_o must have n_heads · d_v = {h} · {d_v} = {h * d_v} rows (the concatenated heads), "
             f"got {tuple(w_o.shape)}"
         )
-
-
-def _project(
-    x: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    w_o: torch.Tensor,
-    n_heads: int,
-    n_kv_heads: int | None,
-    x_kv: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
-    """The checked inputs' q ``(N, ..., h, L, d_k)``, k ``(N, ..., g, S, d_k)``, v ``(N, ..., g, S, d_v)``, h, g."""
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    check_tensor("x", x, min_dim=2)
-    x_kv = x if x_kv is None else check_tensor("x_kv", x_kv, min_dim=2)
-    _check_weights(x, x_kv, w_q, w_k, w_v, w_o, h, g)
     q = split_heads(x @ w_q, h)  # (N, ..., L, h·d_k) -> (N, ..., h, L, d_k)
     k = split_heads(x_kv @ w_k, g)  # (N, ..., S, g·d_k) -> (N, ..., g, S, d_k)
     v = split_heads(x_kv @ w_v, g)  # (N, ..., S, g·d_v) -> (N, ..., g, S, d_v)
@@ -152,19 +133,11 @@ def _project(
 
 
 def multi_head_trace(
-    x: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    w_o: torch.Tensor,
-    n_heads: int,
-    n_kv_heads: int | None = None,
-    *,
-    x_kv: torch.Tensor | None = None,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor,
+    n_heads: int, n_kv_heads: int | None = None, *,
+    x_kv: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None, is_causal: bool = False,
     scale: float | None = None,
-) -> MultiHeadTrace:
+) -> MultiHeadTrace:  # fmt: skip
     """Multi-head (or grouped-/multi-query) attention with every intermediate kept.
 
     Args:
@@ -187,19 +160,11 @@ def multi_head_trace(
 
 
 def multi_head_attention(
-    x: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    w_o: torch.Tensor,
-    n_heads: int,
-    n_kv_heads: int | None = None,
-    *,
-    x_kv: torch.Tensor | None = None,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor,
+    n_heads: int, n_kv_heads: int | None = None, *,
+    x_kv: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None, is_causal: bool = False,
     scale: float | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor:  # fmt: skip
     """concat_i softmax(Q_i K_{g(i)}ᵀ · scale) V_{g(i)} · W_o; returns ``(N, ..., L, d_out)``.
 
     Same arguments as :func:`multi_head_trace`, which keeps every intermediate; this one keeps none

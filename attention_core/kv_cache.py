@@ -141,14 +141,9 @@ class DecodeRun:
 
 
 def decode_with_cache(
-    x: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    w_o: torch.Tensor,
-    n_heads: int,
-    n_kv_heads: int | None = None,
-) -> DecodeRun:
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor,
+    n_heads: int, n_kv_heads: int | None = None,
+) -> DecodeRun:  # fmt: skip
     """Feed ``x (L, d_model)`` one token at a time, keeping K and V in a cache that grows by a row:
     step t projects token t alone, appends its k and v, and its query attends to the t + 1 cached
     keys. The rows of ``output`` equal causal :func:`multi_head_attention` over the whole sequence."""
@@ -322,14 +317,6 @@ def time_decode_steps(
             last = (t, recomputed[-1])
             diff = float((cached_step() - recompute_step()).abs().max())
     return DecodeTiming(
-        contexts=tuple(ctxs),
-        cached_s=tuple(cached),
-        recompute_s=tuple(recomputed),
-        d_model=d_model,
-        n_heads=h,
-        n_kv_heads=g,
-        threads=threads,
-        wall_s=time.perf_counter() - started,
-        fit_points=fit_points,
-        max_abs_diff=diff,
-    )
+        contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), d_model=d_model, n_heads=h,
+        n_kv_heads=g, threads=threads, wall_s=time.perf_counter() - started, fit_points=fit_points, max_abs_diff=diff,
+    )  # fmt: skip

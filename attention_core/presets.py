@@ -25,7 +25,7 @@ import torch
 from .bert import Bert, encode, head_projections, load_bert
 from .device import new_tensor_device
 from .layers import project_qkv, sinusoidal_positions
-from .validation import check_choice, check_int
+from .validation import check_int
 
 PRESETS = ("tiny", "sentence", "random", "model")
 MAX_TOKENS = 16
@@ -103,21 +103,9 @@ def _finish(
     q, _, _ = project_qkv(x_q, w_q, w_k, w_v)  # (L, d_k)
     _, k, v = project_qkv(x_kv, w_q, w_k, w_v)  # (S, d_k), (S, d_v)
     return WalkthroughInputs(
-        name=name,
-        query_tokens=tuple(_unique(q_tokens)),
-        key_tokens=tuple(_unique(k_tokens)),
-        x_q=x_q,
-        x_kv=x_kv,
-        w_q=w_q,
-        w_k=w_k,
-        w_v=w_v,
-        q=q,
-        k=k,
-        v=v,
-        positions=positions,
-        cross=cross,
-        unknown=unknown,
-    )
+        name=name, query_tokens=tuple(_unique(q_tokens)), key_tokens=tuple(_unique(k_tokens)),
+        x_q=x_q, x_kv=x_kv, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, positions=positions, cross=cross, unknown=unknown,
+    )  # fmt: skip
 
 
 def _unique(tokens: list[str]) -> list[str]:
@@ -144,11 +132,6 @@ def tiny_example(
     return _finish("tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v, positions=positions, cross=cross, device=device)
 
 
-def _word_vector(word: str, d_model: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(word.lower().encode()))
-    return torch.randn(d_model, generator=g)  # (d_model,)
-
-
 # Hand-set shared features: each word in a group gets that group's direction with its own
 # strength, so "it" (a weak member) finds "animal" (a strong one) more alike than itself.
 _GROUPS: dict[int, dict[str, float]] = {
@@ -159,15 +142,9 @@ _GROUPS: dict[int, dict[str, float]] = {
 
 
 def sentence_example(
-    *,
-    d_model: int = 16,
-    d_k: int = 8,
-    d_v: int = 8,
-    seed: int = 0,
-    positions: bool = True,
-    cross: bool = False,
+    *, d_model: int = 16, d_k: int = 8, d_v: int = 8, seed: int = 0, positions: bool = True, cross: bool = False,
     device: str | torch.device | None = None,
-) -> WalkthroughInputs:
+) -> WalkthroughInputs:  # fmt: skip
     """The animal sentence with seeded word vectors and a seeded projection."""
     d_model = check_int("d_model", d_model, low=4, high=MAX_DIM)
     d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
@@ -178,7 +155,8 @@ def sentence_example(
     def embed(words: list[str]) -> torch.Tensor:
         rows = []
         for w in words:
-            vec = 0.6 * _word_vector(w, d_model, seed)
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(w.lower().encode()))  # one per word
+            vec = 0.6 * torch.randn(d_model, generator=g)  # (d_model,)
             for g, members in _GROUPS.items():
                 vec = vec + members.get(w.lower(), 0.0) * group_dirs[g]
             rows.append(vec)
@@ -202,17 +180,9 @@ def sentence_example(
 
 
 def random_example(
-    *,
-    n: int = 6,
-    d_model: int = 8,
-    d_k: int = 4,
-    d_v: int = 4,
-    seed: int = 0,
-    positions: bool = False,
-    cross: bool = False,
-    n_q: int | None = None,
-    device: str | torch.device | None = None,
-) -> WalkthroughInputs:
+    *, n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = False,
+    cross: bool = False, n_q: int | None = None, device: str | torch.device | None = None,
+) -> WalkthroughInputs:  # fmt: skip
     """Seeded Gaussian X and projections. With ``cross``, ``n_q`` queries (default n − 2, ≥ 1)."""
     n = check_int("n", n, low=1, high=MAX_TOKENS)
     d_model = check_int("d_model", d_model, low=1, high=MAX_DIM)
@@ -270,39 +240,4 @@ def model_example(
         "model", tokens, tokens, x1, x1, with_bias("q"), with_bias("k"), with_bias("v"),
         positions=False, cross=False, device=device if model is None else x.device,
         unknown=tuple(batch.items[0].unknown),
-    )
-
-
-def build_inputs(
-    preset: str,
-    *,
-    n: int = 6,
-    d_model: int = 8,
-    d_k: int = 4,
-    d_v: int = 4,
-    seed: int = 0,
-    positions: bool = True,
-    cross: bool = False,
-    text: str = MODEL_TEXT,
-    layer: int = MODEL_LAYER,
-    head: int = MODEL_HEAD,
-    model: Bert | None = None,
-    device: str | torch.device | None = None,
-) -> WalkthroughInputs:
-    """One entry point for the page: ``preset`` is one of :data:`PRESETS`.
-
-    ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n``; ``model`` uses only
-    ``text``, ``layer``, ``head`` (and ``model``, a loaded encoder to reuse).
-    """
-    check_choice("preset", preset, PRESETS)
-    if preset == "model":
-        return model_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
-    if preset == "tiny":
-        return tiny_example(positions=positions, cross=cross, device=device)
-    if preset == "sentence":
-        return sentence_example(
-            d_model=max(d_model, 4), d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
-        )
-    return random_example(
-        n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
     )

@@ -17,7 +17,17 @@ from .attention import AttentionTrace, attention_trace, scaled_dot_product_atten
 from .backward import BackwardTrace, attention_backward
 from .bert import Bert
 from .masks import causal_mask, padding_mask
-from .presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs, build_inputs
+from .presets import (
+    MODEL_HEAD,
+    MODEL_LAYER,
+    MODEL_TEXT,
+    PRESETS,
+    WalkthroughInputs,
+    model_example,
+    random_example,
+    sentence_example,
+    tiny_example,
+)
 from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
@@ -72,35 +82,36 @@ def build_mask(kind: str, n_q: int, n_k: int, pad: int, device: torch.device) ->
 def run_walkthrough(
     preset: str,
     *,
-    n: int = 6,
-    d_model: int = 8,
-    d_k: int = 4,
-    d_v: int = 4,
-    seed: int = 0,
-    mask: str = "none",
-    pad: int = 0,
-    scaled: bool = True,
-    positions: bool = True,
-    dropout_p: float = 0.0,
-    text: str = MODEL_TEXT,
-    layer: int = MODEL_LAYER,
-    head: int = MODEL_HEAD,
-    model: Bert | None = None,
+    n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = True,
+    mask: str = "none", pad: int = 0, scaled: bool = True, dropout_p: float = 0.0,
+    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: Bert | None = None,
     device: str | torch.device | None = None,
-) -> WalkthroughResult:
-    """Everything the walkthrough needs, from plain values.
+) -> WalkthroughResult:  # fmt: skip
+    """Everything the walkthrough needs, from plain values: the inputs of ``preset`` (one of
+    :data:`~.presets.PRESETS`), the mask, the trace and the checks.
 
-    ``mask="cross"`` switches to the preset's cross-attention inputs (n_q ≠ n_k) with
-    the last ``pad`` source keys padded. With ``scaled=False`` the scale is 1, to show
-    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``. The ``model`` preset
-    reads ``text``, ``layer`` and ``head`` (and reuses ``model`` when given).
+    ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n`` (and takes d_model ≥ 4, which its
+    shared features need); ``model`` reads only ``text``, ``layer`` and ``head`` (and reuses ``model``, a
+    loaded encoder, when given). ``mask="cross"`` switches to the preset's cross-attention inputs
+    (n_q ≠ n_k) with the last ``pad`` source keys padded. With ``scaled=False`` the scale is 1, to show
+    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
     """
     check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
-    inputs = build_inputs(
-        preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions,
-        cross=(mask == "cross"), text=text, layer=layer, head=head, model=model, device=device,
-    )
+    check_choice("preset", preset, PRESETS)
+    cross = mask == "cross"
+    if preset == "model":
+        inputs = model_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
+    elif preset == "tiny":
+        inputs = tiny_example(positions=positions, cross=cross, device=device)
+    elif preset == "sentence":
+        inputs = sentence_example(
+            d_model=max(d_model, 4), d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
+        )
+    else:
+        inputs = random_example(
+            n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
+        )
     q, k, v = inputs.q, inputs.k, inputs.v
     attn_mask, valid = build_mask(mask, inputs.n_q, inputs.n_k, min(pad, inputs.n_k), q.device)
     scale = None if scaled else 1.0
@@ -115,16 +126,9 @@ def run_walkthrough(
     rows_ok = ~trace.fully_masked_rows  # torch's math path may give NaN on fully masked rows
     delta_torch = float((plain - fused)[rows_ok].abs().max()) if bool(rows_ok.any()) else 0.0
     return WalkthroughResult(
-        inputs=inputs,
-        mask_kind=mask,
-        mask=attn_mask,
-        trace=trace,
-        valid_keys=valid,
-        delta_core=delta_core,
-        delta_torch=delta_torch,
-        row_sums=trace.weights.sum(dim=-1),
-        seed=seed,
-    )
+        inputs=inputs, mask_kind=mask, mask=attn_mask, trace=trace, valid_keys=valid, delta_core=delta_core,
+        delta_torch=delta_torch, row_sums=trace.weights.sum(dim=-1), seed=seed,
+    )  # fmt: skip
 
 
 def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int = 2) -> list[tuple[str, float]]:

@@ -90,56 +90,25 @@ def matrix_heatmap(
         title=bool(title), row_title=bool(row_title), col_title=bool(col_title), colorbar=colorbar,
         colorbar_labels=_colorbar_labels(colour), natural_cell=44 if talk else 40,
     )  # fmt: skip
-    annotate = geo.annotation_font is not None
     cell_font = geo.annotation_font or size
-    fig = go.Figure(
-        go.Heatmap(
-            z=shown,
-            x=list(col_labels),
-            y=list(row_labels),
-            text=text,
-            customdata=hover,
-            texttemplate="%{text}" if annotate else None,
-            textfont={"size": cell_font},
-            hovertemplate=f"{row_title or 'row'} %{{y}} · {col_title or 'column'} %{{x}}<br>%{{customdata}}"
-            "<extra></extra>",
-            xgap=2,
-            ygap=2,
-            colorbar={"thickness": 14, "len": 0.9},
-            showscale=colorbar,
-            **colour,
-        )
-    )
+    template = "%{text}" if geo.annotation_font is not None else None  # None: the numbers show on hover only
+    axes = {"x": list(col_labels), "y": list(row_labels), "xgap": 2, "ygap": 2}
+    fig = go.Figure(go.Heatmap(
+        z=shown, text=text, customdata=hover, texttemplate=template, textfont={"size": cell_font},
+        hovertemplate=f"{row_title or 'row'} %{{y}} · {col_title or 'column'} %{{x}}<br>%{{customdata}}<extra></extra>",
+        colorbar={"thickness": 14, "len": 0.9}, showscale=colorbar, **axes, **colour,
+    ))  # fmt: skip
     # Masked cells: a grey layer under the heatmap's gaps, so "blocked" reads as "absent".
     if blocked_cells.any():
-        grey = np.where(blocked_cells, 1.0, np.nan)
-        fig.add_trace(
-            go.Heatmap(
-                z=grey,
-                x=list(col_labels),
-                y=list(row_labels),
-                colorscale=[[0, MASKED], [1, MASKED]],
-                showscale=False,
-                text=np.where(blocked_cells, blocked_text, ""),
-                texttemplate="%{text}" if annotate else None,
-                textfont={"size": cell_font, "color": "#555555"},
-                hovertemplate="masked: may not attend<extra></extra>",
-                xgap=2,
-                ygap=2,
-            )
-        )
-    n_rows = z.shape[0]
-    if highlight_row is not None and 0 <= highlight_row < n_rows:
-        fig.add_shape(
-            type="rect",
-            xref="paper",
-            x0=0,
-            x1=1,
-            yref="y",
-            y0=highlight_row - 0.5,
-            y1=highlight_row + 0.5,
-            line={"color": HIGHLIGHT, "width": 4},
-        )
+        fig.add_heatmap(
+            z=np.where(blocked_cells, 1.0, np.nan), colorscale=[[0, MASKED], [1, MASKED]], showscale=False,
+            text=np.where(blocked_cells, blocked_text, ""), texttemplate=template,
+            textfont={"size": cell_font, "color": "#555555"}, hovertemplate="masked: may not attend<extra></extra>",
+            **axes,
+        )  # fmt: skip
+    if highlight_row is not None and 0 <= highlight_row < z.shape[0]:
+        fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                      line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
     # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some)
     fig.update_yaxes(
         autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
@@ -159,12 +128,7 @@ def matrix_heatmap(
 
 
 def query_scores(
-    raw: np.ndarray,
-    scaled: np.ndarray,
-    key_labels: Sequence[str],
-    *,
-    scale: float,
-    talk: bool = False,
+    raw: np.ndarray, scaled: np.ndarray, key_labels: Sequence[str], *, scale: float, talk: bool = False
 ) -> go.Figure:
     """One query's raw scores q·k (unscaled colour) beside the scaled ones (scaled colour)."""
     raw_a, sc_a = as_array(raw, float), as_array(scaled, float)
@@ -198,18 +162,10 @@ def query_weights(
         shown = {int(j) for j in order[:CROWDED_LABELS] if not mask[j] and round(w[j] * 100) > 0}
     text = [("✕" if crowded else "masked") if mask[j] else (f"{w[j]:.0%}" if j in shown else "") for j in range(w.size)]
     hover = ["masked" if b else f"{x:.3f}" for x, b in zip(w, mask, strict=True)]
-    fig = go.Figure(
-        go.Bar(
-            x=list(key_labels),
-            y=w,
-            text=text,
-            textposition="outside",
-            marker_color=SCALED,
-            cliponaxis=False,
-            customdata=hover,
-            hovertemplate="%{x}: %{customdata}<extra></extra>",
-        )
-    )
+    fig = go.Figure(go.Bar(
+        x=list(key_labels), y=w, text=text, textposition="outside", marker_color=SCALED, cliponaxis=False,
+        customdata=hover, hovertemplate="%{x}: %{customdata}<extra></extra>",
+    ))  # fmt: skip
     fig.update_xaxes(type="category", title_text="key")
     fig.update_yaxes(title_text="weight", range=[0, 1.12])
     fig.update_layout(uniformtext={"minsize": font_size(talk) - 3, "mode": "show"})
@@ -223,11 +179,7 @@ def query_weights(
 
 
 def output_blend(
-    weights: np.ndarray,
-    values: np.ndarray,
-    key_labels: Sequence[str],
-    *,
-    talk: bool = False,
+    weights: np.ndarray, values: np.ndarray, key_labels: Sequence[str], *, talk: bool = False
 ) -> go.Figure:
     """The output row as stacked contributions weight_j · v_j, one colour per key, per feature."""
     w = as_array(weights, float)
@@ -289,25 +241,11 @@ def compare_masks(
     cell_font = None if None in fonts else min(f for f in fonts if f is not None)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=spacing)
     for col, z, text in ((1, a, texts[0]), (2, b, texts[1])):
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=list(col_labels),
-                y=list(row_labels),
-                text=text,
-                texttemplate="%{text}" if cell_font else None,
-                textfont={"size": cell_font or size},
-                colorscale=SEQUENTIAL,
-                zmin=0,
-                zmax=1,
-                showscale=col == 2,
-                xgap=2,
-                ygap=2,
-                hovertemplate="query %{y} · key %{x}: %{z:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        fig.add_heatmap(
+            z=z, x=list(col_labels), y=list(row_labels), text=text, texttemplate="%{text}" if cell_font else None,
+            textfont={"size": cell_font or size}, colorscale=SEQUENTIAL, zmin=0, zmax=1, showscale=col == 2, xgap=2,
+            ygap=2, hovertemplate="query %{y} · key %{x}: %{z:.3f}<extra></extra>", row=1, col=col,
+        )  # fmt: skip
     angle = min(geo_l.tick_angle, geo_r.tick_angle)
     fig.update_yaxes(autorange="reversed", type="category", tickfont={"size": geo_l.row_font})
     fig.update_xaxes(type="category", tickangle=angle, tickfont={"size": min(geo_l.col_font, geo_r.col_font)})

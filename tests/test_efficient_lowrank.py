@@ -7,53 +7,45 @@ import numpy as np
 import pytest
 import torch
 
-from attention_core.efficient import (
-    attention_spectrum,
-    energy_share,
-    linformer_attention,
-    linformer_error_curve,
-    linformer_projections,
-    linformer_weights,
-    random_qkv,
-)
+from attention_core.efficient import lowrank, random_qkv
 from attention_core.textbook import reference_attention
 
 
 def test_rank_n_with_the_identity_projection_is_exact_attention(device):
     q, k, v = random_qkv(40, 8, heads=2, seed=1, device=device)
     identity = torch.eye(40, device=device)
-    out = linformer_attention(q, k, v, projection=identity)
+    out = lowrank.linformer_attention(q, k, v, projection=identity)
     torch.testing.assert_close(out.double(), reference_attention(q, k, v), atol=2e-6, rtol=0)
 
 
 def test_pooling_at_rank_n_is_the_identity_and_averages_below():
-    e, f = linformer_projections(10, 10, kind="pool")
+    e, f = lowrank.linformer_projections(10, 10, kind="pool")
     assert torch.equal(e, torch.eye(10)) and e is f
-    e, _ = linformer_projections(3, 10, kind="pool")
+    e, _ = lowrank.linformer_projections(3, 10, kind="pool")
     torch.testing.assert_close(e.sum(-1), torch.ones(3))
     assert [int((row > 0).sum()) for row in e] == [3, 3, 4]  # runs of consecutive tokens cover all 10
 
 
 def test_gaussian_projections_are_seeded_and_scaled_for_johnson_lindenstrauss():
-    e, f = linformer_projections(64, 2000, seed=3)
-    again, _ = linformer_projections(64, 2000, seed=3)
+    e, f = lowrank.linformer_projections(64, 2000, seed=3)
+    again, _ = lowrank.linformer_projections(64, 2000, seed=3)
     assert torch.equal(e, again) and not torch.equal(e, f)
     assert float(e.var()) == pytest.approx(1 / 64, rel=0.02)
 
 
 def test_the_output_is_softmax_over_projected_keys_times_projected_values():
     q, k, v = random_qkv(30, 8, heads=2, seed=2)
-    e, f = linformer_projections(6, 30, seed=4)
+    e, f = lowrank.linformer_projections(6, 30, seed=4)
     expected = reference_attention(q, e @ k, f @ v)
-    out = linformer_attention(q, k, v, projection=(e, f))
+    out = lowrank.linformer_attention(q, k, v, projection=(e, f))
     torch.testing.assert_close(out.double(), expected, atol=2e-6, rtol=0)
-    torch.testing.assert_close(linformer_attention(q, k, v, rank=6, seed=4), out)
-    implied = linformer_weights(q, k, projection=(e, f))
+    torch.testing.assert_close(lowrank.linformer_attention(q, k, v, rank=6, seed=4), out)
+    implied = lowrank.linformer_weights(q, k, projection=(e, f))
     torch.testing.assert_close(implied @ v, out, atol=1e-5, rtol=1e-5)
 
 
 def test_pooled_error_falls_to_zero_at_rank_n():
-    curve = linformer_error_curve([8, 32, 64], n=64, d=16, heads=2, seeds=(0, 1), kind="pool")
+    curve = lowrank.linformer_error_curve([8, 32, 64], n=64, d=16, heads=2, seeds=(0, 1), kind="pool")
     assert curve.mean[0] > curve.mean[1] > curve.mean[2] and curve.mean[2] < 1e-5
 
 
@@ -61,21 +53,21 @@ def test_bad_arguments_say_what_was_expected():
     q, k, v = random_qkv(12, 4, seed=5)
     for rank in (0, -2):
         with pytest.raises(ValueError, match="rank must be ≥ 1"):
-            linformer_attention(q, k, v, rank=rank)
+            lowrank.linformer_attention(q, k, v, rank=rank)
     with pytest.raises(ValueError, match="rank must be ≤ 12"):
-        linformer_attention(q, k, v, rank=13)
+        lowrank.linformer_attention(q, k, v, rank=13)
     with pytest.raises(ValueError, match="give rank"):
-        linformer_attention(q, k, v)
+        lowrank.linformer_attention(q, k, v)
     with pytest.raises(ValueError, match=r"projection E must be \(rank, S=12\)"):
-        linformer_attention(q, k, v, projection=torch.eye(5))
+        lowrank.linformer_attention(q, k, v, projection=torch.eye(5))
     with pytest.raises(ValueError, match="kind must be one of"):
-        linformer_attention(q, k, v, rank=4, kind="learned")
+        lowrank.linformer_attention(q, k, v, rank=4, kind="learned")
 
 
 def test_spectrum_equals_numpy_and_energy_shares_add_up():
     gen = torch.Generator().manual_seed(0)
     w = torch.softmax(torch.randn(3, 20, 20, generator=gen), dim=-1)
-    spectrum = attention_spectrum(w)
+    spectrum = lowrank.attention_spectrum(w)
     expected = np.linalg.svd(w.double().numpy(), compute_uv=False)
     np.testing.assert_allclose(spectrum.singular_values.numpy(), expected, rtol=1e-10)
     energy = spectrum.energy
@@ -86,12 +78,12 @@ def test_spectrum_equals_numpy_and_energy_shares_add_up():
 
 def test_rank_one_and_identity_matrices():
     ones = torch.full((8, 8), 1 / 8)  # uniform attention: rank 1
-    assert float(energy_share(ones, 1)) == pytest.approx(1.0)
+    assert float(lowrank.energy_share(ones, 1)) == pytest.approx(1.0)
     eye = torch.eye(8)  # each token on itself: energy spread evenly
-    assert float(energy_share(eye, 2)) == pytest.approx(2 / 8)
-    assert int(attention_spectrum(eye).rank_for(0.5)) == 4
+    assert float(lowrank.energy_share(eye, 2)) == pytest.approx(2 / 8)
+    assert int(lowrank.attention_spectrum(eye).rank_for(0.5)) == 4
     with pytest.raises(ValueError, match="share must be ≤ 1"):
-        attention_spectrum(eye).rank_for(1.5)
+        lowrank.attention_spectrum(eye).rank_for(1.5)
 
 
 def test_trained_attention_is_closer_to_low_rank_than_random_weights():
@@ -99,7 +91,7 @@ def test_trained_attention_is_closer_to_low_rank_than_random_weights():
 
     tokens, w = sentence_weights(load_bert(), "The animal didn't cross the street because it was too tired.")
     n = len(tokens)
-    trained = energy_share(w, 3).mean()  # every layer and head, (6, 12)
+    trained = lowrank.energy_share(w, 3).mean()  # every layer and head, (6, 12)
     gen = torch.Generator().manual_seed(0)
-    random = energy_share(torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1), 3).mean()
+    random = lowrank.energy_share(torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1), 3).mean()
     assert float(trained) > float(random)

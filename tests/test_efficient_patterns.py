@@ -10,21 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_core.efficient import (
-    EMPTY,
-    FULL,
-    PARTIAL,
-    and_masks,
-    bigbird,
-    block_summary,
-    causal,
-    dense_mask,
-    dilated_window,
-    or_masks,
-    padded_length,
-    sliding_window,
-    window_with_globals,
-)
+from attention_core.efficient import patterns
 
 PROPS = settings(max_examples=40, deadline=None)
 
@@ -38,49 +24,51 @@ def _by_hand(n_q: int, n_k: int, allowed) -> torch.Tensor:
 @given(n_q=st.integers(1, 40), n_k=st.integers(1, 40), window=st.integers(1, 45))
 def test_sliding_window_is_the_band(n_q, n_k, window):
     expected = _by_hand(n_q, n_k, lambda i, j: abs(i - j) <= window)
-    assert torch.equal(dense_mask(sliding_window(window), n_q, n_k), expected)
+    assert torch.equal(patterns.dense_mask(patterns.sliding_window(window), n_q, n_k), expected)
 
 
 @PROPS
 @given(n=st.integers(1, 40), window=st.integers(1, 10), n_global=st.integers(0, 6))
 def test_globals_see_and_are_seen_by_all(n, window, n_global):
     expected = _by_hand(n, n, lambda i, j: abs(i - j) <= window or i < n_global or j < n_global)
-    assert torch.equal(dense_mask(window_with_globals(window, n_global), n, n), expected)
+    assert torch.equal(patterns.dense_mask(patterns.window_with_globals(window, n_global), n, n), expected)
 
 
 @PROPS
 @given(n=st.integers(1, 50), window=st.integers(1, 6), dilation=st.integers(1, 5))
 def test_dilated_window_keeps_every_dilation_th_key(n, window, dilation):
     expected = _by_hand(n, n, lambda i, j: abs(i - j) <= window * dilation and (i - j) % dilation == 0)
-    assert torch.equal(dense_mask(dilated_window(window, dilation), n, n), expected)
+    assert torch.equal(patterns.dense_mask(patterns.dilated_window(window, dilation), n, n), expected)
 
 
 def test_dilation_one_is_the_sliding_window():
-    assert torch.equal(dense_mask(dilated_window(7, 1), 60, 60), dense_mask(sliding_window(7), 60, 60))
+    dilated = patterns.dense_mask(patterns.dilated_window(7, 1), 60, 60)
+    assert torch.equal(dilated, patterns.dense_mask(patterns.sliding_window(7), 60, 60))
 
 
 def test_causal_is_top_left_aligned_like_is_causal():
     for n_q, n_k in ((5, 5), (3, 7), (7, 3)):
         expected = torch.ones(n_q, n_k, dtype=torch.bool).tril()  # torch's is_causal convention
-        assert torch.equal(dense_mask(causal(), n_q, n_k), expected)
+        assert torch.equal(patterns.dense_mask(patterns.causal(), n_q, n_k), expected)
 
 
 def test_and_or_combine_elementwise():
-    a, b = sliding_window(3), causal()
-    da, db = dense_mask(a, 20, 20), dense_mask(b, 20, 20)
-    assert torch.equal(dense_mask(and_masks(a, b), 20, 20), da & db)
-    assert torch.equal(dense_mask(or_masks(a, b), 20, 20), da | db)
+    a, b = patterns.sliding_window(3), patterns.causal()
+    da, db = patterns.dense_mask(a, 20, 20), patterns.dense_mask(b, 20, 20)
+    assert torch.equal(patterns.dense_mask(patterns.and_masks(a, b), 20, 20), da & db)
+    assert torch.equal(patterns.dense_mask(patterns.or_masks(a, b), 20, 20), da | db)
 
 
 def test_builders_return_the_same_function_for_the_same_arguments():
-    assert sliding_window(5) is sliding_window(5)
-    assert sliding_window(5) is not sliding_window(6)
-    assert and_masks(sliding_window(5), causal()) is and_masks(sliding_window(5), causal())
+    assert patterns.sliding_window(5) is patterns.sliding_window(5)
+    assert patterns.sliding_window(5) is not patterns.sliding_window(6)
+    causal_window = patterns.and_masks(patterns.sliding_window(5), patterns.causal())
+    assert causal_window is patterns.and_masks(patterns.sliding_window(5), patterns.causal())
 
 
 def test_bigbird_blocks_window_globals_and_random():
     n, block, window, n_global, n_random = 512, 32, 1, 2, 3
-    mask = dense_mask(bigbird(window, n_global, n_random, block, seed=0, n=n), n, n)
+    mask = patterns.dense_mask(patterns.bigbird(window, n_global, n_random, block, seed=0, n=n), n, n)
     blocks = n // block
     tiles = mask.view(blocks, block, blocks, block)
     per_tile = tiles.any(dim=3).any(dim=1)  # (blocks, blocks)
@@ -94,15 +82,15 @@ def test_bigbird_blocks_window_globals_and_random():
 
 
 def test_bigbird_is_deterministic_in_its_seed():
-    one = dense_mask(bigbird(1, 1, 2, 16, seed=3, n=256), 256, 256)
-    again = dense_mask(bigbird(1, 1, 2, 16, seed=3, n=256), 256, 256)
-    other = dense_mask(bigbird(1, 1, 2, 16, seed=4, n=256), 256, 256)
+    one = patterns.dense_mask(patterns.bigbird(1, 1, 2, 16, seed=3, n=256), 256, 256)
+    again = patterns.dense_mask(patterns.bigbird(1, 1, 2, 16, seed=3, n=256), 256, 256)
+    other = patterns.dense_mask(patterns.bigbird(1, 1, 2, 16, seed=4, n=256), 256, 256)
     assert torch.equal(one, again) and not torch.equal(one, other)
 
 
 def test_bigbird_random_blocks_hold_real_keys():
     n, block = 100, 16  # 7 blocks of real keys, padded length 128 = 8 blocks
-    mask = dense_mask(bigbird(1, 0, 4, block, seed=0, n=n), n, n)
+    mask = patterns.dense_mask(patterns.bigbird(1, 0, 4, block, seed=0, n=n), n, n)
     assert bool(mask.any(dim=1).all())
     assert int(mask.sum(dim=1).max()) <= n
 
@@ -110,32 +98,32 @@ def test_bigbird_random_blocks_hold_real_keys():
 @pytest.mark.parametrize("block", [0, -4, 48, 100])
 def test_bigbird_block_must_divide_the_padded_length(block):
     with pytest.raises(ValueError, match="block"):
-        bigbird(1, 1, 1, block, seed=0, n=4096)
+        patterns.bigbird(1, 1, 1, block, seed=0, n=4096)
 
 
 def test_bigbird_refuses_a_longer_sequence_than_it_was_built_for():
-    pattern = bigbird(1, 1, 1, 32, seed=0, n=200)  # padded length 256
-    dense_mask(pattern, 256, 256)
+    pattern = patterns.bigbird(1, 1, 1, 32, seed=0, n=200)  # padded length 256
+    patterns.dense_mask(pattern, 256, 256)
     with pytest.raises(ValueError, match="up to 256 tokens"):
-        dense_mask(pattern, 300, 300)
+        patterns.dense_mask(pattern, 300, 300)
     with pytest.raises(ValueError, match="up to 256 tokens"):
-        block_summary(and_masks(pattern, causal()), 300, 300)
+        patterns.block_summary(patterns.and_masks(pattern, patterns.causal()), 300, 300)
 
 
 @pytest.mark.parametrize(
     ("build", "match"),
     [
-        (lambda: sliding_window(0), "window must be ≥ 1"),
-        (lambda: sliding_window(-3), "window must be ≥ 1"),
-        (lambda: sliding_window(2.5), "window must be an integer"),
-        (lambda: sliding_window(True), "window must be an integer"),
-        (lambda: sliding_window([3]), "window must be an integer"),
-        (lambda: window_with_globals(4, -1), "n_global must be ≥ 0"),
-        (lambda: dilated_window(4, 0), "dilation must be ≥ 1"),
-        (lambda: bigbird(0, 1, 1, 16, seed=0, n=64), "window must be ≥ 1"),
-        (lambda: bigbird(1, 1, -1, 16, seed=0, n=64), "n_random must be ≥ 0"),
-        (lambda: and_masks(), "at least one"),
-        (lambda: or_masks(sliding_window(2), 3), "mask function"),
+        (lambda: patterns.sliding_window(0), "window must be ≥ 1"),
+        (lambda: patterns.sliding_window(-3), "window must be ≥ 1"),
+        (lambda: patterns.sliding_window(2.5), "window must be an integer"),
+        (lambda: patterns.sliding_window(True), "window must be an integer"),
+        (lambda: patterns.sliding_window([3]), "window must be an integer"),
+        (lambda: patterns.window_with_globals(4, -1), "n_global must be ≥ 0"),
+        (lambda: patterns.dilated_window(4, 0), "dilation must be ≥ 1"),
+        (lambda: patterns.bigbird(0, 1, 1, 16, seed=0, n=64), "window must be ≥ 1"),
+        (lambda: patterns.bigbird(1, 1, -1, 16, seed=0, n=64), "n_random must be ≥ 0"),
+        (lambda: patterns.and_masks(), "at least one"),
+        (lambda: patterns.or_masks(patterns.sliding_window(2), 3), "mask function"),
     ],
 )
 def test_bad_parameters_say_what_was_expected(build, match):
@@ -145,21 +133,21 @@ def test_bad_parameters_say_what_was_expected(build, match):
 
 def test_dense_mask_checks_sizes_and_the_function():
     with pytest.raises(ValueError, match="n_q must be ≥ 1"):
-        dense_mask(causal(), 0, 4)
+        patterns.dense_mask(patterns.causal(), 0, 4)
     with pytest.raises(ValueError, match="bool tensor"):
-        dense_mask(lambda b, h, q, k: q - k, 4, 4)
+        patterns.dense_mask(lambda b, h, q, k: q - k, 4, 4)
     with pytest.raises(ValueError, match="mask_mod must be a function"):
-        dense_mask("causal", 4, 4)
+        patterns.dense_mask("causal", 4, 4)
 
 
 def test_dense_mask_lands_on_the_device_asked_for(device):
-    mask = dense_mask(sliding_window(2), 9, 9, device=device)
+    mask = patterns.dense_mask(patterns.sliding_window(2), 9, 9, device=device)
     assert mask.device.type == device.type and mask.dtype == torch.bool
 
 
 def test_dense_mask_is_filled_band_by_band():
     n = 3000  # more than one band of rows (4M entries each)
-    mask = dense_mask(sliding_window(5), n, n)
+    mask = patterns.dense_mask(patterns.sliding_window(5), n, n)
     assert int(mask.sum()) == sum(min(i + 5, n - 1) - max(i - 5, 0) + 1 for i in range(n))
 
 
@@ -169,7 +157,9 @@ def _tiles_from_dense(mask: torch.Tensor, block: int) -> torch.Tensor:
     for a in range(states.shape[0]):
         for b in range(states.shape[1]):
             tile = mask[a * block : (a + 1) * block, b * block : (b + 1) * block]
-            states[a, b] = FULL if bool(tile.all()) else PARTIAL if bool(tile.any()) else EMPTY
+            states[a, b] = (
+                patterns.FULL if bool(tile.all()) else patterns.PARTIAL if bool(tile.any()) else patterns.EMPTY
+            )
     return states
 
 
@@ -182,16 +172,17 @@ def _tiles_from_dense(mask: torch.Tensor, block: int) -> torch.Tensor:
     n_global=st.integers(0, 3),
 )
 def test_block_summary_matches_the_dense_mask_tile_by_tile(n_q, n_k, block, window, n_global):
-    pattern = window_with_globals(window, n_global)
-    mask = dense_mask(pattern, n_q, n_k)
-    summary = block_summary(pattern, n_q, n_k, block=block)
+    pattern = patterns.window_with_globals(window, n_global)
+    mask = patterns.dense_mask(pattern, n_q, n_k)
+    summary = patterns.block_summary(pattern, n_q, n_k, block=block)
     assert torch.equal(summary.states, _tiles_from_dense(mask, block))
     assert summary.allowed == int(mask.sum())
     assert summary.n_empty + summary.n_partial + summary.n_full == summary.states.numel()
 
 
 def test_block_summary_of_a_window_256_at_4096_skips_85_percent():
-    summary = block_summary(sliding_window(256), 4096, 4096)  # the probe: 85 % of the blocks skipped
+    # the probe: 85 % of the blocks skipped
+    summary = patterns.block_summary(patterns.sliding_window(256), 4096, 4096)
     expected_empty = sum(1 for a in range(32) for b in range(32) if abs(a - b) >= 3)  # tiles 3 or more apart are empty
     assert summary.n_empty == expected_empty
     assert summary.skipped_share == pytest.approx(expected_empty / 1024)
@@ -199,7 +190,7 @@ def test_block_summary_of_a_window_256_at_4096_skips_85_percent():
 
 
 def test_padded_length():
-    assert padded_length(1) == 128 and padded_length(128) == 128 and padded_length(129) == 256
-    assert padded_length(100, tile=16) == 112
+    assert [patterns.padded_length(n) for n in (1, 128, 129)] == [128, 128, 256]
+    assert patterns.padded_length(100, tile=16) == 112
     with pytest.raises(ValueError, match="n must be ≥ 1"):
-        padded_length(0)
+        patterns.padded_length(0)

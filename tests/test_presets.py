@@ -11,11 +11,11 @@ import torch
 from attention_core.presets import (
     PRESETS,
     WalkthroughInputs,
-    build_inputs,
     random_example,
     sentence_example,
     tiny_example,
 )
+from attention_core.walkthrough import run_walkthrough
 
 SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
 
@@ -119,13 +119,18 @@ def test_sentence_reads_the_sentence() -> None:
     assert inp.query_tokens == inp.key_tokens
 
 
-def test_build_inputs_dispatches() -> None:
+def test_the_walkthrough_builds_each_preset() -> None:
+    def inputs(preset: str, **kw) -> WalkthroughInputs:
+        return run_walkthrough(preset, **kw).inputs
+
     assert PRESETS == ("tiny", "sentence", "random", "model")
-    assert torch.equal(build_inputs("tiny", positions=False).q, tiny_example().q)
-    assert torch.equal(build_inputs("sentence", d_k=3, seed=2).k, sentence_example(d_model=8, d_k=3, d_v=4, seed=2).k)
-    r = build_inputs("random", n=5, d_model=6, d_k=3, d_v=2, seed=9, positions=False, cross=True)
+    assert torch.equal(inputs("tiny", positions=False).q, tiny_example().q)
+    assert torch.equal(inputs("sentence", d_k=3, seed=2).k, sentence_example(d_model=8, d_k=3, d_v=4, seed=2).k)
+    r = inputs("random", n=5, d_model=6, d_k=3, d_v=2, seed=9, positions=False, mask="cross")
     assert torch.equal(r.v, random_example(n=5, d_model=6, d_k=3, d_v=2, seed=9, cross=True).v)
-    assert build_inputs("sentence", d_model=2).d_model == 4  # the sentence needs 4 features for its groups
+    assert inputs("sentence", d_model=2).d_model == 4  # the sentence needs 4 features for its groups
+    with pytest.raises(ValueError, match="preset must be one of"):
+        run_walkthrough("bogus")
 
 
 @pytest.mark.parametrize(
@@ -142,7 +147,6 @@ def test_build_inputs_dispatches() -> None:
         (lambda: sentence_example(d_model=3), "d_model must be ≥ 4"),
         (lambda: sentence_example(d_k=0), "d_k must be ≥ 1"),
         (lambda: sentence_example(seed=2**31), "seed must be ≤"),
-        (lambda: build_inputs("bogus"), "preset must be one of"),
         (lambda: tiny_example(device="gpu"), "device must be"),
     ],
 )
@@ -152,8 +156,6 @@ def test_preset_errors(call, match: str) -> None:
 
 
 def test_walkthrough_row_sum_error_skips_fully_masked_rows() -> None:
-    from attention_core.walkthrough import run_walkthrough
-
     r = run_walkthrough("tiny", mask="padding", pad=3)  # every key padded: no row may attend
     assert r.row_sum_error is None
     r = run_walkthrough("sentence", mask="causal")
@@ -173,7 +175,8 @@ def test_the_model_preset_is_one_real_head(bert) -> None:
     from attention_core.bert import encode
     from attention_core.presets import MODEL_TEXT, model_example
 
-    inp = build_inputs("model", text=MODEL_TEXT, layer=3, head=1, model=bert)
+    inp = model_example(text=MODEL_TEXT, layer=3, head=1, model=bert)
+    assert torch.equal(run_walkthrough("model", text=MODEL_TEXT, layer=3, head=1, model=bert).inputs.q, inp.q)
     _, out = encode(bert, [MODEL_TEXT])
     a = out.attentions[3]
     assert inp.d_model == 385 and inp.d_k == inp.d_v == 32 and inp.n_q == inp.n_k == 16

@@ -13,33 +13,26 @@ import pandas as pd
 import pytest
 import torch
 
-from attention_core.scaling import (
-    DEFAULT_LR,
-    DEFAULT_SAMPLES,
-    STRATEGY_NAMES,
-    _Optimizer,
-    dot_product_histograms,
-    dot_products,
-    gradient_table,
-    histogram_table,
-    init_effects,
+from attention_core.scaling import _Optimizer, row_entropy, softmax_jacobian
+from attention_core.scaling.initialisation import init_effects, named_init_stds
+from attention_core.scaling.saturation import gradient_table, sample_row, saturation_table, temperature_sweep
+from attention_core.scaling.stability import (
     naive_softmax,
-    named_init_stds,
     overflow_limit,
     overflow_logits,
     overflow_sweep,
-    row_entropy,
-    sample_row,
-    saturation_table,
-    scaling_strategies,
-    softmax_jacobian,
     softmax_overflow,
-    temperature_sweep,
-    train_toy,
-    training_summary,
+)
+from attention_core.scaling.strategies import STRATEGY_NAMES, scaling_strategies
+from attention_core.scaling.training import DEFAULT_LR, train_toy, training_summary
+from attention_core.scaling.variance import (
+    DEFAULT_SAMPLES,
+    dot_product_histograms,
+    dot_products,
+    histogram_table,
+    prefix_dot_products,
     variance_table,
 )
-from attention_core.scaling.variance import prefix_dot_products
 
 WIDTHS = [1, 4, 16, 64, 256, 1024]
 

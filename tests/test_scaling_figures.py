@@ -8,22 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from attention_core.scaling import (
-    dot_product_histograms,
-    gradient_table,
-    init_effects,
-    named_init_stds,
-    overflow_limit,
-    overflow_logits,
-    overflow_sweep,
-    sample_row,
-    saturation_table,
-    scaling_strategies,
-    softmax_overflow,
-    temperature_sweep,
-    train_toy,
-    variance_table,
-)
+from attention_core import scaling
 from figures import scaling as F
 from figures.style import BASE_FONT, SCALED, TALK_FONT, UNSCALED
 
@@ -44,19 +29,19 @@ def colours(fig: go.Figure) -> set[str]:
 
 @pytest.fixture(scope="module")
 def tables() -> dict[str, object]:
-    row = sample_row(64, 8, seed=0)
-    runs = {"scaled": train_toy(True, 64, steps=12), "unscaled": train_toy(False, 64, steps=12)}
+    row = scaling.sample_row(64, 8, seed=0)
+    runs = {"scaled": scaling.train_toy(True, 64, steps=12), "unscaled": scaling.train_toy(False, 64, steps=12)}
     return {
-        "variance": variance_table(DIMS, n_samples=2_000),
-        "hist": dot_product_histograms(64, 2_000),
-        "saturation": saturation_table(DIMS, 8, n_rows=32),
-        "sweep": temperature_sweep(64, 8, [0.5, 1, 8, 64], n_rows=32),
+        "variance": scaling.variance_table(DIMS, n_samples=2_000),
+        "hist": scaling.dot_product_histograms(64, 2_000),
+        "saturation": scaling.saturation_table(DIMS, 8, n_rows=32),
+        "sweep": scaling.temperature_sweep(64, 8, [0.5, 1, 8, 64], n_rows=32),
         "row": row,
-        "gradient": gradient_table(DIMS, 8, 32),
-        "strategies": scaling_strategies(64, 8, n_rows=32, fit_steps=20),
-        "init": init_effects(64, 16, named_init_stds(64, 16)),
-        "overflow": softmax_overflow(overflow_logits(100, 8), ("float16",)),
-        "sweep16": overflow_sweep([1, 10, 12, 100], "float16"),
+        "gradient": scaling.gradient_table(DIMS, 8, 32),
+        "strategies": scaling.scaling_strategies(64, 8, n_rows=32, fit_steps=20),
+        "init": scaling.init_effects(64, 16, scaling.named_init_stds(64, 16)),
+        "overflow": scaling.softmax_overflow(scaling.overflow_logits(100, 8), ("float16",)),
+        "sweep16": scaling.overflow_sweep([1, 10, 12, 100], "float16"),
         "runs": runs,
     }
 
@@ -74,7 +59,7 @@ def builders(t: dict, talk: bool) -> list[go.Figure]:  # type: ignore[type-arg]
         F.jacobian_figure(row.jacobian_unscaled.numpy(), row.jacobian_scaled.numpy(), 64, talk=talk),
         F.strategies_figure(t["strategies"], talk=talk),
         F.init_figure(t["init"], talk=talk),
-        F.overflow_figure(t["sweep16"], "float16", overflow_limit("float16"), 100, talk=talk),
+        F.overflow_figure(t["sweep16"], "float16", scaling.overflow_limit("float16"), 100, talk=talk),
         F.overflow_bars_figure(t["overflow"], talk=talk),
         F.training_figure(t["runs"], "loss", title="loss", y_title="loss", smooth_column="loss_smooth", talk=talk),
     ]
@@ -123,7 +108,7 @@ def test_overflow_bars_mark_every_nan_weight(tables: dict) -> None:  # type: ign
 
 
 def test_overflow_figure_shades_past_the_limit_and_floors_zero_errors(tables: dict) -> None:  # type: ignore[type-arg]
-    limit = overflow_limit("float16")
+    limit = scaling.overflow_limit("float16")
     fig = F.overflow_figure(tables["sweep16"], "float16", limit, 100)
     zone = fig.data[0]
     assert zone.fill == "toself" and min(zone.x) == pytest.approx(limit)

@@ -151,30 +151,21 @@ def bert_forward(
     cores: 2 threads 50–1200 ms, 1 thread 12–45 ms).
     """
     lengths = _check_inputs(bert, input_ids, attention_mask)
-    with torch.inference_mode(), one_thread(input_ids.device):
-        return _forward(bert, input_ids, lengths, trace)
-
-
-def _forward(bert: Bert, input_ids: torch.Tensor, lengths: tuple[int, ...], trace: bool) -> EncoderOutput:
     cfg, w = bert.config, bert.weights
-    L = input_ids.shape[1]
-    dev = input_ids.device
+    L, dev = input_ids.shape[1], input_ids.device
     # Padded keys are blocked; the mask broadcasts over heads and queries.
     keys_ok = padding_mask(lengths, L, device=dev).unsqueeze(1) if min(lengths) < L else None  # (B, 1, 1, L)
-    positions = torch.arange(L, device=dev)  # (L,)
-    x = w.word[input_ids] + w.position[positions] + w.token_type[0]  # (B, L, D): one segment, type 0
-    x = F.layer_norm(x, (cfg.d_model,), w.ln_w, w.ln_b, cfg.layer_norm_eps)  # (B, L, D)
-    hidden, attentions = [x], []
-    for layer in w.layers:
-        x, record = _layer(x, keys_ok, layer, cfg, trace)
-        hidden.append(x)
-        if record is not None:
-            attentions.append(record)
     real = torch.arange(L, device=dev).unsqueeze(0) < torch.tensor(lengths, device=dev).unsqueeze(1)  # (B, L)
-    return EncoderOutput(
-        hidden_states=tuple(hidden), attentions=tuple(attentions), attention_mask=real,
-        embedding=mean_pool(x, real),
-    )
+    with torch.inference_mode(), one_thread(dev):
+        x = w.word[input_ids] + w.position[torch.arange(L, device=dev)] + w.token_type[0]  # (B, L, D): type 0
+        x = F.layer_norm(x, (cfg.d_model,), w.ln_w, w.ln_b, cfg.layer_norm_eps)  # (B, L, D)
+        hidden, attentions = [x], []
+        for layer in w.layers:
+            x, record = _layer(x, keys_ok, layer, cfg, trace)
+            hidden.append(x)
+            if record is not None:
+                attentions.append(record)
+        return EncoderOutput(tuple(hidden), tuple(attentions), real, mean_pool(x, real))
 
 
 def encode(

@@ -154,7 +154,7 @@ def load_weights(folder: str | Path, config: BertConfig, device: str | torch.dev
         )  # fmt: skip
 
     e = "embeddings."
-    weights = BertWeights(
+    return BertWeights(  # the file's other tensors (the unused pooler) are dropped with ``tensors``
         word=get(e + "word_embeddings.weight", (config.vocab_size, d)),
         position=get(e + "position_embeddings.weight", (config.max_positions, d)),
         token_type=get(e + "token_type_embeddings.weight", (config.type_vocab_size, d)),
@@ -162,4 +162,3 @@ def load_weights(folder: str | Path, config: BertConfig, device: str | torch.dev
         ln_b=get(e + "LayerNorm.bias", (d,)),
         layers=tuple(layer(i) for i in range(config.n_layers)),
     )
-    return weights  # the file's other tensors (the unused pooler) are dropped with ``tensors``

@@ -15,28 +15,21 @@ Two measures, both against exact attention computed by this project's core in fl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..attention import scaled_dot_product_attention
 from ..device import new_tensor_device
-from ..validation import check_float, check_int, check_tensor
+from ..textbook import reference_attention
+from ..validation import check_float, check_int, check_int_list, check_tensor
 
 
 def random_qkv(
-    n: int,
-    d: int = 64,
-    *,
-    heads: int = 1,
-    batch: int = 1,
-    seed: int = 0,
-    std: float = 1.0,
-    n_k: int | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n: int, d: int = 64, *, heads: int = 1, batch: int = 1, n_k: int | None = None,
+    seed: int = 0, std: float = 1.0, device: str | torch.device | None = None, dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     """Gaussian ``q (batch, heads, n, d)``, ``k`` and ``v (batch, heads, n_k, d)`` from ``seed``.
 
     ``std`` scales q and k (not v): the scores q·k/√d then have a spread of about ``std²``, so a
@@ -59,18 +52,12 @@ def random_qkv(
 
 
 def exact_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """softmax(Q Kᵀ · scale) V by this project's core, in float64: the reference for every route."""
-    return scaled_dot_product_attention(
-        q.double(), k.double(), v.double(), mask, is_causal=is_causal, scale=scale
-    )  # (N, ..., L, Ev)
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+    mask: torch.Tensor | None = None, is_causal: bool = False, scale: float | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """softmax(Q Kᵀ · scale) V in float64, the project's one reference
+    (:func:`attention_core.textbook.reference_attention`): what every route is measured against."""
+    return reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., L, Ev)
 
 
 def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
@@ -192,3 +179,22 @@ class ErrorCurve:
                 raise ValueError(f"{value} is not one of the sizes measured, {list(self.x)}")
         mean = dict(zip(self.x, self.mean, strict=True))
         return mean[small] / mean[large] if mean[large] > 0 else math.inf
+
+
+Route = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int, int], torch.Tensor]
+
+
+def _error_curve(
+    sizes: tuple[int, ...], route: Route, *, n: int, d: int, heads: int, seeds: Sequence[int], std: float,
+    is_causal: bool = False, device: str | torch.device | None = None,
+) -> ErrorCurve:  # fmt: skip
+    """``route(q, k, v, size, seed)``'s relative error against exact attention at each size, for each
+    seed: random float32 inputs ``(1, heads, n, d)`` from that seed (``std`` on q and k)."""
+    seeds = tuple(check_int_list("seeds", seeds, low=0))
+    errors: list[list[float]] = [[] for _ in sizes]
+    for seed in seeds:
+        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
+        exact = exact_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
+        for i, size in enumerate(sizes):
+            errors[i].append(relative_error(route(q, k, v, size, seed), exact))
+    return ErrorCurve(x=sizes, seeds=seeds, errors=tuple(tuple(e) for e in errors))

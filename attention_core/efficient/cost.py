@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
@@ -135,6 +135,7 @@ class RoutePoint:
     label: str
     n: int
     status: str
+    note: str = ""
     median_ms: float | None = None
     iqr_ms: float | None = None
     samples: int = 0
@@ -145,7 +146,6 @@ class RoutePoint:
     compile_s: float | None = None
     compiled_now: bool = False
     sparsity: float | None = None
-    note: str = ""
 
 
 def measure_route(
@@ -202,19 +202,11 @@ def measure_route(
         timing = time_call(prepared.call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline)
     except (RuntimeError, MemoryError) as exc:
         return RoutePoint(**point, status="error", backend=prepared.backend, note=str(exc).splitlines()[0][:200])
+    setup = {f.name: getattr(prepared, f.name) for f in fields(Prepared) if f.name != "call"}  # backend, prepare_s …
     return RoutePoint(
-        **point,
-        status="ok",
-        median_ms=timing.median * 1e3,
-        iqr_ms=timing.iqr * 1e3,
-        samples=len(timing.samples),
-        peak_bytes=peak,
-        backend=prepared.backend,
-        prepare_s=prepared.prepare_s,
-        compile_s=prepared.compile_s,
-        compiled_now=prepared.compiled_now,
-        sparsity=prepared.sparsity,
-    )
+        **point, **setup, status="ok", median_ms=timing.median * 1e3, iqr_ms=timing.iqr * 1e3,
+        samples=len(timing.samples), peak_bytes=peak,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import torch
 from ..attention import check_attention_args, scaled_dot_product_attention
 from ..device import new_tensor_device
 from ..validation import check_choice, check_float, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, exact_attention, random_qkv, relative_error
+from .accuracy import ErrorCurve, _error_curve
 
 PROJECTIONS = ("gaussian", "pool")
 
@@ -88,16 +88,10 @@ def _projections(
 
 
 def linformer_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    rank: int | None = None,
-    seed: int = 0,
-    kind: str = "gaussian",
-    projection: Projection | None = None,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+    rank: int | None = None, seed: int = 0, kind: str = "gaussian", projection: Projection | None = None,
     scale: float | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor:  # fmt: skip
     """softmax(Q (E K)ᵀ · scale) (F V): ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``
     → ``(N, ..., L, Ev)``. ``projection``, when given, replaces the drawn ones: a pair ``(E, F)`` of
     ``(rank, S)`` tensors, or one tensor used as both."""
@@ -109,15 +103,10 @@ def linformer_attention(
 
 
 def linformer_weights(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    *,
-    rank: int | None = None,
-    seed: int = 0,
-    kind: str = "gaussian",
-    projection: Projection | None = None,
+    q: torch.Tensor, k: torch.Tensor, *,
+    rank: int | None = None, seed: int = 0, kind: str = "gaussian", projection: Projection | None = None,
     scale: float | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor:  # fmt: skip
     """The ``(N, ..., L, S)`` weights Linformer implies on the original values: ``softmax(Q (EK)ᵀ) F``.
 
     With ``"pool"`` every row is a distribution; with ``"gaussian"`` entries can be negative, so
@@ -130,29 +119,18 @@ def linformer_weights(
 
 
 def linformer_error_curve(
-    ranks: Sequence[int],
-    *,
-    n: int = 256,
-    d: int = 64,
-    heads: int = 8,
-    seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float = 1.0,
-    kind: str = "gaussian",
-    device: str | torch.device | None = None,
-) -> ErrorCurve:
+    ranks: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    std: float = 1.0, kind: str = "gaussian", device: str | torch.device | None = None,
+) -> ErrorCurve:  # fmt: skip
     """Linformer's relative output error against exact attention at each rank (≤ n), per seed:
     random float32 inputs from seed ``s`` and projections from seed ``s + 1000``."""
     ks = tuple(check_int_list("ranks", ranks, low=1, high=check_int("n", n, low=1, high=1 << 16)))
-    seeds = tuple(check_int_list("seeds", seeds, low=0))
     std = check_float("std", std, low=0.0, low_open=True)
-    errors: list[list[float]] = [[] for _ in ks]
-    for seed in seeds:
-        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
-        exact = exact_attention(q, k, v)  # (1, H, n, d) float64
-        for i, r in enumerate(ks):
-            out = linformer_attention(q, k, v, rank=r, seed=seed + 1000, kind=kind)
-            errors[i].append(relative_error(out, exact))
-    return ErrorCurve(x=ks, seeds=seeds, errors=tuple(tuple(e) for e in errors))
+
+    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rank: int, seed: int) -> torch.Tensor:
+        return linformer_attention(q, k, v, rank=rank, seed=seed + 1000, kind=kind)
+
+    return _error_curve(ks, route, n=n, d=d, heads=heads, seeds=seeds, std=std, device=device)
 
 
 # ---- how low-rank real attention is ---------------------------------------------------------

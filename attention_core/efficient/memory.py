@@ -36,18 +36,9 @@ _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 
 
 def route_extra_bytes(
-    route: str,
-    n: int,
-    *,
-    heads: int = 8,
-    d: int = 64,
-    batch: int = 1,
-    dtype: str = "float32",
-    features: int = 256,
-    rank: int = 256,
-    is_causal: bool = False,
-    chunk: int = DEFAULT_CHUNK,
-) -> int:
+    route: str, n: int, *, heads: int = 8, d: int = 64, batch: int = 1, dtype: str = "float32",  # the inputs
+    features: int = 256, rank: int = 256, is_causal: bool = False, chunk: int = DEFAULT_CHUNK,  # the routes' own
+) -> int:  # fmt: skip
     """Predicted peak bytes beyond the inputs for one call of ``route`` on ``(batch, heads, n, d)``."""
     route = check_choice("route", route, MEMORY_ROUTES)
     n = check_int("n", n, low=1, high=1 << 22)

@@ -160,12 +160,12 @@ def bigbird(
     is copied per call); the pattern refuses a longer sequence. Units: ``window`` and
     ``n_global`` count blocks, not tokens.
     """
+    n = check_int("n", n, low=1, high=MAX_SIDE)
     window = check_int("window", window, low=1, high=MAX_SIDE)
     n_global = check_int("n_global", n_global, low=0, high=MAX_SIDE)
     n_random = check_int("n_random", n_random, low=0, high=MAX_SIDE)
     block = check_int("block", block, low=1, high=MAX_SIDE)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    n = check_int("n", n, low=1, high=MAX_SIDE)
     padded = padded_length(n)
     if padded % block:
         divisors = [b for b in (16, 32, 64, 128, 256, 512) if padded % b == 0]

@@ -28,7 +28,7 @@ import torch
 from ..attention import check_attention_args
 from ..device import new_tensor_device
 from ..validation import check_float, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, exact_attention, random_qkv, relative_error
+from .accuracy import ErrorCurve, _error_curve
 from .linear import DEFAULT_CHUNK, _attend, _check_features, feature_weights
 
 MAX_FEATURES = 1 << 16
@@ -86,15 +86,9 @@ def _check_w(w: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def favor_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    w: torch.Tensor,
-    *,
-    is_causal: bool = False,
-    scale: float | None = None,
-    chunk: int = DEFAULT_CHUNK,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, *,
+    is_causal: bool = False, scale: float | None = None, chunk: int = DEFAULT_CHUNK,
+) -> torch.Tensor:  # fmt: skip
     """FAVOR+ with given random vectors ``w (m, E)`` (e.g. from :func:`orthogonal_features`, drawn
     once and reused, as a trained Performer keeps them): ``(N, ..., L, Ev)``."""
     s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
@@ -105,16 +99,9 @@ def favor_attention(
 
 
 def performer_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    features: int,
-    seed: int,
-    is_causal: bool = False,
-    scale: float | None = None,
-    chunk: int = DEFAULT_CHUNK,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+    features: int, seed: int, is_causal: bool = False, scale: float | None = None, chunk: int = DEFAULT_CHUNK,
+) -> torch.Tensor:  # fmt: skip
     """FAVOR+ estimate of softmax(Q Kᵀ · scale) V with ``features`` orthogonal positive random features.
 
     ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``; ``seed``
@@ -126,13 +113,7 @@ def performer_attention(
 
 
 def performer_weights(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    *,
-    features: int,
-    seed: int,
-    is_causal: bool = False,
-    scale: float | None = None,
+    q: torch.Tensor, k: torch.Tensor, *, features: int, seed: int, is_causal: bool = False, scale: float | None = None
 ) -> torch.Tensor:
     """The ``(N, ..., L, S)`` weights the Performer implies (materialised: for small n)."""
     s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
@@ -143,16 +124,9 @@ def performer_weights(
 
 
 def performer_error_curve(
-    features: Sequence[int],
-    *,
-    n: int = 256,
-    d: int = 64,
-    heads: int = 8,
-    seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float | None = None,
-    is_causal: bool = False,
-    device: str | torch.device | None = None,
-) -> ErrorCurve:
+    features: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    std: float | None = None, is_causal: bool = False, device: str | torch.device | None = None,
+) -> ErrorCurve:  # fmt: skip
     """The Performer's relative output error against exact softmax attention, at each feature count.
 
     For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
@@ -163,14 +137,10 @@ def performer_error_curve(
     affordable m.
     """
     ms = tuple(check_int_list("features", features, low=1, high=MAX_FEATURES))
-    seeds = tuple(check_int_list("seeds", seeds, low=0))
     d = check_int("d", d, low=1, high=1 << 14)
     std = d**-0.25 if std is None else check_float("std", std, low=0.0, low_open=True)
-    errors: list[list[float]] = [[] for _ in ms]
-    for seed in seeds:
-        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
-        exact = exact_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
-        for i, m in enumerate(ms):
-            out = performer_attention(q, k, v, features=m, seed=seed + FEATURE_SEED_OFFSET, is_causal=is_causal)
-            errors[i].append(relative_error(out, exact))
-    return ErrorCurve(x=ms, seeds=seeds, errors=tuple(tuple(e) for e in errors))
+
+    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int, seed: int) -> torch.Tensor:
+        return performer_attention(q, k, v, features=m, seed=seed + FEATURE_SEED_OFFSET, is_causal=is_causal)
+
+    return _error_curve(ms, route, n=n, d=d, heads=heads, seeds=seeds, std=std, is_causal=is_causal, device=device)

@@ -49,18 +49,9 @@ class VariantOutput:
 
 
 def variant_pattern(
-    variant: str,
-    *,
-    n: int,
-    window: int = 32,
-    n_global: int = 1,
-    dilation: int = 2,
-    n_random: int = 1,
-    block: int = 16,
-    seed: int = 0,
-    is_causal: bool = False,
-    device: str | torch.device | None = None,
-) -> MaskMod:
+    variant: str, *, n: int, window: int = 32, n_global: int = 1, dilation: int = 2, n_random: int = 1,
+    block: int = 16, seed: int = 0, is_causal: bool = False, device: str | torch.device | None = None,
+) -> MaskMod:  # fmt: skip
     """The mask function of a pattern variant for sequences of ``n`` tokens."""
     variant = check_choice("variant", variant, PATTERNS)
     if variant == "window":
@@ -75,24 +66,11 @@ def variant_pattern(
 
 
 def variant_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    variant: str,
-    *,
-    window: int = 32,
-    n_global: int = 1,
-    dilation: int = 2,
-    n_random: int = 1,
-    block: int = 16,
-    seed: int = 0,
-    features: int = 64,
-    rank: int = 32,
-    kind: str = "gaussian",
-    is_causal: bool = False,
-    scale: float | None = None,
-    with_weights: bool = True,
-) -> VariantOutput:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, variant: str, *,
+    window: int = 32, n_global: int = 1, dilation: int = 2, n_random: int = 1, block: int = 16,  # the patterns
+    seed: int = 0, features: int = 64, rank: int = 32, kind: str = "gaussian",  # the random routes
+    is_causal: bool = False, scale: float | None = None, with_weights: bool = True,
+) -> VariantOutput:  # fmt: skip
     """Run one variant on ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``.
 
     Only the parameters of the chosen variant are used (see the module docstring). With

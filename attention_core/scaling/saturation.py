@@ -27,14 +27,9 @@ from ._sampling import (
 
 
 def saturation_table(
-    dims: Sequence[int],
-    n_keys: int = 16,
-    seed: int = 0,
-    scale: str = "sqrt",
-    *,
-    n_rows: int = 256,
+    dims: Sequence[int], n_keys: int = 16, seed: int = 0, scale: str = "sqrt", *, n_rows: int = 256,
     device: str | torch.device | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """How saturated a softmax row is, per d_k, unscaled and scaled by the rule ``scale``.
 
     Each row is one query against ``n_keys`` keys, all with N(0, 1) entries; ``n_rows``
@@ -61,14 +56,9 @@ def saturation_table(
 
 
 def temperature_sweep(
-    d_k: int,
-    n_keys: int = 16,
-    taus: Sequence[float] = (),
-    seed: int = 0,
-    *,
-    n_rows: int = 256,
+    d_k: int, n_keys: int = 16, taus: Sequence[float] = (), seed: int = 0, *, n_rows: int = 256,
     device: str | torch.device | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """Mean entropy and max weight of softmax(q·k / τ) for each temperature τ in ``taus``.
 
     The same rows as :func:`saturation_table` at this d_k. τ = 1 is no scaling, τ = √d_k
@@ -124,14 +114,9 @@ def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch
 
 
 def gradient_table(
-    dims: Sequence[int],
-    n_keys: int = 4,
-    n_trials: int = 512,
-    seed: int = 0,
-    *,
-    dead_below: float = 0.01,
+    dims: Sequence[int], n_keys: int = 4, n_trials: int = 512, seed: int = 0, *, dead_below: float = 0.01,
     device: str | torch.device | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k.
 
     For each of ``n_trials`` rows (the rows of :func:`saturation_table`), a random upstream

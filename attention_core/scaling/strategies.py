@@ -47,15 +47,9 @@ STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "c
 
 
 def scaling_strategies(
-    d_k: int,
-    n: int = 16,
-    seed: int = 0,
-    *,
-    n_rows: int = 256,
-    target_entropy_pct: float = 50.0,
-    fit_steps: int = 150,
-    device: str | torch.device | None = None,
-) -> pd.DataFrame:
+    d_k: int, n: int = 16, seed: int = 0, *, n_rows: int = 256, target_entropy_pct: float = 50.0,
+    fit_steps: int = 150, device: str | torch.device | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """Seven ways to set the softmax temperature, measured on the same random rows.
 
     Rows (``strategy``): none, √d_k, d_k, d_k^¼, 2√d_k — fixed divisors of q·k; ``learned τ``

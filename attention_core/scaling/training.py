@@ -18,21 +18,11 @@ SMOOTH = 10  # steps in the moving average of the toy model's loss
 
 
 def train_toy(
-    scaled: bool,
-    d_k: int = 64,
-    *,
-    d_model: int = 16,
-    n_keys: int = 8,
-    d_v: int = 8,
-    batch: int = 32,
-    steps: int = 200,
-    optimizer: str = "adam",
-    lr: float | None = None,
-    init_std: float | None = None,
-    seed: int = 0,
-    device: str | torch.device | None = None,
+    scaled: bool, d_k: int = 64, *, d_model: int = 16, n_keys: int = 8, d_v: int = 8,  # the model and its task
+    batch: int = 32, steps: int = 200, optimizer: str = "adam", lr: float | None = None,  # the training
+    init_std: float | None = None, seed: int = 0, device: str | torch.device | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """Train a one-head, attention-only model to retrieve a value, with or without ÷√d_k.
 
     The task: each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``,
