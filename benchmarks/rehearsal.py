@@ -81,6 +81,11 @@ def _step_flags(page: object, step: int) -> list[str]:
     if page.evaluate("window.scrollY") > 1:
         flags.append("the page is scrolled")
     main = _main(page)
+    try:  # idle comes before a chart's code has loaded on a page's first figure: give the chart its moment
+        main.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=15_000)
+    except Exception as exc:  # Playwright's TimeoutError: flagged below as "no figure"
+        if "Timeout" not in type(exc).__name__:
+            raise
     heading = main.locator("[data-testid='stHeading']").filter(has_text=re.compile(rf"^\s*{step}\.")).first
     formula = main.locator(".katex-display").first
     figure = main.locator("[data-testid='stPlotlyChart']").first
