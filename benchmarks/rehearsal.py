@@ -30,15 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.browser import (  # noqa: E402  # noqa: E402
-    cut_off,
-    exception_texts,
-    heatmap_text_problems,
-    launch_chromium,
-    rerun,
-    start_server,
-    wait_idle,
-)
+from benchmarks import browser  # noqa: E402
 
 WALKTHROUGH = "/walkthrough?talk=true&preset=Sentence&mask=Causal"
 BENCH_TIMEOUT_MS = 15 * 60 * 1000
@@ -62,8 +54,8 @@ def _shot(page: object, out: Path, size: str, name: str) -> None:
 
 
 def _common_flags(page: object) -> list[str]:
-    flags = [f"exception: {t[:200]}" for t in exception_texts(page)]
-    flags += heatmap_text_problems(page)
+    flags = [f"exception: {t[:200]}" for t in browser.exception_texts(page)]
+    flags += browser.heatmap_text_problems(page)
     return flags
 
 
@@ -93,7 +85,7 @@ def _step_flags(page: object, step: int) -> list[str]:
         if loc.count() == 0:
             flags.append(f"no {what}")
             continue
-        why = cut_off(page, loc)
+        why = browser.cut_off(page, loc)
         if why:
             flags.append(f"{what} cut off: {why}")
     return flags
@@ -104,14 +96,14 @@ def _first_figure_flags(page: object) -> list[str]:
     figure = panel.locator("[data-testid='stPlotlyChart']").first
     if figure.count() == 0:
         return ["no figure in this tab"]
-    why = cut_off(page, figure)
+    why = browser.cut_off(page, figure)
     return [f"first figure cut off: {why}"] if why else []
 
 
-def rehearse(base_url: str, width: int, height: int, out: Path, browser: object, bench: bool) -> list[Screen]:
+def rehearse(base_url: str, width: int, height: int, out: Path, chromium: object, bench: bool) -> list[Screen]:
     size = f"{width}x{height}"
     screens: list[Screen] = []
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = chromium.new_context(viewport={"width": width, "height": height})
     context.set_default_timeout(60_000)
     page = context.new_page()
 
@@ -129,7 +121,7 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
 
     def goto(path: str) -> None:
         page.goto(base_url + path, wait_until="domcontentloaded")
-        wait_idle(page, timeout=180_000)
+        browser.wait_idle(page, timeout=180_000)
 
     try:
         timed("home", lambda: goto("/?talk=true"))
@@ -138,7 +130,7 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
 
             def press() -> None:
                 page.evaluate("document.activeElement && document.activeElement.blur()")  # keys go to the page
-                rerun(page, lambda: page.keyboard.press("ArrowRight"))
+                browser.rerun(page, lambda: page.keyboard.press("ArrowRight"))
 
             timed(f"walkthrough-step{step}", press, lambda step=step: _step_flags(page, step))
 
@@ -149,14 +141,14 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
         labels = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
         for i, label in enumerate(labels[1:], start=1):
             tab = page.get_by_role("tab", name=label, exact=True)
-            timed(f"explorer-tab{i}", lambda tab=tab: rerun(page, tab.click, timeout=180_000),
+            timed(f"explorer-tab{i}", lambda tab=tab: browser.rerun(page, tab.click, timeout=180_000),
                   lambda: _first_figure_flags(page))  # fmt: skip
 
         if bench:
             timed("benchmark", lambda: goto("/benchmark?talk=true"))
 
             def run_bench() -> None:
-                rerun(page, page.locator(".st-key-bm_run button").click, timeout=BENCH_TIMEOUT_MS)
+                browser.rerun(page, page.locator(".st-key-bm_run button").click, timeout=BENCH_TIMEOUT_MS)
 
             def chart_flags() -> list[str]:
                 tabs = _main(page).locator("[data-testid='stTabs']").first
@@ -167,7 +159,7 @@ def rehearse(base_url: str, width: int, height: int, out: Path, browser: object,
                 if chart.count() == 0:
                     return ["no result chart after the run"]
                 page.evaluate("el => el.scrollIntoView({block: 'start'})", tabs.element_handle())
-                why = cut_off(page, chart)
+                why = browser.cut_off(page, chart)
                 return [f"result chart cut off: {why}"] if why else []
 
             timed("benchmark-run", run_bench, chart_flags, timeout=BENCH_TIMEOUT_MS)
@@ -195,15 +187,15 @@ def main(argv: list[str] | None = None) -> int:
 
     screens: list[Screen] = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        server = None if args.url else start_server(Path(tmp) / "rehearsal.log")
+        server = None if args.url else browser.start_server(Path(tmp) / "rehearsal.log")
         base = args.url.rstrip("/") if args.url else server.base_url
-        browser = launch_chromium(p)
+        chromium = browser.launch_chromium(p)
         try:
             print(f"{'size':>9}  {'screen':28} {'time':>8}  flags")
             for w, h in sizes:
-                screens += rehearse(base, w, h, args.out, browser, not args.skip_benchmark)
+                screens += rehearse(base, w, h, args.out, chromium, not args.skip_benchmark)
         finally:
-            browser.close()
+            chromium.close()
             if server is not None:
                 server.stop()
     flagged = [s for s in screens if s.flags]

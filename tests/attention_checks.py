@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from hypothesis import strategies as st
 
 from attention_core import reference_attention
 
@@ -40,3 +41,11 @@ def reference_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
 
 def max_err(x: torch.Tensor, ref: torch.Tensor | np.ndarray) -> float:
     return float((x.detach().cpu().double() - torch.as_tensor(ref).cpu().double()).abs().max())
+
+
+def tile_cases(max_n: int, max_e: int, max_block: int) -> dict[str, st.SearchStrategy[Any]]:
+    """Hypothesis arguments for the tiled kernel: sizes (n_q ≠ n_k allowed), widths, a block that need not
+    divide n, causal or not, and a seed."""
+    return {"n_q": st.integers(1, max_n), "n_k": st.integers(1, max_n), "e": st.integers(1, max_e),
+            "ev": st.integers(1, max_e), "block": st.integers(1, max_block), "causal": st.booleans(),
+            "seed": st.integers(0, 2**16)}  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from attention_checks import tile_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.overrides import TorchFunctionMode
@@ -137,15 +138,7 @@ def test_causal_skips_the_tiles_above_the_diagonal(n, block, tiles):
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    n_q=st.integers(1, 40),
-    n_k=st.integers(1, 40),
-    e=st.integers(1, 9),
-    ev=st.integers(1, 9),
-    block=st.integers(1, 17),
-    causal=st.booleans(),
-    seed=st.integers(0, 2**16),
-)
+@given(**tile_cases(max_n=40, max_e=9, max_block=17))
 def test_any_shape_and_block_size_matches_the_explained_path(n_q, n_k, e, ev, block, causal, seed):
     q, k, v = _qkv((2, n_q, e), (2, n_k, e), ev, device="cpu", seed=seed)
     out = tiled_attention(q, k, v, is_causal=causal, block_size=block)

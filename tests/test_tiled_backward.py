@@ -11,8 +11,8 @@ import functools
 import pytest
 import torch
 import torch.nn.functional as F
+from attention_checks import tile_cases
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from attention_core import padding_mask, tiled_attention
 from attention_core.grad_accuracy import GradientCheck, attention_grads, gradient_rule
@@ -149,15 +149,7 @@ FLOAT32_ULPS = 16
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    n_q=st.integers(1, 24),
-    n_k=st.integers(1, 24),
-    e=st.integers(1, 8),
-    ev=st.integers(1, 8),
-    block=st.integers(1, 9),
-    causal=st.booleans(),
-    seed=st.integers(0, 2**16),
-)
+@given(**tile_cases(max_n=24, max_e=8, max_block=9))
 def test_any_shape_and_upstream_gradient_pass_the_flash_rule(n_q, n_k, e, ev, block, causal, seed):
     q, k, v, d_out = _qkv_do((2, 2, n_q, e), (2, 2, n_k, e), ev, dtype=torch.bfloat16, seed=seed)
     check = gradient_rule(

@@ -6,6 +6,8 @@ the caches over the core (``cached``). Imported only by the explorer, so the oth
 
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
 
 from ui import draw
@@ -19,3 +21,9 @@ def lead(fig: go.Figure, key: str, fit: str, *numbers: tuple[str, str, str | Non
     draw.chart(fig, key, fit=fit)
     if talk():
         draw.metrics(*numbers)
+
+
+def both(column: str, label: str, fmt: str, scaled_fmt: str | None = None) -> dict[str, Any]:
+    """The numbers table's two columns of one quantity, without and with ÷√d_k (``<column>_unscaled``, ``_scaled``)."""
+    return {f"{column}_unscaled": draw.NUMBER(f"{label} (q·k)", format=fmt),
+            f"{column}_scaled": draw.NUMBER(f"{label} (÷√d_k)", format=scaled_fmt or fmt)}  # fmt: skip

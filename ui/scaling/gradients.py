@@ -8,7 +8,7 @@ import streamlit as st
 from figures.scaling import gradient_figure, jacobian_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import lead
+from ui.scaling import both, lead
 from ui.scaling.cached import gradient_data, row_data, rows_for
 from ui.scaling.settings import Shared
 
@@ -54,17 +54,9 @@ def gradients_tab(sh: Shared) -> None:
     )
     draw.chart(draw.figure(figure, "jacobian", *key), "sc_jacobian")
     draw.numbers(table, {
-        "d_k": NUMBER("d_k"),
-        "jac_diag_unscaled": NUMBER("mean s(1−s) (q·k)", format="%.3g"),
-        "jac_diag_scaled": NUMBER("mean s(1−s) (÷√d_k)", format="%.3g"),
-        "grad_median_unscaled": NUMBER("median ‖∂L/∂z‖ (q·k)", format="%.3g"),
-        "grad_median_scaled": NUMBER("median ‖∂L/∂z‖ (÷√d_k)", format="%.3g"),
-        "grad_median_ratio": NUMBER("median ratio", format="%.3g"),
-        "grad_unscaled": NUMBER("mean ‖∂L/∂z‖ (q·k)", format="%.3g"),
-        "grad_scaled": NUMBER("mean ‖∂L/∂z‖ (÷√d_k)", format="%.3g"),
-        "grad_ratio": NUMBER("mean ratio", format="%.3g"),
-        "dead_unscaled": NUMBER("rows < 0.01 (q·k)", format="percent"),
-        "dead_scaled": NUMBER("rows < 0.01 (÷√d_k)", format="percent"),
-        "grad_qk_median_ratio": NUMBER("median ratio at q·k", format="%.3g"),
+        "d_k": NUMBER("d_k"), **both("jac_diag", "mean s(1−s)", "%.3g"),
+        **both("grad_median", "median ‖∂L/∂z‖", "%.3g"), "grad_median_ratio": NUMBER("median ratio", format="%.3g"),
+        **both("grad", "mean ‖∂L/∂z‖", "%.3g"), "grad_ratio": NUMBER("mean ratio", format="%.3g"),
+        **both("dead", "rows < 0.01", "percent"), "grad_qk_median_ratio": NUMBER("median ratio at q·k", format="%.3g"),
     }, f"{rows_for(sh.n_keys)} rows of {sh.n_keys} keys per d_k; upstream gradient g ~ N(0, I); seed {sh.seed}.",
        key="sc_gradients_numbers")  # fmt: skip

@@ -10,7 +10,7 @@ import streamlit as st
 from figures.scaling import row_bars_figure, saturation_figure, temperature_bars_figure, temperature_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import lead
+from ui.scaling import both, lead
 from ui.scaling.cached import row_data, rows_for, saturation_data, sweep_data, tau_row_data
 from ui.scaling.settings import TAU_CHOICES, Shared
 
@@ -66,14 +66,7 @@ def saturation_tab(sh: Shared) -> None:
     with c[1]:
         draw.chart(draw.figure(figure, "tau_curve", *key, tau), "sc_tau_curve")
     draw.numbers(table, {
-        "d_k": NUMBER("d_k"),
-        "entropy_pct_unscaled": NUMBER("entropy % (q·k)", format="%.1f"),
-        "entropy_pct_scaled": NUMBER("entropy % (÷√d_k)", format="%.1f"),
-        "max_weight_unscaled": NUMBER("max weight (q·k)", format="%.3f"),
-        "max_weight_scaled": NUMBER("max weight (÷√d_k)", format="%.3f"),
-        "score_var_unscaled": NUMBER("score var (q·k)", format="%.4g"),
-        "score_var_scaled": NUMBER("score var (÷√d_k)", format="%.3f"),
-        "score_range_unscaled": NUMBER("max − min (q·k)", format="%.3g"),
-        "score_range_scaled": NUMBER("max − min (÷√d_k)", format="%.3g"),
+        "d_k": NUMBER("d_k"), **both("entropy_pct", "entropy %", "%.1f"), **both("max_weight", "max weight", "%.3f"),
+        **both("score_var", "score var", "%.4g", "%.3f"), **both("score_range", "max − min", "%.3g"),
     }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.",
        key="sc_saturation_numbers")  # fmt: skip
