@@ -229,7 +229,7 @@ def test_the_walkthrough_opens_the_linked_head_with_its_real_weights(bert) -> No
     _, out = encode(bert, [TIRED])
     row = out.attentions[3].weights[0, 1, 10]  # "it" is token 10
     headline = next(m.value for m in at.markdown if m.value.startswith("####"))
-    assert headline.startswith(f"#### “it” takes {float(row[2]):.0%} of its value from “animal”")
+    assert headline.startswith(f"#### `it` takes {float(row[2]):.0%} of its value from `animal`")
     assert at.session_state["q"] == 10
     at.selectbox(key="mask").set_value("cross").run()  # an encoder has no cross-attention: a message
     assert not at.exception and "no cross-attention" in at.error[0].value
