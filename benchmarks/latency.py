@@ -55,7 +55,7 @@ RERUN_GOAL_MS = 100.0
 TEXT_GOAL_MS = 300.0  # a new sentence runs the model: tokenise, 6 layers, every figure
 COLD_GOAL_S = 5.0
 WARMUP = 3
-NOT_TIMED_BUTTONS = {"bm_run", "hd_measure"}  # start a measurement: its time is the measurement, not a rerun
+NOT_TIMED_BUTTONS = {"bm_run", "hd_measure", "ef_run"}  # start a measurement: its time is the measurement, not a rerun
 
 
 @dataclass

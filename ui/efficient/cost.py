@@ -160,7 +160,7 @@ def show_results() -> None:
                    f"mask took {max(p.prepare_s or 0 for p in flex) * 1e3:.0f} ms at most.")  # fmt: skip
     largest = max((p.n for p in points if p.route == BASELINE and p.status == "ok"), default=None)
     sdpa = dict(zip(*curves.times(BASELINE), strict=True))
-    table = []
+    table, ratio = [], f"× SDPA's speed at n = {largest}" if largest else "× SDPA's speed"
     for route in curves.routes():
         ns, ms = curves.times(route)
         at = dict(zip(ns, ms, strict=True))
@@ -169,12 +169,12 @@ def show_results() -> None:
                       "backend": next((p.backend for p in points if p.route == route and p.backend), "—"),
                       "faster than SDPA from n": None if route == BASELINE else cross,
                       "log-log slope": slope,
-                      f"× SDPA's speed at n = {largest}": sdpa[largest] / at[largest] if largest in at else None,
+                      ratio: sdpa[largest] / at[largest] if largest in at else None,
                       })  # fmt: skip
     st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_config={
         "log-log slope": draw.NUMBER(format="%.2f", help=f"fitted over n ≥ {FIT_MIN_N}: 1 = linear, 2 = quadratic"),
         "faster than SDPA from n": draw.NUMBER(format="%d", help="faster at this n and every larger n measured"),
-        f"× SDPA's speed at n = {largest}": draw.NUMBER(format="%.2f"),
+        ratio: draw.NUMBER(format="%.2f"),
     })  # fmt: skip
     lra_table(curves, saved["fallback"] if saved else None)
 
