@@ -10,7 +10,8 @@ from typing import Any
 import streamlit as st
 
 from attention_core.bench.fits import fit_loglog_slope
-from attention_core.bench.measure import format_bytes
+from attention_core.bench.measure import cpu_load_per_core, format_bytes
+from attention_core.bench.sweep import DISTURBED_LOAD_PER_CORE
 from attention_core.efficient.cost import BASELINE, CostCurves, RouteParams, RoutePoint, measure_routes
 from attention_core.efficient.flex import compiled_keys, flex_available
 from attention_core.efficient.lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE
@@ -94,7 +95,7 @@ def measure(routes: list[str], ns: tuple[int, ...], params: RouteParams, budget:
         if not wait_turn(server, holding):
             return
         server.describe(f"Beyond n²: {len(order)} points")
-        started = time.perf_counter()
+        started, load = time.perf_counter(), cpu_load_per_core()
         with st.status(f"Measuring {len(order)} points…", expanded=True) as status:
             bar = st.progress(0.0, text="starting")
 
@@ -110,7 +111,7 @@ def measure(routes: list[str], ns: tuple[int, ...], params: RouteParams, budget:
             measure_routes(routes, ns, params=params, budget_s=budget, should_stop=announce, on_point=landed,
                            heads=HEADS, d=D, device="cpu", cap_bytes=cap, min_run_time=MIN_RUN_TIME)  # fmt: skip
             status.update(label=f"Done in {time.perf_counter() - started:.1f} s", state="complete", expanded=False)
-        st.session_state["ef_result"] = {"points": tuple(points), "fallback": fallback}
+        st.session_state["ef_result"] = {"points": tuple(points), "fallback": fallback, "load": load}
         st.session_state.pop("ef_partial", None)
     finally:
         if holding.ours:  # also when Cancel interrupted the loop at a Streamlit call
@@ -148,11 +149,11 @@ def show_results() -> None:
         return
     points = tuple(partial) if partial else saved["points"]
     curves = CostCurves(points)
-    left, right = st.columns(2, gap="medium")
-    with left:
-        draw.chart(draw.figure(_time, talk(), points), "ef_time", fit="efficient.Cost")
-    with right:
-        draw.chart(draw.figure(_memory, talk(), points), "ef_memory", fit="efficient.Cost")
+    if saved and (saved["load"] or 0) > DISTURBED_LOAD_PER_CORE:
+        st.warning(f"The CPU was busy with other work when this run started (load {saved['load']:.1f} per core): "
+                   "these timings are disturbed. Run again when the machine is quiet.", icon=":material/warning:")
+    draw.chart(draw.figure(_time, talk(), points), "ef_time", fit="efficient.Cost")
+    draw.chart(draw.figure(_memory, talk(), points), "ef_memory", fit="efficient.Cost")
     flex = [p for p in points if p.route == "flex-window" and p.compile_s is not None]
     if flex:
         paid = "paid in this run" if any(p.compiled_now for p in flex) else "compiled earlier on this server"
