@@ -7,7 +7,6 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from figures.heads import kilo
 from ui import links
 from ui.frame import talk
 from ui.heads.calculator import CONTEXTS, calculator_tab
@@ -56,7 +55,7 @@ def shared_controls(box: DeltaGenerator, tab: str) -> dict[str, Any]:
 
 
 def heads_page() -> None:
-    in_k = {str(t): kilo(t) for t in CONTEXTS}  # old links wrote contexts in tokens, today's as the slider shows them
+    in_k = {str(t): label for label, t in CONTEXTS.items()}  # old links wrote contexts in tokens, today's as shown
     links.upgrade(hd_causal=links.on_off, hd_weights=links.on_off, hd_ctx=in_k, hd_tmax=in_k)
     if not talk():  # on a projector the navigation names the page; the figures get the room
         st.title("Heads, shared keys and the KV cache")

@@ -171,10 +171,11 @@ def controls(box: Any) -> dict[str, Any]:
     links.upgrade(preset=PRESET_NAMES, mask=MASK_NAMES, view=VIEW_NAMES, scaled=links.on_off, pos=links.on_off)
     with box:
         c = st.columns([1.3, 1.5, 1, 1])
-        preset = c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.get, key="preset", bind="query-params",
-                                help="Tiny: small integers to check by hand. Sentence: “The animal didn't cross the "
-                                "street because it was too tired”. Trained model: one head of all-MiniLM-L6-v2.")
-        mask = c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.get, key="mask", bind="query-params",
+        preset = c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.__getitem__, key="preset",
+                                bind="query-params", help="Tiny: small integers to check by hand. Sentence: “The "
+                                "animal didn't cross the street because it was too tired”. Trained model: one head "
+                                "of all-MiniLM-L6-v2.")
+        mask = c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.__getitem__, key="mask", bind="query-params",
                               help="No mask: encoder self-attention. Causal: decoder self-attention. Padding: keys "
                               "that only fill a batch. Cross-attention: queries from a second sequence (n_q ≠ n_k).")
         p = {
@@ -382,11 +383,12 @@ def _default_query(tokens: list[str]) -> int:
 
 
 def _reading(token: str, shares: list[tuple[str, float]]) -> str:
+    """One query's reading; tokens in code, as words (a typed token such as "nan" is not a number)."""
     if not shares:
-        return f"“{token}” attends to nothing."
-    first = f"“{token}” takes {shares[0][1]:.0%} of its value from “{shares[0][0]}”"
+        return f"`{token}` attends to nothing."
+    first = f"`{token}` takes {shares[0][1]:.0%} of its value from `{shares[0][0]}`"
     if len(shares) > 1 and round(shares[1][1] * 100) > 0:  # "and 0% from …" would say nothing
-        first += f" and {shares[1][1]:.0%} from “{shares[1][0]}”"
+        first += f" and {shares[1][1]:.0%} from `{shares[1][0]}`"
     return first + "."
 
 
@@ -476,7 +478,7 @@ def walkthrough_page() -> None:
     if view_box is None:
         st.caption(d["note"])
         view_box = st.container()
-    view = view_box.segmented_control("View", tuple(VIEW_NAMES), format_func=VIEW_NAMES.get, default="steps",
+    view = view_box.segmented_control("View", tuple(VIEW_NAMES), format_func=VIEW_NAMES.__getitem__, default="steps",
                                       key="view", required=True, bind="query-params", label_visibility="collapsed")
     views = {"all": all_view, "query": query_view, "compare": compare_view, "backward": backward_view}
     views.get(view, lambda d: steps_view(d, nav))(d)

@@ -17,6 +17,12 @@ the last key block, ``o / l`` is exactly softmax(scores) · V. Extra memory is o
 With ``is_causal`` (top-left aligned, as torch's) key blocks that lie wholly above the
 diagonal are never computed. A query row whose keys are all masked ends with ``l = 0``
 and gives zeros, as the explained path and torch's fused kernels do.
+
+The backward (FlashAttention-2, Algorithm 2, in :class:`TiledAttentionFunction`) needs the
+weights P again, but storing them would cost the ``L × S`` the forward avoided. softmax's
+backward needs only P and one number per row, ``D = rowsum(dO ∘ O)``:
+``dS = P ∘ (dP − D)``. So the forward also keeps each row's log-sum-exp ``lse = m + log l``
+and the backward rebuilds each tile's ``P = exp(score − lse)`` from q and k, one tile at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .attention import check_attention_args
 from .validation import broadcast_shapes, check_int
@@ -79,42 +86,56 @@ def tiled_attention(
     *,
     scale: float | None = None,
     block_size: int | None = None,
-) -> torch.Tensor:
-    """softmax(Q Kᵀ · scale + mask) V without materialising the ``L × S`` scores.
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q Kᵀ · scale + mask) V without materialising the ``L × S`` scores, forward and backward.
 
     Args:
         q: ``(N, ..., L, E)`` queries.
         k: ``(N, ..., S, E)`` keys.
         v: ``(N, ..., S, Ev)`` values.
         attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
+            It gets no gradient: a float mask that requires grad raises ``ValueError``.
         dropout_p: must be 0; the tiled kernel does not implement dropout.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); blocks above the diagonal are skipped.
         scale: multiplier of the scores, default ``1/√E``.
-        block_size: rows of queries and columns of keys per tile; ``None`` picks it for the inputs'
-            device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
+        block_size: rows of queries and columns of keys per tile, forward and backward; ``None`` picks it
+            for the inputs' device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
+        return_lse: also return each row's log-sum-exp ``lse = m + log l`` ``(N, ..., L)`` (``+inf``
+            for a fully masked row), what the backward keeps, as FlashAttention's ``return_softmax_lse``.
+            The output then stays in the accumulators' dtype (float32 for 16-bit inputs), unrounded.
+            Forward only: with inputs that require grad, the autograd node keeps lse itself.
 
     Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs keep
-    their running max, sum and output in float32, as FlashAttention does. Forward only:
-    inputs that require gradients (with grad mode on) raise ``ValueError``.
+    their running max, sum and output in float32, as FlashAttention does. When an input
+    requires grad (and grad mode is on) the call goes through :class:`TiledAttentionFunction`,
+    whose backward recomputes each tile's weights from the saved row log-sum-exp; otherwise
+    it is the plain loop below, with no autograd bookkeeping.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
         raise ValueError(f"tiled_attention does not implement dropout; dropout_p must be 0, got {p}")
-
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        raise ValueError(
-            "tiled_attention is forward-only (it updates its running sums in place); call it under "
-            "torch.no_grad(), or use scaled_dot_product_attention when gradients are needed"
-        )
-
     L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if block_size is None:
         block_size = pick_block_size(q.device, L, S, batch_heads=math.prod(lead), itemsize=q.dtype.itemsize)
     block = check_int("block_size", block_size, low=1, high=1 << 16)
+
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        if return_lse:
+            raise ValueError("return_lse is forward-only; call it under torch.no_grad()")
+        if attn_mask is not None and attn_mask.requires_grad:
+            raise ValueError(
+                "tiled_attention gives no gradient for attn_mask (it would be L × S, what the tiles avoid); "
+                "pass attn_mask.detach(), or use scaled_dot_product_attention"
+            )
+        return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, s, block)  # runs this loop, no grad
+
     acc_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
     mask = _full_size(attn_mask, L, S)
-    out = torch.empty((*lead, L, Ev), dtype=q.dtype, device=q.device)  # (N, ..., L, Ev)
+    out_dtype = acc_dtype if return_lse else q.dtype  # the backward's rowsum(dO ∘ O) must not see 16-bit rounding
+    out = torch.empty((*lead, L, Ev), dtype=out_dtype, device=q.device)  # (N, ..., L, Ev)
+    lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if return_lse else None  # (N, ..., L)
     kt = k.transpose(-2, -1)  # (N, ..., E, S), a view
     # Two buffers reused by every tile: allocating 2 MiB per tile costs more than the arithmetic around it.
     bq, bk = min(block, L), min(block, S)
@@ -133,16 +154,7 @@ def tiled_attention(
             j1 = min(j0 + block, S)
             tile = torch.matmul(q_blk, kt[..., j0:j1], out=scores[..., : i1 - i0, : j1 - j0])  # (N, ..., Bq, Bk)
             tile = tile.to(acc_dtype)  # a float32 copy for 16-bit inputs, else the same tensor
-            if is_causal and j1 - 1 > i0:  # the tile crosses the diagonal
-                rows = torch.arange(i0, i1, device=q.device).unsqueeze(-1)  # (Bq, 1)
-                cols = torch.arange(j0, j1, device=q.device)  # (Bk,)
-                tile.masked_fill_(cols > rows, float("-inf"))  # (N, ..., Bq, Bk)
-            elif mask is not None:
-                block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk), broadcasts
-                if block_mask.dtype == torch.bool:
-                    tile.masked_fill_(~block_mask, float("-inf"))
-                else:
-                    tile += block_mask
+            _mask_tile(tile, mask, is_causal, i0, i1, j0, j1)
 
             m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
             # Under a mask, a row with no allowed key so far keeps m' = −inf: subtract 0, so exp gives 0,
@@ -158,7 +170,139 @@ def tiled_attention(
         # l = 0 only when every key of the row was masked: the row's output is 0.
         done = torch.where(l_sum > 0, o / l_sum.clamp_min(torch.finfo(acc_dtype).tiny), 0.0)  # (N, ..., Bq, Ev)
         out[..., i0:i1, :] = done
+        if lse is not None:  # log Σ exp(score) = m + log l; +inf on an empty row, so the backward's P is 0 there
+            lse[..., i0:i1] = torch.where(l_sum > 0, m + l_sum.log(), float("inf")).squeeze(-1)  # (N, ..., Bq)
+    if lse is not None:
+        return out, lse
     return out
+
+
+def _mask_tile(
+    tile: torch.Tensor, mask: torch.Tensor | None, is_causal: bool, i0: int, i1: int, j0: int, j1: int
+) -> None:
+    """Block, in place, the entries of the score tile (rows ``i0:i1``, keys ``j0:j1``) a query may not see."""
+    if is_causal and j1 - 1 > i0:  # the tile crosses the diagonal
+        rows = torch.arange(i0, i1, device=tile.device).unsqueeze(-1)  # (Bq, 1)
+        cols = torch.arange(j0, j1, device=tile.device)  # (Bk,)
+        tile.masked_fill_(cols > rows, float("-inf"))  # (N, ..., Bq, Bk)
+    elif mask is not None:
+        block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk), broadcasts
+        if block_mask.dtype == torch.bool:
+            tile.masked_fill_(~block_mask, float("-inf"))
+        else:
+            tile += block_mask
+
+
+class TiledAttentionFunction(torch.autograd.Function):
+    """The tiled forward and FlashAttention-2's backward (Algorithm 2) as one autograd node.
+
+    Forward saves ``q, k, v``, the output and each row's log-sum-exp ``lse`` (and the user's
+    mask, if any): O(N·…·L) numbers beyond the inputs, never a tile and never ``L × S``. For
+    16-bit inputs the saved output is the float32 one, before rounding: the backward's
+    ``D = rowsum(dO ∘ O)`` is subtracted from ``dP`` and the two nearly cancel, so a rounded O
+    (what FlashAttention-2 keeps) can cost several times standard attention's error in dK.
+    Backward rebuilds each tile's weights ``P = exp(scores − lse)`` and accumulates dQ, dK, dV
+    tile by tile. Use it through :func:`tiled_attention`, which validates the arguments.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        attn_mask: torch.Tensor | None,
+        is_causal: bool,
+        scale: float,
+        block: int,
+    ) -> torch.Tensor:
+        out, lse = tiled_attention(q, k, v, attn_mask, 0.0, is_causal, scale=scale, block_size=block, return_lse=True)
+        ctx.save_for_backward(q, k, v, out, lse, attn_mask)  # out unrounded: float32 for 16-bit inputs
+        ctx.is_causal, ctx.scale, ctx.block = is_causal, scale, block
+        return out.to(q.dtype)  # for float32 and float64 the saved tensor itself
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: torch.autograd.function.FunctionCtx, d_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        q, k, v, out, lse, attn_mask = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, out, lse, d_out, attn_mask, ctx.is_causal, ctx.scale, ctx.block)
+        need_q, need_k, need_v = ctx.needs_input_grad[:3]
+        return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None, None, None
+
+
+def _backward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    out: torch.Tensor,
+    lse: torch.Tensor,
+    d_out: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    is_causal: bool,
+    s: float,
+    block: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV in the shapes and dtypes of ``q, k, v``, FlashAttention-2's Algorithm 2.
+
+    With ``P = softmax(scores)`` and ``D = rowsum(dO ∘ O)`` (equal to rowsum(P ∘ dP), so it needs
+    no tile), each tile gives ``dV += Pᵀ dO``, ``dP = dO Vᵀ``, ``dS = P ∘ (dP − D)``, ``dQ += dS K``
+    and ``dK += dSᵀ Q``, both times ``scale``. The outer loop walks key blocks, so dK and dV of a
+    block are finished before the next; dQ gathers from every key block.
+    """
+    L, S, E, Ev = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    lead = out.shape[:-2]
+    acc_dtype = lse.dtype  # float32 for 16-bit inputs, else the inputs' dtype
+
+    def batches(x: torch.Tensor) -> torch.Tensor:
+        """(N, ..., n, e) → (B, n, e) over the broadcast leading dims; copies only an input that broadcasts."""
+        return x.expand(*lead, *x.shape[-2:]).reshape(-1, *x.shape[-2:])
+
+    # The scores are recomputed exactly as the forward computed them (scaled q, inputs' dtype), so
+    # exp(scores − lse) is the forward's P; the gradient products run in float32 for 16-bit inputs.
+    q_s, k_b, v_b = batches(q * s), batches(k), batches(v)  # (B, L, E), (B, S, E), (B, S, Ev)
+    kt = k_b.transpose(1, 2)  # (B, E, S), a view
+    q_s_acc, k_acc, v_acc = q_s.to(acc_dtype), k_b.to(acc_dtype), v_b.to(acc_dtype)
+    d_out = batches(d_out).to(acc_dtype)  # (B, L, Ev)
+    delta = (d_out * batches(out).to(acc_dtype)).sum(dim=-1, keepdim=True)  # (B, L, 1): D = rowsum(dO ∘ O)
+    lse = lse.reshape(-1, L, 1)  # (B, L, 1)
+    mask = _full_size(attn_mask, L, S)
+    B = q_s.shape[0]
+    dq = torch.zeros((B, L, E), dtype=acc_dtype, device=q.device)  # (B, L, E), times scale at the end
+    dk = torch.empty((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
+    dv = torch.empty((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)
+    # Buffers reused by every tile. The accumulators are contiguous: torch's CPU baddbmm_ into a
+    # row slice of dq or dk falls back to one small matmul per batch, about 1.5× slower.
+    bq, bk = min(block, L), min(block, S)
+    scores = torch.empty((B, bq, bk), dtype=q.dtype, device=q.device)  # (B, Bq, Bk)
+    dp_buf = torch.empty((B, bq, bk), dtype=acc_dtype, device=q.device)  # (B, Bq, Bk)
+    dq_buf = torch.empty((B, bq, E), dtype=acc_dtype, device=q.device)  # (B, Bq, E)
+
+    for j0 in range(0, S, block):
+        j1 = min(j0 + block, S)
+        dk_j = torch.zeros((B, j1 - j0, E), dtype=acc_dtype, device=q.device)  # (B, Bk, E), over all query blocks
+        dv_j = torch.zeros((B, j1 - j0, Ev), dtype=acc_dtype, device=q.device)  # (B, Bk, Ev)
+        first_query = j0 if is_causal else 0  # causal: query blocks above key block j see none of its keys
+        for i0 in range(first_query, L, block):
+            i1 = min(i0 + block, L)
+            tile = torch.bmm(q_s[:, i0:i1], kt[:, :, j0:j1], out=scores[:, : i1 - i0, : j1 - j0])  # (B, Bq, Bk)
+            p = tile.to(acc_dtype)  # a float32 copy for 16-bit inputs, else the same tensor
+            _mask_tile(p.view(*lead, i1 - i0, j1 - j0), mask, is_causal, i0, i1, j0, j1)
+            p.sub_(lse[:, i0:i1]).exp_()  # P = exp(score − lse): the forward's weights, rebuilt; masked → 0
+
+            dv_j.baddbmm_(p.transpose(1, 2), d_out[:, i0:i1])  # dV_j += Pᵀ dO_i  (B, Bk, Ev)
+            dp = torch.bmm(d_out[:, i0:i1], v_acc[:, j0:j1].transpose(1, 2), out=dp_buf[:, : i1 - i0, : j1 - j0])
+            ds = dp.sub_(delta[:, i0:i1]).mul_(p)  # dS = P ∘ (dP − D)  (B, Bq, Bk)
+            dq[:, i0:i1].add_(torch.bmm(ds, k_acc[:, j0:j1], out=dq_buf[:, : i1 - i0]))  # dQ_i += dS K_j  (B, Bq, E)
+            dk_j.baddbmm_(ds.transpose(1, 2), q_s_acc[:, i0:i1])  # dK_j += dSᵀ (Q_i · scale)  (B, Bk, E)
+        dk[:, j0:j1], dv[:, j0:j1] = dk_j, dv_j
+
+    dq.mul_(s)
+
+    def back_to(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """(B, n, e) → x's shape and dtype: a broadcast input gets the sum over the dims it was broadcast on."""
+        return grad.view(*lead, *grad.shape[-2:]).sum_to_size(x.shape).to(x.dtype)
+
+    return back_to(dq, q), back_to(dk, k), back_to(dv, v)
 
 
 def _full_size(mask: torch.Tensor | None, n_q: int, n_k: int) -> torch.Tensor | None:
@@ -211,3 +355,16 @@ def tiled_extra_bytes(
         + bq * d_v * (itemsize + 2 * acc)  # tile @ v, the accumulator o and o / l
     )
     return batch_heads * (output + per_block)
+
+
+def tiled_saved_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
+    """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward, beyond q, k, v.
+
+    The output ``(L, Ev)`` and each row's log-sum-exp ``(L,)``, both in the accumulators' dtype
+    (float32 for 16-bit inputs): O(L) per head, where naive attention keeps its ``L × S`` weights.
+    """
+    n_q = check_int("n_q", n_q, low=1)
+    d_v = check_int("d_v", d_v, low=1)
+    itemsize = check_int("itemsize", itemsize, low=1, high=8)
+    batch_heads = check_int("batch_heads", batch_heads, low=1)
+    return batch_heads * n_q * (d_v + 1) * max(itemsize, 4)

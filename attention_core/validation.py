@@ -36,7 +36,7 @@ def all_finite(x: torch.Tensor) -> bool:
     ``aminmax`` propagates NaN and returns ±inf when present, so two scalars answer; it reads
     ``x`` once and allocates nothing of its size (``isfinite(x).all()`` writes a bool copy).
     """
-    lo, hi = torch.aminmax(x)
+    lo, hi = torch.aminmax(x.detach())  # a check, not a step of the caller's graph: autograd saves nothing
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 

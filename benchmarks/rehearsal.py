@@ -29,16 +29,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from tests.browser_harness import (  # noqa: E402
+from benchmarks.browser import (  # noqa: E402  # noqa: E402
+    cut_off,
     exception_texts,
+    heatmap_text_problems,
     launch_chromium,
     rerun,
     start_server,
     wait_idle,
 )
-from tests.layout_checks import cut_off, heatmap_text_problems  # noqa: E402
 
 WALKTHROUGH = "/walkthrough?talk=1&preset=sentence&mask=causal"
 BENCH_TIMEOUT_MS = 15 * 60 * 1000

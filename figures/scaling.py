@@ -23,127 +23,124 @@ STABLE = "#009E73"  # max-subtracted softmax (Okabe-Ito bluish green)
 POW2_TICKS = [1, 4, 16, 64, 256, 1024, 4096]
 LOG_FLOOR = 1e-18  # zero errors are drawn here on log axes (hover gives the true value)
 RUN_COLORS = {"scaled": SCALED, "unscaled": UNSCALED}
+RUNS = (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k"))  # a table's column suffix, colour, name
 
 
-def _dk_axis(fig: go.Figure, row: int | None = None, col: int | None = None, title: str = "d_k") -> None:
-    kw = {"row": row, "col": col} if row is not None else {}
-    fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text=title, **kw)
+def _panels(titles: tuple[str, str], talk: bool, spacing: float = 0.12, **kw: object) -> go.Figure:
+    """Two plots side by side, their titles a size above the figure's text."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=spacing, subplot_titles=titles, **kw)
+    return fig.update_annotations(font={"size": font_size(talk) + 1})
 
 
-def _mark_dk(fig: go.Figure, d_k: int | None, talk: bool, **kw: int) -> None:
-    if d_k is not None:
-        fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, **kw)
+def _dk_axes(fig: go.Figure, d_k: int | None, cols: Sequence[int | None] = (None,)) -> None:
+    """A log d_k axis on powers of two, with the chosen d_k marked, on each panel in ``cols``."""
+    for col in cols:
+        kw = {"row": 1, "col": col} if col is not None else {}
+        fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text="d_k",
+                         **kw)  # fmt: skip
+        if d_k is not None:
+            fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, **kw)
 
 
-def _legend_top(fig: go.Figure) -> None:
-    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
-
-
-def _legend_below(fig: go.Figure, y: float = -0.25) -> None:
-    """For half-width figures, where a legend on top would run into the title."""
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": y, "x": 0})
+def _legend(fig: go.Figure, y: float = 1.02) -> None:
+    """A horizontal legend: above the plot (y ≥ 1), or below it (y < 0) in half-width figures, where one on top
+    would run into the title."""
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom" if y > 0 else "top", "y": y, "x": 0})
 
 
 def _log_y(fig: go.Figure, **kw: object) -> None:
     """A log y axis labelled at powers of ten only (no 2s and 5s in between)."""
-    fig.update_yaxes(type="log", dtick=1, exponentformat="power", **kw)
+    fig.update_yaxes(type="log", dtick=kw.pop("dtick", 1), exponentformat="power", **kw)
+
+
+def _keys(weights: Sequence[float]) -> tuple[list[str], list[float]]:
+    """One query's weights as bars: the keys' names k0, k1, … and the weights."""
+    ys = as_array(weights).tolist()
+    return [f"k{j}" for j in range(len(ys))], ys
+
+
+def _weight_axes(fig: go.Figure, *, title: str, talk: bool, height: int) -> go.Figure:
+    fig.update_yaxes(range=[0, 1.02], title_text="weight")
+    fig.update_xaxes(title_text="key")
+    return base_layout(fig, title=title, talk=talk, height=height)
 
 
 def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
     """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines."""
-    d = table["d_k"]
+    d, size = table["d_k"], 13 if talk else 10
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=d, y=table["theoretical_var"], mode="lines", name="theory: d_k",
-                             line={"color": THEORY, "dash": "dash"}))  # fmt: skip
-    fig.add_trace(go.Scatter(x=d, y=table["empirical_var"], mode="markers", name="measured, q·k",
-                             marker={"color": UNSCALED, "size": 13 if talk else 10},
-                             hovertemplate="d_k=%{x}<br>Var(q·k)=%{y:.4g}<extra></extra>"))  # fmt: skip
-    fig.add_trace(go.Scatter(x=d, y=[1.0] * len(d), mode="lines", name="theory: 1",
-                             line={"color": THEORY, "dash": "dot"}))  # fmt: skip
-    fig.add_trace(go.Scatter(x=d, y=table["scaled_var"], mode="markers", name="measured, q·k/√d_k",
-                             marker={"color": SCALED, "size": 13 if talk else 10, "symbol": "diamond"},
-                             hovertemplate="d_k=%{x}<br>Var(q·k/√d_k)=%{y:.4g}<extra></extra>"))  # fmt: skip
-    _dk_axis(fig)
+    for theory, column, name, marker in (("d_k", "empirical_var", "q·k", {"color": UNSCALED}),
+                                         ("1", "scaled_var", "q·k/√d_k", {"color": SCALED, "symbol": "diamond"})):
+        y = table["theoretical_var"] if theory == "d_k" else [1.0] * len(d)
+        fig.add_trace(go.Scatter(x=d, y=y, mode="lines", name=f"theory: {theory}",
+                                 line={"color": THEORY, "dash": "dash" if theory == "d_k" else "dot"}))
+        fig.add_trace(go.Scatter(x=d, y=table[column], mode="markers", name=f"measured, {name}",
+                                 marker={**marker, "size": size},
+                                 hovertemplate="d_k=%{x}<br>Var(" + name + ")=%{y:.4g}<extra></extra>"))
+    _dk_axes(fig, d_k)
     _log_y(fig, title_text="variance of the score")
-    _mark_dk(fig, d_k, talk)
     base_layout(fig, title="Variance of q·k grows like d_k; ÷√d_k holds it at 1", talk=talk, height=430)
-    _legend_top(fig)
-    fig.update_layout(margin={"t": 110})
-    return fig
+    _legend(fig)
+    return fig.update_layout(margin={"t": 110})
 
 
-def histogram_figure(
-    unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, talk: bool = False
-) -> go.Figure:
+def histogram_figure(unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, talk: bool = False) -> go.Figure:
     """Histograms of q·k and of q·k/√d_k side by side, each with its normal approximation.
 
     ``unscaled`` and ``scaled`` are ``histogram_table`` frames (with ``normal_pdf``). The two
     panels have their own x ranges; the axis titles give them.
     """
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=(f"q·k   (d_k = {d_k})", "q·k / √d_k"))  # fmt: skip
-    for col, (t, color, name) in enumerate(((unscaled, UNSCALED, "q·k"), (scaled, SCALED, "q·k/√d_k")), start=1):
+    fig = _panels((f"q·k   (d_k = {d_k})", "q·k / √d_k"), talk, spacing=0.1)
+    for col, t, (_, color, name) in zip((1, 2), (unscaled, scaled), RUNS, strict=True):
         width = float(t["center"].iloc[1] - t["center"].iloc[0]) if len(t) > 1 else 1.0
         fig.add_trace(go.Bar(x=t["center"], y=t["density"], width=width, marker={"color": color, "line": {"width": 0}},
                              opacity=0.85, name=f"measured {name}", showlegend=False,
-                             hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"),
-                      row=1, col=col)  # fmt: skip
+                             hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"), row=1, col=col)
         if "normal_pdf" in t:
             fig.add_trace(go.Scatter(x=t["center"], y=t["normal_pdf"], mode="lines", name="normal approximation",
-                                     line={"color": THEORY, "width": 2}, showlegend=False,
-                                     hoverinfo="skip"), row=1, col=col)  # fmt: skip
+                                     line={"color": THEORY, "width": 2}, showlegend=False, hoverinfo="skip"),
+                          row=1, col=col)  # fmt: skip
         fig.update_xaxes(title_text="score", row=1, col=col)
     fig.update_yaxes(title_text="density", row=1, col=1)
     base_layout(fig, title="Histogram of the measured scores (bars) and the normal approximation (line)",
                 talk=talk, height=400)  # fmt: skip
-    fig.update_annotations(font={"size": font_size(talk) + 1})
-    fig.update_layout(bargap=0, margin={"t": 90})
-    return fig
+    return fig.update_layout(bargap=0, margin={"t": 90})
+
+
+def _run_lines(fig: go.Figure, table: pd.DataFrame, column: str, what: str, talk: bool, col: int, **kw: object) -> None:
+    """One line per run (unscaled, scaled) of ``column_<run>`` against d_k, in panel ``col``."""
+    for run, color, name in RUNS:
+        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"{column}_{run}"], mode="lines+markers",
+                                 line={"color": color, "width": 3}, marker={"size": 11 if talk else 8},
+                                 hovertemplate="d_k=%{x}<br>" + what + "<extra>" + name + "</extra>", name=name,
+                                 **kw), row=1, col=col)  # fmt: skip
 
 
 def saturation_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
     """Entropy (% of uniform) and the largest weight against d_k, unscaled and scaled."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=("entropy of a row (% of uniform)", "largest weight in a row"))  # fmt: skip
-    size = 11 if talk else 8
-    for name, color, label in (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k")):
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"entropy_pct_{name}"], mode="lines+markers", name=label,
-                                 line={"color": color, "width": 3}, marker={"size": size},
-                                 hovertemplate="d_k=%{x}<br>entropy %{y:.1f}%<extra>" + label + "</extra>"),
-                      row=1, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"max_weight_{name}"], mode="lines+markers", name=label,
-                                 line={"color": color, "width": 3}, marker={"size": size}, showlegend=False,
-                                 hovertemplate="d_k=%{x}<br>max weight %{y:.3f}<extra>" + label + "</extra>"),
-                      row=1, col=2)  # fmt: skip
-    for col in (1, 2):
-        _dk_axis(fig, 1, col)
-        _mark_dk(fig, d_k, talk, row=1, col=col)
+    fig = _panels(("entropy of a row (% of uniform)", "largest weight in a row"), talk)
+    _run_lines(fig, table, "entropy_pct", "entropy %{y:.1f}%", talk, 1)
+    _run_lines(fig, table, "max_weight", "max weight %{y:.3f}", talk, 2, showlegend=False)
+    _dk_axes(fig, d_k, (1, 2))
     fig.update_yaxes(range=[0, 102], ticksuffix="%", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     base_layout(fig, talk=talk, height=400)
-    fig.update_annotations(font={"size": font_size(talk) + 1})
-    _legend_top(fig)
-    fig.update_layout(legend={"y": 1.12}, margin={"t": 90})
-    return fig
+    _legend(fig, 1.12)
+    return fig.update_layout(margin={"t": 90})
 
 
 def row_bars_figure(
     weights_unscaled: Sequence[float], weights_scaled: Sequence[float], d_k: int, *, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights over its keys, unscaled next to scaled."""
-    unscaled, scaled = as_array(weights_unscaled).tolist(), as_array(weights_scaled).tolist()
-    labels = [f"k{j}" for j in range(len(unscaled))]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=unscaled, name="softmax(q·k)", marker={"color": UNSCALED},
-                         hovertemplate="%{x}: %{y:.4f}<extra>unscaled</extra>"))  # fmt: skip
-    fig.add_trace(go.Bar(x=labels, y=scaled, name="softmax(q·k/√d_k)", marker={"color": SCALED},
-                         hovertemplate="%{x}: %{y:.4f}<extra>scaled</extra>"))  # fmt: skip
-    fig.update_yaxes(range=[0, 1.02], title_text="weight")
-    fig.update_xaxes(title_text="key")
-    base_layout(fig, title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)
-    _legend_top(fig)
-    fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
-    return fig
+    for weights, (run, color, name) in zip((weights_unscaled, weights_scaled), RUNS, strict=True):
+        keys, ys = _keys(weights)
+        fig.add_trace(go.Bar(x=keys, y=ys, name=f"softmax({name})", marker={"color": color},
+                             hovertemplate="%{x}: %{y:.4f}<extra>" + run + "</extra>"))  # fmt: skip
+    _weight_axes(fig, title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)
+    _legend(fig)
+    return fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
 
 
 def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool = False) -> go.Figure:
@@ -159,44 +156,36 @@ def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool 
     dot = {"color": HIGHLIGHT, "size": 14 if talk else 11, "line": {"color": "white", "width": 1}}
     fig.add_trace(go.Scatter(x=[here["tau"]] * 2, y=[here["entropy_pct"], 100 * here["max_weight"]], mode="markers",
                              marker=dot, name=f"τ = {tau:g}", hoverinfo="skip"))  # fmt: skip
-    fig.add_vline(x=1.0, line={"color": UNSCALED, "width": 2})
-    fig.add_vline(x=float(np.sqrt(d_k)), line={"color": SCALED, "width": 2})
-    size = font_size(talk) - 2
     for x, text, color, y in ((1.0, "τ = 1 (none)", UNSCALED, 0.5), (float(np.sqrt(d_k)), "τ = √d_k", SCALED, 0.62)):
+        fig.add_vline(x=x, line={"color": color, "width": 2})
         fig.add_annotation(x=np.log10(x), y=y, yref="paper", text=text, showarrow=False, xanchor="left",
-                           font={"color": color, "size": size}, bgcolor="rgba(255,255,255,0.8)")  # fmt: skip
+                           font={"color": color, "size": font_size(talk) - 2}, bgcolor="rgba(255,255,255,0.8)")
     fig.update_xaxes(type="log", title_text="temperature τ (the softmax sees q·k / τ)")
     fig.update_yaxes(range=[0, 102], ticksuffix="%")
     base_layout(fig, title="From one-hot to uniform as τ grows", talk=talk, height=420)
-    _legend_below(fig, -0.3)
+    _legend(fig, -0.3)
     return fig
 
 
 def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool = False) -> go.Figure:
     """One query's weights at the chosen temperature."""
-    ys = as_array(weights).tolist()
-    labels = [f"k{j}" for j in range(len(ys))]
-    fig = go.Figure(go.Bar(x=labels, y=ys, marker={"color": THEORY},
-                           hovertemplate="%{x}: %{y:.4f}<extra></extra>"))  # fmt: skip
-    fig.update_yaxes(range=[0, 1.02], title_text="weight")
-    fig.update_xaxes(title_text="key")
-    return base_layout(fig, title=f"softmax(q·k / {tau:g}) for the same query", talk=talk, height=420)
+    keys, ys = _keys(weights)
+    fig = go.Figure(go.Bar(x=keys, y=ys, marker={"color": THEORY}, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+    return _weight_axes(fig, title=f"softmax(q·k / {tau:g}) for the same query", talk=talk, height=420)
 
 
 def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
     """‖∂L/∂z‖ against d_k (median solid, mean dashed), and the scaled/unscaled ratios, on log axes."""
-    titles = ("gradient at the softmax input ‖∂L/∂z‖", "ratio scaled / unscaled")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=titles)
+    fig = _panels(("gradient at the softmax input ‖∂L/∂z‖", "ratio scaled / unscaled"), talk)
     size = 11 if talk else 8
-    for name, color, label in (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k")):
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_median_{name}"], mode="lines+markers",
-                                 name=f"{label}: median row", line={"color": color, "width": 3},
-                                 marker={"size": size},
-                                 hovertemplate="d_k=%{x}<br>median %{y:.3g}<extra>" + label + "</extra>"),
+    for run, color, name in RUNS:
+        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_median_{run}"], mode="lines+markers",
+                                 name=f"{name}: median row", line={"color": color, "width": 3}, marker={"size": size},
+                                 hovertemplate="d_k=%{x}<br>median %{y:.3g}<extra>" + name + "</extra>"),
                       row=1, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_{name}"], mode="lines", name=f"{label}: mean",
+        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_{run}"], mode="lines", name=f"{name}: mean",
                                  line={"color": color, "width": 2, "dash": "dash"},
-                                 hovertemplate="d_k=%{x}<br>mean %{y:.3g}<extra>" + label + "</extra>"),
+                                 hovertemplate="d_k=%{x}<br>mean %{y:.3g}<extra>" + name + "</extra>"),
                       row=1, col=1)  # fmt: skip
     ratios = (("grad_median_ratio", "median, at z", "solid", 3), ("grad_ratio", "mean, at z", "dash", 2),
               ("grad_qk_median_ratio", "median, at q·k", "dot", 3))  # fmt: skip
@@ -206,25 +195,19 @@ def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool =
                                  hovertemplate="d_k=%{x}<br>ratio %{y:.3g}<extra>" + label + "</extra>"),
                       row=1, col=2)  # fmt: skip
     fig.add_hline(y=1.0, line={"color": "#BBBBBB", "width": 1}, row=1, col=2)
-    for col in (1, 2):
-        _dk_axis(fig, 1, col)
-        _mark_dk(fig, d_k, talk, row=1, col=col)
-        _log_y(fig, row=1, col=col)
+    _dk_axes(fig, d_k, (1, 2))
+    _log_y(fig, dtick=3 if talk else 1)  # a dozen decades: in talk mode every third, so the labels do not collide
     base_layout(fig, talk=talk, height=440)
-    fig.update_annotations(font={"size": font_size(talk) + 1})
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0}, margin={"t": 50, "b": 10})
-    return fig
+    _legend(fig, -0.22)
+    return fig.update_layout(margin={"t": 50, "b": 10})
 
 
-def jacobian_figure(
-    jac_unscaled: np.ndarray, jac_scaled: np.ndarray, d_k: int, *, talk: bool = False
-) -> go.Figure:
+def jacobian_figure(jac_unscaled: np.ndarray, jac_scaled: np.ndarray, d_k: int, *, talk: bool = False) -> go.Figure:
     """The softmax Jacobian diag(s) − ssᵀ of one row, unscaled and scaled, on one diverging colour scale."""
     a, b = as_array(jac_unscaled, float), as_array(jac_scaled, float)
     labels = [f"k{j}" for j in range(a.shape[0])]
     zmax = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-12)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
-                        subplot_titles=(f"q·k   (d_k = {d_k})", "q·k / √d_k"))  # fmt: skip
+    fig = _panels((f"q·k   (d_k = {d_k})", "q·k / √d_k"), talk, spacing=0.08)
     for col, m in enumerate((a, b), start=1):
         fig.add_trace(go.Heatmap(z=m, x=labels, y=labels, colorscale=DIVERGING, zmin=-zmax, zmax=zmax,
                                  showscale=col == 2, colorbar={"title": {"text": "∂s_i/∂z_j"}},
@@ -232,48 +215,40 @@ def jacobian_figure(
                       row=1, col=col)  # fmt: skip
         fig.update_yaxes(autorange="reversed", scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
     base_layout(fig, talk=talk, height=420)
-    fig.update_annotations(font={"size": font_size(talk) + 1})
     fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False)
-    return fig
+    return fig.update_yaxes(showgrid=False).update_layout(margin={"t": 50})
 
 
 def strategies_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
     """Entropy (% of uniform) and largest weight of each scaling strategy, as horizontal bars."""
     colors = [UNSCALED if s == "none" else SCALED if s == "√d_k" else NEUTRAL for s in table["strategy"]]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("entropy (% of uniform)", "largest weight"))  # fmt: skip
-    fig.add_trace(go.Bar(y=table["strategy"], x=table["entropy_pct"], orientation="h", marker={"color": colors},
-                         text=[f"{v:.0f}%" for v in table["entropy_pct"]], textposition="outside",
-                         hovertemplate="%{y}: %{x:.1f}%<extra></extra>", showlegend=False), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Bar(y=table["strategy"], x=table["max_weight"], orientation="h", marker={"color": colors},
-                         text=[f"{v:.2f}" for v in table["max_weight"]], textposition="outside",
-                         hovertemplate="%{y}: %{x:.3f}<extra></extra>", showlegend=False), row=1, col=2)  # fmt: skip
-    fig.update_xaxes(range=[0, 118], row=1, col=1)
-    fig.update_xaxes(range=[0, 1.18], row=1, col=2)
+    fig = _panels(("entropy (% of uniform)", "largest weight"), talk, spacing=0.04, shared_yaxes=True)
+    for col, column, text, hover, top in ((1, "entropy_pct", "{:.0f}%", "%{x:.1f}%", 118),
+                                          (2, "max_weight", "{:.2f}", "%{x:.3f}", 1.18)):  # fmt: skip
+        fig.add_trace(go.Bar(y=table["strategy"], x=table[column], orientation="h", marker={"color": colors},
+                             text=[text.format(v) for v in table[column]], textposition="outside",
+                             hovertemplate="%{y}: " + hover + "<extra></extra>", showlegend=False), row=1, col=col)
+        fig.update_xaxes(range=[0, top], row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     base_layout(fig, talk=talk, height=420 if talk else 380)
-    fig.update_annotations(font={"size": font_size(talk) + 1})
-    return fig
+    return fig.update_layout(margin={"t": 50})
 
 
 def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
     """Score variance per initial std, unscaled and ÷√d_k, on a log axis, with the target 1 marked."""
     fig = go.Figure()
     labels = [f"{i} (σ={s:.3g})" for i, s in zip(table["init"], table["std"], strict=True)]
-    fig.add_trace(go.Bar(x=labels, y=table["score_var_unscaled"], name="Var(q·k)", marker={"color": UNSCALED},
-                         hovertemplate="%{x}<br>Var(q·k) = %{y:.3g}<extra></extra>"))  # fmt: skip
-    fig.add_trace(go.Bar(x=labels, y=table["score_var_scaled"], name="Var(q·k/√d_k)", marker={"color": SCALED},
-                         hovertemplate="%{x}<br>Var(q·k/√d_k) = %{y:.3g}<extra></extra>"))  # fmt: skip
+    for run, color, name in RUNS:
+        fig.add_trace(go.Bar(x=labels, y=table[f"score_var_{run}"], name=f"Var({name})", marker={"color": color},
+                             hovertemplate="%{x}<br>Var(" + name + ") = %{y:.3g}<extra></extra>"))  # fmt: skip
     goal = {"color": THEORY, "dash": "dash", "width": 2}
     fig.add_hline(y=1.0, line=goal)
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=goal, name="variance 1, the goal"))
     _log_y(fig, title_text="variance of the scores")
     fig.update_xaxes(title_text="initial std of W_q, W_k")
     base_layout(fig, talk=talk, height=420)
-    _legend_top(fig)
-    fig.update_layout(barmode="group", margin={"t": 60})
-    return fig
+    _legend(fig)
+    return fig.update_layout(barmode="group", margin={"t": 60})
 
 
 def overflow_figure(
@@ -287,23 +262,20 @@ def overflow_figure(
     x_max = float(m.max()) * 1.3
     fig = go.Figure()
     if limit < x_max:
-        zone = f"naive gives NaN: exp overflows past {limit:.1f}"
         fig.add_trace(go.Scatter(x=[limit, limit, x_max, x_max, limit], y=[LOG_FLOOR, 1, 1, LOG_FLOOR, LOG_FLOOR],
                                  fill="toself", fillcolor="rgba(204,121,167,0.15)", line={"width": 0}, mode="lines",
-                                 name=zone, hoverinfo="skip"))  # fmt: skip
-    hover = "largest logit %{x:.3g}<br>error %{customdata:.3g}<extra></extra>"
+                                 name=f"naive gives NaN: exp overflows past {limit:.1f}", hoverinfo="skip"))
     for column, name, color in (("naive_error", "naive exp(x)/Σexp(x)", NAIVE),
                                 ("stable_error", "max-subtracted", STABLE)):  # fmt: skip
-        err = sweep[column]
-        fig.add_trace(go.Scatter(x=m, y=err.clip(lower=LOG_FLOOR), mode="lines+markers", name=name,
-                                 line={"color": color, "width": 3}, customdata=err, hovertemplate=hover))  # fmt: skip
+        fig.add_trace(go.Scatter(x=m, y=sweep[column].clip(lower=LOG_FLOOR), mode="lines+markers", name=name,
+                                 line={"color": color, "width": 3}, customdata=sweep[column],
+                                 hovertemplate="largest logit %{x:.3g}<br>error %{customdata:.3g}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[magnitude, magnitude], y=[LOG_FLOOR, 1], mode="lines", name="your logit size",
                              line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
     fig.update_xaxes(type="log", dtick=1, title_text="largest logit", range=[0, np.log10(x_max)])
-    _log_y(fig, title_text="largest |error| vs float64", range=[np.log10(LOG_FLOOR), 0.3])
-    fig.update_yaxes(dtick=3)
+    _log_y(fig, title_text="largest |error| vs float64", range=[np.log10(LOG_FLOOR), 0.3], dtick=3)
     base_layout(fig, title=f"{dtype}: error as the logits grow", talk=talk, height=460)
-    _legend_below(fig, -0.22)
+    _legend(fig, -0.22)
     return fig
 
 
@@ -312,34 +284,24 @@ def overflow_bars_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figur
     x = list(range(len(table)))
     naive = table["naive"].to_numpy(dtype=float)
     fig = go.Figure()
-    hover = "logit %{customdata:.4g}: %{y:.4g}<extra>%{fullData.name}</extra>"
-    fig.add_trace(go.Bar(x=x, y=np.nan_to_num(naive, nan=0.0), name="naive", marker={"color": NAIVE},
-                         customdata=table["logit"], hovertemplate=hover))  # fmt: skip
-    fig.add_trace(go.Bar(x=x, y=table["stable"], name="max-subtracted", marker={"color": STABLE},
-                         customdata=table["logit"], hovertemplate=hover))  # fmt: skip
-    for i, value in zip(x, naive, strict=True):
-        if np.isnan(value):
-            fig.add_annotation(x=i, y=0.02, text="NaN", showarrow=False, xshift=-12, textangle=-90, yanchor="bottom",
-                               font={"color": NAIVE, "size": font_size(talk)})  # fmt: skip
+    for y, name, color in ((np.nan_to_num(naive, nan=0.0), "naive", NAIVE),
+                           (table["stable"], "max-subtracted", STABLE)):  # fmt: skip
+        fig.add_trace(go.Bar(x=x, y=y, name=name, marker={"color": color}, customdata=table["logit"],
+                             hovertemplate="logit %{customdata:.4g}: %{y:.4g}<extra>%{fullData.name}</extra>"))
+    for i in np.flatnonzero(np.isnan(naive)):
+        fig.add_annotation(x=int(i), y=0.02, text="NaN", showarrow=False, xshift=-12, textangle=-90, yanchor="bottom",
+                           font={"color": NAIVE, "size": font_size(talk)})  # fmt: skip
     fig.update_yaxes(range=[0, 1.05], title_text="weight")
     fig.update_xaxes(title_text="logit", tickvals=x, ticktext=[f"{v:.3g}".replace("-", "−") for v in table["logit"]])
     base_layout(fig, title="The same 8 logits through both", talk=talk, height=460)
-    _legend_below(fig, -0.22)
-    fig.update_layout(barmode="group")
-    return fig
+    _legend(fig, -0.22)
+    return fig.update_layout(barmode="group")
 
 
 def training_figure(
-    histories: Mapping[str, pd.DataFrame],
-    column: str,
-    *,
-    title: str,
-    y_title: str,
-    log_y: bool = False,
-    smooth_column: str | None = None,
-    hlines: Sequence[tuple[float, str]] = (),
-    talk: bool = False,
-) -> go.Figure:
+    histories: Mapping[str, pd.DataFrame], column: str, *, title: str, y_title: str, log_y: bool = False,
+    smooth_column: str | None = None, hlines: Sequence[tuple[float, str]] = (), talk: bool = False,
+) -> go.Figure:  # fmt: skip
     """One curve per run (``scaled`` blue, ``unscaled`` vermillion) of ``column`` against the step.
 
     With ``smooth_column`` the raw values are drawn faint and the smoothed ones bold.
@@ -351,16 +313,14 @@ def training_figure(
         if smooth_column is not None:
             fig.add_trace(go.Scatter(x=h["step"], y=h[column], mode="lines", line={"color": color, "width": 1},
                                      opacity=0.3, showlegend=False, hoverinfo="skip"))  # fmt: skip
-        y = h[smooth_column] if smooth_column is not None else h[column]
-        fig.add_trace(go.Scatter(x=h["step"], y=y, mode="lines", name=name, line={"color": color, "width": 3},
+        fig.add_trace(go.Scatter(x=h["step"], y=h[smooth_column or column], mode="lines", name=name,
+                                 line={"color": color, "width": 3},
                                  hovertemplate="step %{x}: %{y:.3g}<extra>" + name + "</extra>"))  # fmt: skip
     for y, label in hlines:
         fig.add_hline(y=y, line={"color": THEORY, "dash": "dot", "width": 1.5}, annotation_text=label,
                       annotation_position="top right", annotation_font={"size": font_size(talk) - 3})  # fmt: skip
     fig.update_xaxes(title_text="training step")
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear",
-                     exponentformat="power" if log_y else None)  # fmt: skip
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", exponentformat="power" if log_y else None)
     base_layout(fig, title=title, talk=talk, height=380)
-    _legend_top(fig)
-    fig.update_layout(margin={"t": 100})
-    return fig
+    _legend(fig)
+    return fig.update_layout(margin={"t": 100})

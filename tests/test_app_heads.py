@@ -29,13 +29,13 @@ EDGES: dict[str, dict[str, tuple[str, tuple[Any, ...]]]] = {
     "Heads side by side": {},
     "MHA → GQA → MQA": {"hd_kv": ("select_slider", (1, 4))},
     "KV-cache calculator": {
-        "hd_model": ("selectbox", MODELS), "hd_ctx": ("select_slider", (1024, 131072)),
+        "hd_model": ("selectbox", MODELS), "hd_ctx": ("select_slider", ("1k", "128k")),
         "hd_batch": ("number_input", (256, 1)), "hd_dtype": ("selectbox", CACHE_DTYPES),
         "hd_gpu": ("selectbox", (16, 141)), "hd_weights": ("toggle", (False, True)),
     },
     "Decode": {
         "hd_step": ("slider", (0, 10)), "hd_dhead": ("number_input", (3, 0)), "hd_kv": ("select_slider", (1, 4)),
-        "hd_tmax": ("select_slider", (16384, 2048)), "hd_tdm": ("select_slider", (256, 64)),
+        "hd_tmax": ("select_slider", ("16k", "2k")), "hd_tdm": ("select_slider", (256, 64)),
         "hd_measure": ("button", ()),
     },
 }  # fmt: skip
@@ -173,7 +173,7 @@ def test_a_link_in_todays_form_restores_the_view() -> None:
     link = {"hd_model": "Mistral-7B", "hd_ctx": "32k", "hd_batch": "8", "hd_weights": "false", "hd_gpu": "24"}
     at = open_tab("KV-cache calculator", link)
     assert at.selectbox(key="hd_model").value == "Mistral-7B"
-    assert at.select_slider(key="hd_ctx").value == 32768
+    assert at.select_slider(key="hd_ctx").value == "32k"
     assert at.number_input(key="hd_batch").value == 8
     assert at.toggle(key="hd_weights").value is False
     assert at.selectbox(key="hd_gpu").value == 24
@@ -186,10 +186,10 @@ def test_a_bookmark_from_before_bound_widgets_opens_the_same_view() -> None:
                                  "hd_weights": "0", "hd_gpu": "80", "hd_kv": "2"})  # fmt: skip
     assert not at.exception and not notice(at)
     s = at.session_state
-    assert (s["talk"], s["hd_causal"], s["hd_ctx"], s["hd_weights"], s["hd_gpu"]) == (True, True, 32768, False, 80)
+    assert (s["talk"], s["hd_causal"], s["hd_ctx"], s["hd_weights"], s["hd_gpu"]) == (True, True, "32k", False, 80)
     at = open_app_page("heads", {"hd_tab": "Decode", "hd_tmax": "2048", "hd_tdm": "64", "hd_step": "3"})
     assert not at.exception and not notice(at)
-    assert (at.session_state["hd_tmax"], at.session_state["hd_step"]) == (2048, 3)
+    assert (at.session_state["hd_tmax"], at.session_state["hd_step"]) == ("2k", 3)
 
 
 @pytest.mark.parametrize(

@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def navigation_pages() -> dict[str, str]:
-    """``{file: url_path}`` of every st.Page that app.py declares, read from its source."""
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    pages: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
-            path = node.args[0].value  # type: ignore[attr-defined]
-            url = next((k.value.value for k in node.keywords if k.arg == "url_path"), "")  # type: ignore[attr-defined]
-            pages[path] = url
-    return pages
+from benchmarks.widgets import discover_pages
 
 
 def test_home_renders_formula_and_links_every_other_page() -> None:
@@ -27,7 +12,7 @@ def test_home_renders_formula_and_links_every_other_page() -> None:
     assert not at.exception
     assert "softmax" in at.latex[0].value
     linked = {link.proto.page for link in at.get("page_link")}
-    others = {url for path, url in navigation_pages().items() if path != "pages/home.py"}
+    others = {url.lstrip("/") for _script, url in discover_pages().values() if url != "/"}
     assert others, "app.py declares no pages besides home"
     assert linked == others
 
@@ -48,7 +33,7 @@ def test_sidebar_shows_the_device_and_torch_version() -> None:
 
 
 def test_every_navigation_page_renders_without_exception() -> None:
-    for path in navigation_pages():
+    for path, _url in discover_pages().values():
         at = AppTest.from_file("../app.py", default_timeout=120).run()
         at.switch_page(path).run()
         assert not at.exception, (path, at.exception)
@@ -59,6 +44,7 @@ def test_talk_mode_comes_from_the_link_and_stays_in_it() -> None:
     at.query_params["talk"] = "1"
     at.run()
     assert at.toggle(key="talk").value is True
-    assert at.query_params.get("talk") in ("1", ["1"])
-    at.toggle(key="talk").set_value(False).run()
-    assert "talk" not in at.query_params
+    assert any("font-size: 1.3rem" in h.proto.body for h in at.get("html"))  # talk mode's larger type
+    assert at.query_params.get("talk") in ("true", ["true"])  # an old talk=1 link is rewritten in today's form
+    at.toggle(key="talk").set_value(False).run()  # the browser then drops it from the URL (tests/test_browser.py)
+    assert at.toggle(key="talk").value is False and not any("font-size: 1.3rem" in h.proto.body for h in at.get("html"))

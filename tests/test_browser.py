@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from browser_harness import (
+
+from benchmarks.browser import (
     ALERT,
     TALK_VIEWPORT,
     StreamlitServer,
@@ -152,6 +153,15 @@ def test_every_scaling_tab_renders(page: Page, streamlit_server: StreamlitServer
         assert panel.locator("[data-testid='stElementContainer']").count() > 0, f"the {label} tab is empty"
         assert i == 0 or query(page).get("sc_tab") == label, "the open tab must be in the URL"
         screenshot(page, artifacts_dir, f"scaling-tab{i}")
+    # The browser writes a changed control into the link (AppTest does not see this), and the link restores it.
+    assert labels[-1] == "Training"
+    rerun(page, page.locator(".st-key-sc_opt").get_by_text("SGD", exact=True).click, timeout=120_000)
+    assert {k: query(page).get(k) for k in ("sc_tab", "sc_opt", "sc_lr")} == {
+        "sc_tab": "Training", "sc_opt": "SGD", "sc_lr": "0.3"
+    }, "the optimizer and the learning rate it resets to must be in the URL"  # fmt: skip
+    goto(page, streamlit_server, urlsplit(page.url)._replace(scheme="", netloc="").geturl())
+    assert exception_texts(page) == [] and page.locator(ALERT).count() == 0
+    assert page.locator(".st-key-sc_opt input:checked").get_attribute("value") in ("1", "SGD")
 
 
 def test_benchmark_runs_a_tiny_sweep_and_shows_the_table(page: Page, streamlit_server: StreamlitServer) -> None:

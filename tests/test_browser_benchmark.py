@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from browser_harness import StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
+
+from benchmarks.browser import StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

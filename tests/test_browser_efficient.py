@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from browser_harness import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
+
+from benchmarks.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

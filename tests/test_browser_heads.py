@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from browser_harness import ALERT, TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
+
+from benchmarks.browser import ALERT, TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

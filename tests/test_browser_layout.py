@@ -13,8 +13,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from browser_harness import StreamlitServer, exception_texts, goto, wait_idle
-from layout_checks import cut_off, heatmap_boxes, heatmap_text_problems
+
+from benchmarks.browser import (
+    StreamlitServer,
+    cut_off,
+    exception_texts,
+    goto,
+    heatmap_boxes,
+    heatmap_text_problems,
+    wait_idle,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -28,7 +28,7 @@ def loaded_after(code: str) -> set[str]:
 @pytest.mark.parametrize(
     ("code", "absent"),
     [
-        ("import ui.frame, ui.viewport, ui.urlstate", {"torch", "pandas", "attention_core.device"}),
+        ("import ui.frame, ui.links, ui.draw", {"torch", "pandas", "attention_core.device"}),
         (WALKTHROUGH, {"pandas", "torch.utils.benchmark", "attention_core.bench"}),
         ("import figures.walkthrough", {"torch", "pandas"}),
     ],

@@ -13,7 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from browser_harness import VIEWPORT, StreamlitServer, exception_texts, wait_idle
+
+from benchmarks.browser import VIEWPORT, StreamlitServer, exception_texts, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -39,6 +39,7 @@ from attention_core.scaling import (
     training_summary,
     variance_table,
 )
+from attention_core.scaling.variance import prefix_dot_products
 
 WIDTHS = [1, 4, 16, 64, 256, 1024]
 
@@ -83,6 +84,21 @@ def test_a_width_does_not_depend_on_the_other_widths_asked_for() -> None:
     alone = variance_table([16], n_samples=2_000, seed=1)
     among = variance_table([4, 16, 64], n_samples=2_000, seed=1)
     assert alone["empirical_var"].iloc[0] == among.set_index("d_k").loc[16, "empirical_var"]
+
+
+def test_one_draw_measures_every_width_on_nested_prefixes(device: torch.device) -> None:
+    """Column j is q·k over the first dims[j] entries of one pair: Var = d, and Cov(d_a, d_b) = min(d_a, d_b)."""
+    dims = [3, 4, 16, 100]
+    x = prefix_dot_products(dims, 20_000, seed=2, device=device)
+    assert x.shape == (20_000, 4) and x.dtype == torch.float32 and x.device.type == device.type
+    for j, d in enumerate(dims):  # each width alone gives the same numbers
+        assert torch.equal(x[:, j], dot_products(d, 20_000, seed=2, device=device))
+    cov = torch.cov(x.double().T).cpu()  # (4, 4)
+    # The estimates' standard errors are ≤ 1.5% here, so 6% is a 4σ bound.
+    variances = cov.diagonal() / torch.tensor(dims, dtype=torch.float64)
+    assert torch.allclose(variances, torch.ones(4, dtype=torch.float64), atol=0.06), variances
+    for a, b in [(0, 1), (1, 2), (2, 3), (0, 3)]:
+        assert float(cov[a, b]) / dims[a] == pytest.approx(1.0, abs=0.06), (dims[a], dims[b])
 
 
 def test_p95_of_scores_matches_the_normal_two_sigma() -> None:

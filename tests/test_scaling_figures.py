@@ -138,3 +138,13 @@ def test_training_figure_draws_raw_faint_and_smoothed_bold(tables: dict) -> None
     assert [t.name for t in bold] == ["scaled", "unscaled"]
     assert [t.line.color for t in bold] == [SCALED, UNSCALED]
     assert list(bold[0].y) == list(tables["runs"]["scaled"]["loss_smooth"])
+
+
+def test_panel_titles_have_room_and_talk_mode_thins_crowded_log_labels(tables: dict) -> None:  # type: ignore[type-arg]
+    """A panel's title sits above its plot: the top margin must hold it, or the browser cuts it (talk mode's font)."""
+    for fig in builders(tables, True)[1:3] + builders(tables, True)[6:9]:
+        size = fig.layout.annotations[0].font.size
+        assert fig.layout.margin.t >= 1.3 * size, fig.layout.annotations[0].text
+    # A dozen decades of gradient on a projector-sized plot: every third is labelled, not every one.
+    assert F.gradient_figure(tables["gradient"], talk=True).layout.yaxis.dtick == 3
+    assert F.gradient_figure(tables["gradient"]).layout.yaxis.dtick == 1

@@ -204,10 +204,12 @@ def test_extra_memory_grows_as_n_not_n_squared():
         tiled_extra_bytes(16, 16, 8, itemsize=0)
 
 
-def test_inputs_that_need_gradients_are_refused_with_a_reason():
+def test_inputs_that_need_gradients_get_them_from_the_tiled_backward():
+    """Once forward-only (a ValueError); now an autograd node (tests/test_tiled_backward.py checks it in depth)."""
     q, k, v = _qkv((1, 8, 4), (1, 8, 4), 4, device="cpu")
-    with pytest.raises(ValueError, match="forward-only"):
-        tiled_attention(q.requires_grad_(), k, v)
+    tiled_attention(q.requires_grad_(), k, v, block_size=3).sum().backward()
+    (expected,) = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v).sum(), q)
+    torch.testing.assert_close(q.grad, expected, atol=1e-6, rtol=1e-5)
     with torch.no_grad():
         torch.testing.assert_close(tiled_attention(q, k, v), scaled_dot_product_attention(q, k, v))
 

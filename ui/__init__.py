@@ -1,4 +1,4 @@
-"""Streamlit glue shared by the pages: URL state, talk mode and the sidebar frame.
+"""The pages' shared Streamlit glue: the frame (talk mode, the device), the link's notices, drawing helpers.
 
-``ui.params`` is pure (no streamlit import) so its parsing rules are unit-tested directly.
+Page-specific parts live in a sub-package per page (``ui/benchmark/``, ``ui/heads/``, ``ui/scaling/``).
 """

@@ -23,8 +23,8 @@ from .frame import talk
 # px from the window's top to each fitted figure's top in talk mode, at 1280×720.
 TALK_ABOVE = {
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
-    "scaling.first": 335, "scaling.Variance": 400, "scaling.Scaling strategies": 395,
-    "scaling.Numerical stability": 370, "scaling.Training": 385,
+    "scaling.Variance": 400, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
+    "scaling.Initialisation": 352, "scaling.Numerical stability": 384, "scaling.Training": 385,
     "heads.Split": 250, "heads.Heads side by side": 330, "heads.MHA → GQA → MQA": 330,
     "heads.KV-cache calculator": 290, "heads.Decode": 370,
     "benchmark.result": 150,
@@ -87,12 +87,18 @@ def metrics(*items: tuple[str, str, str | None] | tuple[str, str, str | None, st
         col.metric(label, value, note, delta_color="off", delta_arrow="off", border=border, help=next(iter(hint), None))
 
 
-def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None) -> None:
-    """The numbers behind a figure, as a compact table in a closed expander."""
-    with st.expander("The numbers", expanded=False):
-        if caption:
-            st.caption(caption)
-        st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
+def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None, *, key: str | None = None) -> None:
+    """The numbers behind a figure, as a compact table in a closed expander.
+
+    With ``key`` the table is sent only while the expander is open: even closed, a table costs a cold
+    page about half a second in the browser (the grid is loaded and laid out).
+    """
+    box = st.expander("The numbers", key=key, on_change="rerun") if key else st.expander("The numbers")
+    if key is None or box.open:
+        with box:
+            if caption:
+                st.caption(caption)
+            st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
 
 
 def settings(*rows: int | Sequence[float]) -> list[list[Any]]:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_args
-from ..validation import check_int
+from ..validation import broadcast_shapes, check_int
 
 DEFAULT_CHUNK = 64  # tokens per chunk of the causal form: a C×C square per chunk, n/C states
 
@@ -132,7 +132,7 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     """
     _check_features(q, k, v, True)
     phi_q, phi_k = elu_feature_map(q), elu_feature_map(k)
-    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     state = torch.zeros(*lead, q.shape[-1], v.shape[-1], dtype=v.dtype, device=v.device)  # (N, ..., E, Ev)
     z = torch.zeros(*lead, q.shape[-1], dtype=v.dtype, device=v.device)  # (N, ..., E)
     outputs = []

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_args, scaled_dot_product_attention, stable_softmax
-from ..validation import check_choice
+from ..validation import broadcast_shapes, check_choice
 from .flex import FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
 
@@ -108,7 +108,7 @@ def masked_attention(
     n_q, n_k = check_pattern(mask_mod, q.shape[-2], k.shape[-2])
     fallback = None
     if backend == "flex":
-        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         q4, k4, v4 = (_flat4(x, lead) for x in (q, k, v))
         try:
             plan = flex_plan(q4, k4, v4, mask_mod, scale=s)

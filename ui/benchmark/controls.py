@@ -23,7 +23,7 @@ def sweep_controls() -> bench.SweepSpec:
     hi = top[2].select_slider("Largest n", N_OPTIONS, DEFAULT.ns[-1], key="bm_nmax", bind="query-params",
                               help="n runs over the powers of two between.")
     # The device first: its dtypes depend on it (a float16 left from a CUDA device falls back to float32).
-    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEVICE), format_func=DEVICE_NAMES.get,
+    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEVICE), format_func=DEVICE_NAMES.__getitem__,
                               key="bm_device", bind="query-params")
     dtypes = ("float32", "bfloat16", "float16") if device.startswith("cuda") else ("float32", "bfloat16")
     lo, hi = sorted((lo, hi))

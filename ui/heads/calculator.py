@@ -13,7 +13,7 @@ from ui.frame import talk
 from ui.heads.data import fmt_int, fmt_tokens
 
 MODELS = tuple(MODEL_SHAPES)
-CONTEXTS = tuple(2**p for p in range(10, 18))  # 1k … 128k
+CONTEXTS = {kilo(2**p): 2**p for p in range(10, 18)}  # 1k … 128k, by what the slider shows and the link writes
 CACHE_DTYPES = ("float16", "float32", "int8")
 WEIGHT_BYTES = {"float16": 2, "float32": 4, "int8": 1}
 GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 80GB", 141: "H200"}  # GB: a GPU
@@ -21,17 +21,17 @@ GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 8
 
 def cache_figure(model: str, ctx: int, batch: int, dtype: str, left: int, talk: bool) -> go.Figure:
     m = MODEL_SHAPES[model]
-    mha, own = ([kv_cache_bytes(m.layers, heads, m.head_dim, t, batch, dtype) for t in CONTEXTS]
+    mha, own = ([kv_cache_bytes(m.layers, heads, m.head_dim, t, batch, dtype) for t in CONTEXTS.values()]
                 for heads in (m.n_heads, m.n_kv_heads))  # fmt: skip
-    return kv_cache_figure(CONTEXTS, mha, own, chosen=ctx, budget_bytes=left if left > 0 else None, model=model,
-                           n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
+    return kv_cache_figure(tuple(CONTEXTS.values()), mha, own, chosen=ctx, budget_bytes=left if left > 0 else None,
+                           model=model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
 
 
 def calculator_tab(**_: object) -> None:
     c = st.columns([2, 2.4, 1, 1.3, 1.3, 1.8] if talk() else [2, 3, 1.2, 1.5], vertical_alignment="bottom")
     c += [] if talk() else st.columns([3, 2], vertical_alignment="bottom")  # one row on a projector, two here
     model = c[0].selectbox("Model", MODELS, MODELS.index("Llama-3-8B"), key="hd_model", bind="query-params")
-    ctx = c[1].select_slider("Context (tokens)", CONTEXTS, 8192, format_func=kilo, key="hd_ctx", bind="query-params")
+    ctx = CONTEXTS[c[1].select_slider("Context (tokens)", tuple(CONTEXTS), "8k", key="hd_ctx", bind="query-params")]
     batch = c[2].number_input("Batch", 1, 256, 1, key="hd_batch", bind="query-params",
                               help="Sequences decoded at once; each keeps its own cache.")  # fmt: skip
     dtype = c[3].selectbox("Cache dtype", CACHE_DTYPES, key="hd_dtype", bind="query-params")

@@ -11,7 +11,7 @@ from ui.frame import talk
 from ui.heads.data import N_TOKENS, decode_data, kind, timing_data
 from ui.heads.gqa import kv_heads_control
 
-MEASURE_MAX = (2048, 4096, 8192, 16384)
+MEASURE_MAX = {kilo(t): t for t in (2048, 4096, 8192, 16384)}  # by what the slider shows
 MEASURE_DM = (64, 128, 256)
 
 
@@ -62,8 +62,8 @@ def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
         "this server's CPU; one layer, 4 heads."
     )
     c = st.columns([3, 2, 1.4], vertical_alignment="bottom")
-    t_max = c[0].select_slider("Longest context measured", MEASURE_MAX, 8192, format_func=kilo, key="hd_tmax",
-                               bind="query-params")  # fmt: skip
+    t_max = MEASURE_MAX[c[0].select_slider("Longest context measured", tuple(MEASURE_MAX), "8k", key="hd_tmax",
+                                           bind="query-params")]  # fmt: skip
     t_dm = c[1].select_slider("d_model of the measured layer", MEASURE_DM, 128, key="hd_tdm", bind="query-params")
     run = st.session_state.get("hd_run", 0)
     c[2].button("Measure again", key="hd_measure", icon=":material/refresh:", width="stretch",

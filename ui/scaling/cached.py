@@ -1,7 +1,12 @@
-"""Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers)."""
+"""Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers).
+
+The training tab's toy runs are kept by ``functools.lru_cache`` (for every session): a miss trains
+behind a progress bar drawn where it is called, a hit returns at once.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -22,9 +27,10 @@ from attention_core.scaling import (
     scaling_strategies,
     softmax_overflow,
     temperature_sweep,
+    train_toy,
     variance_table,
 )
-from ui.scaling.settings import DEVICE, DIMS, MAG_CHOICES, TAU_CHOICES, VECTORS
+from ui.scaling.settings import DEVICE, DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
 
 
 def rows_for(n_keys: int) -> int:
@@ -94,3 +100,25 @@ def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float)
 def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     table = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
     return table, overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
+
+
+@functools.lru_cache(maxsize=48)
+def training_runs(
+    d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
+) -> dict[str, pd.DataFrame]:
+    """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar."""
+    std = named_init_stds(TOY_D_MODEL, d_k)[init]
+    bar = st.progress(0.0, text="Training…")
+    every = max(1, steps // 40)
+    runs = {}
+    for i, name in enumerate(("scaled", "unscaled")):
+
+        def tick(step: int, total: int, i: int = i, name: str = name) -> None:
+            if step % every == 0 or step == total:
+                bar.progress((i * total + step) / (2 * total), text=f"Training the {name} model: step {step}/{total}")
+
+        runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
+                               steps=steps, optimizer=optimizer.lower(), lr=lr, init_std=std, seed=seed,
+                               progress=tick, device=DEVICE)  # fmt: skip
+    bar.empty()
+    return runs

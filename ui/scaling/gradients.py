@@ -2,56 +2,58 @@
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from figures.scaling import gradient_figure, jacobian_figure
+from ui import draw
+from ui.draw import NUMBER
+from ui.scaling import lead
 from ui.scaling.cached import gradient_data, row_data, rows_for
-from ui.scaling.draw import NUMBER, fmt, metrics, numbers, plot, prose
 from ui.scaling.settings import Shared
 
 
+def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool) -> go.Figure:
+    if kind == "gradient":
+        return gradient_figure(gradient_data(n_keys, seed), d_k, talk=talk)
+    row = row_data(d_k, n_keys, seed)
+    return jacobian_figure(row["jac_unscaled"], row["jac_scaled"], d_k, talk=talk)
+
+
 def gradients_tab(sh: Shared) -> None:
-    rows = rows_for(sh.n_keys)
     st.latex(
         r"\frac{\partial s}{\partial z}=\operatorname{diag}(s)-s\,s^{\top}"
         r"\qquad \frac{\partial L}{\partial z}=\left(\operatorname{diag}(s)-s\,s^{\top}\right)g"
     )
     with st.spinner("Back-propagating through softmax rows…"):
         table = gradient_data(sh.n_keys, sh.seed)
-        row = row_data(sh.d_k, sh.n_keys, sh.seed)
-    prose(
-        sh.talk,
+    draw.prose(
         "What reaches the scores is the upstream gradient g times the softmax Jacobian. In a one-hot row "
         "every s_j(1 − s_j) is 0, the Jacobian is all zeros, and the scores learn nothing. Here g is random "
-        f"and ‖∂L/∂z‖ is measured with torch.autograd on the same {rows} rows per width as the saturation tab.",
+        f"and ‖∂L/∂z‖ is measured with torch.autograd on the same {rows_for(sh.n_keys)} rows per width as the "
+        "saturation tab.",
     )
-    t = table.loc[table["d_k"] == sh.d_k].iloc[0]
-    metrics(
-        ("Median ‖∂L/∂z‖, unscaled", fmt(t["grad_median_unscaled"]), None),
-        ("Median ‖∂L/∂z‖, ÷√d_k", fmt(t["grad_median_scaled"]), None),
-        ("Rows passing < 0.01, unscaled", f"{100 * t['dead_unscaled']:.0f}%", None),
-        ("Rows passing < 0.01, ÷√d_k", f"{100 * t['dead_scaled']:.0f}%", None),
-    )
-    key = (sh.d_k, sh.n_keys, sh.seed, sh.talk)
-    plot(("gradient", *key), lambda: gradient_figure(table, sh.d_k, talk=sh.talk))
+    t, key = table.set_index("d_k").loc[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
+    lead(draw.figure(figure, "gradient", *key), "sc_gradient", "scaling.Gradients",
+         ("Median ‖∂L/∂z‖, unscaled", draw.fmt(t["grad_median_unscaled"]), None),
+         ("Median ‖∂L/∂z‖, ÷√d_k", draw.fmt(t["grad_median_scaled"]), None),
+         ("Rows passing < 0.01, unscaled", f"{100 * t['dead_unscaled']:.0f}%", None),
+         ("Rows passing < 0.01, ÷√d_k", f"{100 * t['dead_scaled']:.0f}%", None))  # fmt: skip
     above = table.loc[table["grad_qk_median_ratio"] > 1, "d_k"]
-    crossing = (f"from d_k = {int(above.iloc[0])} on it is larger" if len(above)
-                else "up to d_k = 4096 it stays smaller")  # fmt: skip
-    prose(
-        sh.talk,
+    crossing = f"from d_k = {int(above.iloc[0])} on it is larger" if len(above) else "up to d_k = 4096 it stays smaller"
+    draw.prose(
         "The mean hides most of the effect: a few rows that happen not to saturate keep it up, while the "
         "median row gets almost nothing. One honest caveat: at the scores q·k themselves, the scaled model's "
         "gradient is also divided by √d_k (the dotted ratio). So at small d_k the scaled model's raw gradient is "
         f"the smaller one; {crossing}. What scaling buys is a softmax that still passes gradient on every row.",
     )
     st.subheader(f"The Jacobian of one row at d_k = {sh.d_k}")
-    prose(
-        sh.talk,
+    draw.prose(
         "Each cell is how much weight s_i moves when logit z_j moves. The same query and keys as the bars on "
         "the saturation tab; where a row is one-hot, the whole matrix is (nearly) zero.",
     )
-    plot(("jacobian", *key), lambda: jacobian_figure(row["jac_unscaled"], row["jac_scaled"], sh.d_k, talk=sh.talk))
-    numbers(table, {
+    draw.chart(draw.figure(figure, "jacobian", *key), "sc_jacobian")
+    draw.numbers(table, {
         "d_k": NUMBER("d_k"),
         "jac_diag_unscaled": NUMBER("mean s(1−s) (q·k)", format="%.3g"),
         "jac_diag_scaled": NUMBER("mean s(1−s) (÷√d_k)", format="%.3g"),
@@ -64,4 +66,5 @@ def gradients_tab(sh: Shared) -> None:
         "dead_unscaled": NUMBER("rows < 0.01 (q·k)", format="percent"),
         "dead_scaled": NUMBER("rows < 0.01 (÷√d_k)", format="percent"),
         "grad_qk_median_ratio": NUMBER("median ratio at q·k", format="%.3g"),
-    }, f"{rows} rows of {sh.n_keys} keys per d_k; upstream gradient g ~ N(0, I); seed {sh.seed}.")  # fmt: skip
+    }, f"{rows_for(sh.n_keys)} rows of {sh.n_keys} keys per d_k; upstream gradient g ~ N(0, I); seed {sh.seed}.",
+       key="sc_gradients_numbers")  # fmt: skip

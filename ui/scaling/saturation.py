@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import math
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from figures.scaling import row_bars_figure, saturation_figure, temperature_bars_figure, temperature_figure
+from ui import draw
+from ui.draw import NUMBER
+from ui.scaling import lead
 from ui.scaling.cached import row_data, rows_for, saturation_data, sweep_data, tau_row_data
-from ui.scaling.draw import NUMBER, metrics, numbers, plot, prose, snap
 from ui.scaling.settings import TAU_CHOICES, Shared
+
+
+def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool, tau: float = 0.0) -> go.Figure:
+    if kind == "saturation":
+        return saturation_figure(saturation_data(n_keys, seed), d_k, talk=talk)
+    if kind == "row":
+        row = row_data(d_k, n_keys, seed)
+        return row_bars_figure(row["unscaled"], row["scaled"], d_k, talk=talk)
+    if kind == "tau_bars":
+        return temperature_bars_figure(tau_row_data(d_k, n_keys, seed, tau)[0], tau, talk=talk)
+    return temperature_figure(sweep_data(d_k, n_keys, seed), tau, d_k, talk=talk)
 
 
 def saturation_tab(sh: Shared) -> None:
@@ -21,33 +35,26 @@ def saturation_tab(sh: Shared) -> None:
     with st.spinner("Sampling softmax rows…"):
         table = saturation_data(sh.n_keys, sh.seed)
         row = row_data(sh.d_k, sh.n_keys, sh.seed)
-    prose(
-        sh.talk,
+    draw.prose(
         f"A row's entropy runs from log n (uniform: each of the n = {sh.n_keys} keys gets 1/n) down to 0 "
         "(one-hot: one key takes everything). Without scaling the scores spread out like √d_k, so rows turn "
         "one-hot as d_k grows; divided by √d_k the spread stays near 1 and the entropy stays put. "
         f"Each point averages {rows} random rows.",
     )
     t = table.loc[table["d_k"] == sh.d_k].iloc[0]
-    metrics(
-        ("Entropy, unscaled", f"{t['entropy_pct_unscaled']:.0f}%", "of uniform"),
-        ("Entropy, ÷√d_k", f"{t['entropy_pct_scaled']:.0f}%", "of uniform"),
-        ("Largest weight, unscaled", f"{t['max_weight_unscaled']:.2f}", f"mean over {rows} rows"),
-        ("Largest weight, ÷√d_k", f"{t['max_weight_scaled']:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"),
-    )
     key = (sh.d_k, sh.n_keys, sh.seed, sh.talk)
-    plot(("saturation", *key), lambda: saturation_figure(table, sh.d_k, talk=sh.talk))
-    plot(("row", *key), lambda: row_bars_figure(row["unscaled"], row["scaled"], sh.d_k, talk=sh.talk))
+    lead(draw.figure(figure, "saturation", *key), "sc_saturation", "scaling.Saturation",
+         ("Entropy, unscaled", f"{t['entropy_pct_unscaled']:.0f}%", "of uniform"),
+         ("Entropy, ÷√d_k", f"{t['entropy_pct_scaled']:.0f}%", "of uniform"),
+         ("Largest weight, unscaled", f"{t['max_weight_unscaled']:.2f}", f"mean over {rows} rows"),
+         ("Largest weight, ÷√d_k", f"{t['max_weight_scaled']:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"))
+    draw.chart(draw.figure(figure, "row", *key), "sc_row")
     st.subheader("Turn the temperature")
-    snap("sc_tau", TAU_CHOICES)
-    st.select_slider("Temperature τ (the softmax sees q·k / τ)", options=TAU_CHOICES, key="sc_tau",
-                     format_func=lambda x: f"{x:g}",
-                     help="τ = 1 is no scaling; τ = √d_k is the Transformer's.")  # fmt: skip
-    tau = float(st.session_state["sc_tau"])
-    weights, h_pct = tau_row_data(sh.d_k, sh.n_keys, sh.seed, tau)
-    sweep = sweep_data(sh.d_k, sh.n_keys, sh.seed)
-    prose(
-        sh.talk,
+    tau = float(st.select_slider("Temperature τ (the softmax sees q·k / τ)", [f"{t:g}" for t in TAU_CHOICES], "22.6",
+                                 key="sc_tau", bind="query-params",
+                                 help="τ = 1 is no scaling; τ = √d_k is the Transformer's."))  # fmt: skip
+    h_pct = tau_row_data(sh.d_k, sh.n_keys, sh.seed, tau)[1]
+    draw.prose(
         f"Dividing the same scores by a temperature τ moves the row continuously from one-hot (small τ) to "
         f"uniform (large τ). At d_k = {sh.d_k}, √d_k = {math.sqrt(sh.d_k):.3g}: this row has "
         f"{row['entropy_pct_unscaled']:.0f}% of the uniform entropy unscaled and "
@@ -55,10 +62,10 @@ def saturation_tab(sh: Shared) -> None:
     )
     c = st.columns(2)
     with c[0]:
-        plot(("tau_bars", *key, tau), lambda: temperature_bars_figure(weights, tau, talk=sh.talk))
+        draw.chart(draw.figure(figure, "tau_bars", *key, tau), "sc_tau_bars")
     with c[1]:
-        plot(("tau_curve", *key, tau), lambda: temperature_figure(sweep, tau, sh.d_k, talk=sh.talk))
-    numbers(table, {
+        draw.chart(draw.figure(figure, "tau_curve", *key, tau), "sc_tau_curve")
+    draw.numbers(table, {
         "d_k": NUMBER("d_k"),
         "entropy_pct_unscaled": NUMBER("entropy % (q·k)", format="%.1f"),
         "entropy_pct_scaled": NUMBER("entropy % (÷√d_k)", format="%.1f"),
@@ -68,4 +75,5 @@ def saturation_tab(sh: Shared) -> None:
         "score_var_scaled": NUMBER("score var (÷√d_k)", format="%.3f"),
         "score_range_unscaled": NUMBER("max − min (q·k)", format="%.3g"),
         "score_range_scaled": NUMBER("max − min (÷√d_k)", format="%.3g"),
-    }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.")  # fmt: skip
+    }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.",
+       key="sc_saturation_numbers")  # fmt: skip

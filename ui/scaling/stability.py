@@ -5,13 +5,21 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.scaling import overflow_limit
 from figures.scaling import overflow_bars_figure, overflow_figure
+from ui import draw
 from ui.scaling.cached import overflow_data
-from ui.scaling.draw import FIT, plot, prose, snap
-from ui.scaling.settings import DTYPE_CHOICES, MAG_CHOICES, Shared
+from ui.scaling.settings import MAG_CHOICES, Shared
+
+
+def figure(kind: str, magnitude: int, dtype: str, talk: bool) -> go.Figure:
+    table, sweep = overflow_data(magnitude, dtype)
+    if kind == "bars":
+        return overflow_bars_figure(table, talk=talk)
+    return overflow_figure(sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
 
 
 def _cell(x: float) -> str:
@@ -23,31 +31,18 @@ def _cell(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _verdict_box(broken: bool, magnitude: int, dtype: str) -> None:
-    if broken:
-        st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns NaN "
-                   "(not a number) where the max-subtracted one still gives the right weights.",
-                   icon=":material/warning:")  # fmt: skip
-    else:
-        st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
-                   icon=":material/check_circle:")  # fmt: skip
-
-
 def stability_tab(sh: Shared) -> None:
     st.latex(
         r"\operatorname{softmax}(x)_i=\frac{e^{x_i}}{\sum_j e^{x_j}}=\frac{e^{x_i-m}}{\sum_j e^{x_j-m}},"
         r"\qquad m=\max_j x_j"
     )
-    snap("sc_mag", MAG_CHOICES)
     c = st.columns([3, 2])
-    c[0].select_slider("Largest logit (8 logits from −x to +x)", options=MAG_CHOICES, key="sc_mag")
-    c[1].radio("Number format", DTYPE_CHOICES, key="sc_dtype", horizontal=True)
-    s = st.session_state
-    magnitude, dtype = int(s["sc_mag"]), str(s["sc_dtype"])
+    magnitude = c[0].select_slider("Largest logit (8 logits from −x to +x)", MAG_CHOICES, 100, key="sc_mag",
+                                   bind="query-params")  # fmt: skip
+    dtype = c[1].radio("Number format", ("float32", "float16"), 1, key="sc_dtype", horizontal=True, bind="query-params")
     limit = overflow_limit(dtype)
-    table, sweep = overflow_data(magnitude, dtype)
-    prose(
-        sh.talk,
+    table = overflow_data(magnitude, dtype)[0]
+    draw.prose(
         f"The largest {dtype} number is {math.exp(limit):.4g} ≈ e^{limit:.1f}. Past a logit of {limit:.1f}, "
         "exp(x) overflows to ∞, "
         "the sum is ∞ too, and ∞/∞ is **NaN**, *not a number*: an undefined result that then spreads through "
@@ -56,19 +51,22 @@ def stability_tab(sh: Shared) -> None:
         f"Unscaled scores at d_k = {sh.d_k} have a std of about √d_k = {math.sqrt(sh.d_k):.1f}; in float16, a "
         f"single score above {overflow_limit('float16'):.1f} is enough to break a naive softmax.",
     )
-    broken = not bool(table["naive_finite"].all())
-    # In talk mode the verdict goes under the figures, so they fit the screen.
+    # Side by side under the verdict; in talk mode one under the other, each filling the window (their legends
+    # need the width), and the verdict after them.
     verdict = st.container() if not sh.talk else None
-    c = st.columns(2)
-    fit = bool(st.session_state.pop(FIT, False))  # side by side: both fit the window, or neither
-    with c[0]:
-        plot(("overflow_bars", magnitude, dtype, sh.talk), lambda: overflow_bars_figure(table, talk=sh.talk),
-             fit=fit, metrics_after=False)  # fmt: skip
-    with c[1]:
-        plot(("overflow_curve", magnitude, dtype, sh.talk),
-             lambda: overflow_figure(sweep, dtype, limit, magnitude, talk=sh.talk), fit=fit, metrics_after=False)
+    boxes = (st.container(), st.container()) if sh.talk else st.columns(2)
+    for box, kind in zip(boxes, ("bars", "curve"), strict=True):
+        with box:
+            draw.chart(draw.figure(figure, kind, magnitude, dtype, sh.talk), f"sc_overflow_{kind}",
+                       fit="scaling.Numerical stability")  # fmt: skip
     with verdict if verdict is not None else st.container():
-        _verdict_box(broken, magnitude, dtype)
+        if not table["naive_finite"].all():
+            st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns "
+                       "NaN (not a number) where the max-subtracted one still gives the right weights.",
+                       icon=":material/warning:")  # fmt: skip
+        else:
+            st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
+                       icon=":material/check_circle:")  # fmt: skip
     shown = pd.DataFrame({
         "logit": [f"{x:.4g}" for x in table["logit"]],
         "exp(x)": [_cell(x) for x in table["exp_naive"]],
@@ -76,7 +74,6 @@ def stability_tab(sh: Shared) -> None:
         "max-subtracted": [_cell(x) for x in table["stable"]],
         "float64 reference": [f"{x:.4g}" for x in table["reference"]],
     })  # fmt: skip
-    with st.expander("The numbers", expanded=False):
-        st.caption("∞ (overflow): exp(x) is larger than the format can hold. NaN (∞/∞): not a number, the "
-                   "undefined result of dividing infinity by infinity.")  # fmt: skip
-        st.dataframe(shown, hide_index=True, width="stretch")
+    draw.numbers(shown, {c: st.column_config.TextColumn(c) for c in shown}, "∞ (overflow): exp(x) is larger than the "
+                 "format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
+                 key="sc_stability_numbers")  # fmt: skip

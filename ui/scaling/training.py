@@ -5,32 +5,48 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.scaling import DEFAULT_LR, training_summary
 from figures.scaling import training_figure
-from ui.scaling.draw import FIT, NUMBER, flush_metrics, metrics, numbers, plot, prose, snap
-from ui.scaling.settings import LR_CHOICES, STEP_CHOICES, THRESHOLD, TOY_D_MODEL, TRAIN_INITS, Shared
-from ui.scaling.toy_runs import step_choices, toy_batch, training_runs
+from ui import draw
+from ui.draw import NUMBER
+from ui.scaling.cached import training_runs
+from ui.scaling.settings import STEP_CHOICES, THRESHOLD, TOY_D_MODEL, Shared, step_choices, toy_batch
+
+
+def figure(kind: str, run_key: tuple, talk: bool) -> go.Figure:
+    runs = training_runs(*run_key)
+    if kind == "loss":
+        uniform = (run_key[1] - 1) / run_key[1]  # the loss of uniform weights over n keys
+        return training_figure(runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
+                               smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=talk)
+    return training_figure(runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
+                           smooth_column="grad_scores_smooth", log_y=True, talk=talk)  # fmt: skip
+
+
+LR_CHOICES = ("0.001", "0.003", "0.01", "0.03", "0.1", "0.3", "1")  # as the slider shows them and the link writes
+
+
+def _reset_lr() -> None:
+    st.session_state["sc_lr"] = f"{DEFAULT_LR[st.session_state['sc_opt'].lower()]:g}"  # "Adam" is train_toy's "adam"
 
 
 def training_controls(d_k: int) -> tuple[str, float, str, int]:
-    def reset_lr() -> None:
-        st.session_state["sc_lr"] = DEFAULT_LR[st.session_state["sc_opt"]]
-
     steps = step_choices(d_k)
-    snap("sc_lr", LR_CHOICES)
-    snap("sc_steps", steps)
     c = st.columns([2, 3, 2, 3])
-    c[0].radio("Optimizer", tuple(DEFAULT_LR), key="sc_opt", horizontal=True, on_change=reset_lr,
-               format_func=lambda o: {"adam": "Adam", "sgd": "SGD"}[o])  # fmt: skip
-    c[1].select_slider("Learning rate", options=LR_CHOICES, key="sc_lr", format_func=lambda x: f"{x:g}")
-    c[2].selectbox("Initial std of W_q, W_k", tuple(TRAIN_INITS), key="sc_init", format_func=TRAIN_INITS.get)
-    c[3].select_slider("Steps", options=steps, key="sc_steps",
-                       help=None if steps == STEP_CHOICES else f"At d_k = {d_k}, up to {steps[-1]} steps, "
-                       "so that a run stays within a few seconds.")  # fmt: skip
-    s = st.session_state
-    return str(s["sc_opt"]), float(s["sc_lr"]), str(s["sc_init"]), int(s["sc_steps"])
+    return (
+        c[0].radio("Optimizer", ("Adam", "SGD"), key="sc_opt", on_change=_reset_lr, horizontal=True,
+                   bind="query-params"),
+        float(c[1].select_slider("Learning rate", LR_CHOICES, f"{DEFAULT_LR['adam']:g}", key="sc_lr",
+                                 bind="query-params")),
+        c[2].selectbox("Initial std of W_q, W_k", ("1/√d_model", "Xavier", "0.01", "0.5"), key="sc_init",
+                       bind="query-params"),  # named_init_stds' names
+        c[3].select_slider("Steps", steps, 200, key="sc_steps", bind="query-params",
+                           help=None if steps == STEP_CHOICES else f"At d_k = {d_k}, up to {steps[-1]} steps, "
+                           "so that a run stays within a few seconds."),
+    )  # fmt: skip
 
 
 def _verdict(summary: pd.DataFrame, steps: int) -> str:
@@ -41,8 +57,7 @@ def _verdict(summary: pd.DataFrame, steps: int) -> str:
         s = r["steps_to_threshold"]
         return f"at step {int(s)}" if not math.isnan(s) else f"not within {steps} steps"
 
-    text = (f"The scaled model's loss fell below {THRESHOLD} {reached(sc)}; the unscaled model's "
-            f"{reached(un)}.")  # fmt: skip
+    text = f"The scaled model's loss fell below {THRESHOLD} {reached(sc)}; the unscaled model's {reached(un)}."
     a, b = sc["steps_to_threshold"], un["steps_to_threshold"]
     if not math.isnan(a) and not math.isnan(b):
         if b > a:
@@ -50,11 +65,9 @@ def _verdict(summary: pd.DataFrame, steps: int) -> str:
         elif b < a:
             text += " Here the unscaled model was faster."
     if un["end_loss"] > 0.9 * un["start_loss"]:
-        text += (f" The unscaled run stalled: its loss only went from {un['start_loss']:.2f} to "
-                 f"{un['end_loss']:.2f}.")  # fmt: skip
+        text += f" The unscaled run stalled: its loss only went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
     elif math.isnan(b):
-        text += (f" It did not stall, though: its loss went from {un['start_loss']:.2f} to "
-                 f"{un['end_loss']:.2f}.")  # fmt: skip
+        text += f" It did not stall, though: its loss went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
     return text
 
 
@@ -63,8 +76,7 @@ def training_tab(sh: Shared) -> None:
         r"o=\operatorname{softmax}\!\left(\frac{q K^{\top}}{c}\right)V,\quad c\in\{1,\sqrt{d_k}\}"
         r"\qquad L=\tfrac{1}{d_v}\lVert o-v_t\rVert^2"
     )
-    prose(
-        sh.talk,
+    draw.prose(
         f"A one-head, attention-only model learns to fetch a value: each example has n = {sh.n_keys} random "
         "tokens with random values, and the query is a fixed rotation of one of the tokens, so W_q and W_k must "
         "learn to match it. The loss is on the attention output, so every gradient passes through the softmax. "
@@ -72,34 +84,22 @@ def training_tab(sh: Shared) -> None:
     )
     optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
-    runs = training_runs(*run_key)
-    summary = training_summary(runs, THRESHOLD)
-    if not sh.talk:  # in talk mode the sentence goes under the figures, so they fit the screen
-        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
+    summary = training_summary(training_runs(*run_key), THRESHOLD)
     by = summary.set_index("run")
-    metrics(
-        ("Final loss, ÷√d_k", f"{by.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-        ("Final loss, unscaled", f"{by.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-        ("Logit std at step 0, ÷√d_k", f"{by.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
-        ("Logit std at step 0, unscaled", f"{by.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
-    )
-    uniform = (sh.n_keys - 1) / sh.n_keys
-    c = st.columns(2)
-    fit = bool(st.session_state.pop(FIT, False))  # side by side: both fit the window, or neither
-    with c[0]:
-        plot(("train_loss", *run_key, sh.talk), lambda: training_figure(
-            runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
-            smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=sh.talk),
-            fit=fit, metrics_after=False)  # fmt: skip
-    with c[1]:
-        plot(("train_grad", *run_key, sh.talk), lambda: training_figure(
-            runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
-            smooth_column="grad_scores_smooth", log_y=True, talk=sh.talk), fit=fit, metrics_after=False)  # fmt: skip
-    if sh.talk:
+    # The verdict and the numbers: above the figures, or in talk mode under them, so they fit the screen.
+    above = st.container() if not sh.talk else None
+    for col, kind in zip(st.columns(2), ("loss", "grad"), strict=True):
+        with col:
+            draw.chart(draw.figure(figure, kind, run_key, sh.talk), f"sc_train_{kind}", fit="scaling.Training")
+    with above if above is not None else st.container():
         st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
-    flush_metrics()
-    prose(
-        sh.talk,
+        draw.metrics(
+            ("Final loss, ÷√d_k", f"{by.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+            ("Final loss, unscaled", f"{by.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+            ("Logit std at step 0, ÷√d_k", f"{by.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
+            ("Logit std at step 0, unscaled", f"{by.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
+        )
+    draw.prose(
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
         "unscaled model always starts worse, and the gap grows with d_k and with the initial std. With Adam it "
         "lags from d_k ≈ 64, misses a loss of 0.1 within 200 steps from d_k ≈ 1024, and at d_k = 4096 some runs "
@@ -108,7 +108,7 @@ def training_tab(sh: Shared) -> None:
         "beyond. So in this small task the unscaled model usually still learns; what ÷√d_k buys is a start "
         "outside the saturated regime, and that matters more the wider the keys.",
     )
-    numbers(summary, {
+    draw.numbers(summary, {
         "run": st.column_config.TextColumn("run"),
         "start_loss": NUMBER("loss, first 10 steps", format="%.3f"),
         "end_loss": NUMBER("loss, last 10%", format="%.3f"),
@@ -118,4 +118,5 @@ def training_tab(sh: Shared) -> None:
         "start_grad_logits": NUMBER("‖∂L/∂z‖, step 0", format="%.3g"),
         "end_grad_logits": NUMBER("‖∂L/∂z‖, last 10%", format="%.3g"),
     }, f"d_k = {sh.d_k}, n = {sh.n_keys}, d_model = {TOY_D_MODEL}, batch {toy_batch(sh.n_keys)}, {optimizer}, "
-       f"lr {lr:g}, init {TRAIN_INITS[init]}, seed {sh.seed}. An empty 'steps' cell: never got there.")  # fmt: skip
+       f"lr {lr:g}, init {init}, seed {sh.seed}. An empty 'steps' cell: never got there.",
+       key="sc_training_numbers")  # fmt: skip

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import math
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from figures.scaling import histogram_figure, variance_figure
+from ui import draw
+from ui.draw import NUMBER
+from ui.scaling import lead
 from ui.scaling.cached import histogram_data, variance_data
-from ui.scaling.draw import NUMBER, fmt, metrics, numbers, plot, prose, snap
-from ui.scaling.refine import await_refinement, refiner
-from ui.scaling.settings import DIMS, QUICK_SAMPLES, SAMPLE_CHOICES, Shared
+from ui.scaling.settings import DIMS, Shared
+
+
+def figure(kind: str, n: int, seed: int, d_k: int, talk: bool) -> go.Figure:
+    if kind == "variance":
+        return variance_figure(variance_data(n, seed), d_k, talk=talk)
+    return histogram_figure(*histogram_data(d_k, n, seed), d_k, talk=talk)
 
 
 def variance_tab(sh: Shared) -> None:
@@ -18,51 +26,38 @@ def variance_tab(sh: Shared) -> None:
         r"\operatorname{Var}(q\cdot k)=\sum_{i=1}^{d_k}\operatorname{Var}(q_i k_i)=d_k"
         r"\qquad\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1"
     )
-    prose(
-        sh.talk,
+    draw.prose(
         "A score q·k adds up d_k products qᵢkᵢ. When the entries are independent with variance 1, each "
         "product has variance 1, so the sum has variance d_k and a typical score grows like √d_k. Below, "
-        "random pairs are drawn at every width and the variance of their dot products is measured.",
+        "random pairs are drawn and the variance of their dot products is measured at every width.",
     )
-    snap("sc_ns", SAMPLE_CHOICES)
-    line = st.columns([2, 3], vertical_alignment="bottom")  # the slider and, while refining, the note beside it
-    line[0].select_slider("Samples per d_k", options=SAMPLE_CHOICES, key="sc_ns", format_func="{:,}".format,
-                         help="Random (q, k) pairs drawn at each width; the estimate's error shrinks like "
-                         "1/√samples.")  # fmt: skip
-    wanted = int(st.session_state["sc_ns"])
-    key = (wanted, sh.seed, sh.d_k)
-    n = wanted
-    refine = wanted > QUICK_SAMPLES and not refiner().ready(key)
-    if refine:
-        n = QUICK_SAMPLES
-        with line[1]:
-            await_refinement(key)
+    # n pairs of width 4096 are drawn once and give every d_k (prefix sums): 5,000 take ≈ 0.15 s, 20,000 ≈ 0.5 s.
+    n = st.select_slider("Samples per d_k", (1_000, 2_000, 5_000, 10_000, 20_000), 5_000, key="sc_ns",
+                         bind="query-params", help="Random (q, k) pairs drawn at each width; the estimate's "
+                         "error shrinks like 1/√samples.")  # fmt: skip
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         table = variance_data(n, sh.seed)
-        hist_u, hist_s = histogram_data(sh.d_k, n, sh.seed)
     row = table.loc[table["d_k"] == sh.d_k].iloc[0]
-    metrics(
-        (f"Var(q·k) at d_k = {sh.d_k}", fmt(row["empirical_var"], 4), f"theory: {sh.d_k}"),
-        ("Typical score, ±1σ", f"±{row['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
-        ("95% of scores within", f"±{row['abs_p95']:.1f}", "about ±2σ"),
-        ("After ÷√d_k, 95% within", f"±{row['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
-    )
-    plot(("variance", n, sh.seed, sh.d_k, sh.talk), lambda: variance_figure(table, sh.d_k, talk=sh.talk))
-    plot(("histogram", n, sh.seed, sh.d_k, sh.talk), lambda: histogram_figure(hist_u, hist_s, sh.d_k, talk=sh.talk))
+    key = (n, sh.seed, sh.d_k, sh.talk)
+    lead(draw.figure(figure, "variance", *key), "sc_variance", "scaling.Variance",
+         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(row["empirical_var"], 4), f"theory: {sh.d_k}"),
+         ("Typical score, ±1σ", f"±{row['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
+         ("95% of scores within", f"±{row['abs_p95']:.1f}", "about ±2σ"),
+         ("After ÷√d_k, 95% within", f"±{row['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
+    draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
     worst = table.loc[table["rel_error"].abs().idxmax()]
-    prose(
-        sh.talk,
+    draw.prose(
         f"Every measured point lies within {100 * abs(worst['rel_error']):.1f}% of its theory line (the largest "
         f"miss is at d_k = {int(worst['d_k'])}). With fewer samples the points scatter more: the standard error "
         f"of a variance estimate is about √(2/n), {100 * math.sqrt(2 / n):.1f}% here. At d_k = 1 a single "
-        "product qk is far from normal (peaked, heavy-tailed); by a few dozen terms the sum looks normal.",
+        "product qk is far from normal (peaked, heavy-tailed); by a few dozen terms the sum looks normal. "
+        "Each pair is drawn once at the widest d_k and every narrower d_k uses its first entries, so "
+        "neighbouring points share half their products and their small misses tend to go the same way.",
     )
-    numbers(table, {
+    draw.numbers(table, {
         "d_k": NUMBER("d_k"), "theoretical_var": NUMBER("theory", format="%g"),
         "empirical_var": NUMBER("measured Var(q·k)", format="%.4g"),
         "rel_error": NUMBER("error", format="percent"), "empirical_std": NUMBER("std", format="%.3g"),
         "abs_p95": NUMBER("95% within ±", format="%.3g"), "scaled_var": NUMBER("Var(q·k/√d_k)", format="%.4f"),
         "scaled_abs_p95": NUMBER("scaled 95% within ±", format="%.3f"),
-    }, f"{n:,} samples per d_k, seed {sh.seed}.")  # fmt: skip
-    if refine:  # only now: on 2 cores a job started earlier would slow the estimate it replaces
-        refiner().start(key)
+    }, f"{n:,} samples per d_k, seed {sh.seed}.", key="sc_variance_numbers")  # fmt: skip

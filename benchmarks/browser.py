@@ -1,15 +1,11 @@
-"""Real-browser harness: `streamlit run` on a free localhost port, driven by headless Chromium.
+"""The app in a real browser: `streamlit run` on a free localhost port, driven by headless Chromium.
 
-Loaded as a pytest plugin from ``tests/conftest.py``; ``benchmarks/latency.py`` imports the plain
-helpers (``start_server``, ``launch_chromium``, ``wait_idle``) to time a cold start.
+Used by the browser tests (their fixtures are in ``tests/conftest.py``) and by the scripts that time
+or rehearse the app (``latency.py``, ``rehearsal.py``, ``memory.py``). Also what a presenter sees,
+read from the layout: :func:`heatmap_text_problems` (no two cell numbers of a heatmap overlap, none
+runs past its plot) and :func:`cut_off` (an element past the window's edge).
 
-Browser tests are marked ``@pytest.mark.browser`` and take the ``streamlit_server`` and ``page``
-fixtures. When Playwright or Chromium is missing they skip locally and FAIL when ``CI=true``; every
-such skip reason starts with "browser:" so CI can also refuse a run where they were skipped.
-
-Environment:
-- ``CHROMIUM_PATH``: the Chromium binary (default: Debian's ``/usr/bin/chromium``).
-- ``ARTIFACTS_DIR``: where screenshots and the server log go (default: a pytest temporary folder).
+``CHROMIUM_PATH`` names the Chromium binary (default: Debian's ``/usr/bin/chromium``).
 """
 
 from __future__ import annotations
@@ -22,15 +18,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 if TYPE_CHECKING:  # Playwright is imported lazily, so the rest of the suite runs without it.
-    from playwright.sync_api import Browser, Page, Playwright
+    from playwright.sync_api import Browser, Locator, Page, Playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,14 +171,6 @@ def browser_missing() -> str | None:
     return None
 
 
-def unavailable(reason: str) -> None:
-    """Skip locally, fail in CI: the browser suite must really run there."""
-    message = f"browser: {reason}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
-
-
 def launch_chromium(playwright: Playwright) -> Browser:
     return playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
 
@@ -264,61 +250,67 @@ def screenshot(page: Page, folder: Path, name: str) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# Fixtures
+# What a presenter sees
+
+# Boxes are compared with this much slack (px): anti-aliasing makes touching glyph boxes overlap by a hair.
+SLACK = 0.5
+
+_TEXT_BOXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((plot, i) => {
+    const r = e => { const b = e.getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}; };
+    const texts = Array.from(plot.querySelectorAll('g.heatmap-label text'))
+        .filter(t => (t.textContent || '').trim() !== '')
+        .map(t => ({text: t.textContent, ...r(t)}));
+    const areas = Array.from(plot.querySelectorAll('.draglayer .nsewdrag')).map(r);
+    return {index: i, texts, areas};
+})"""
 
 
-@pytest.fixture(scope="session")
-def artifacts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Screenshots and the server log: $ARTIFACTS_DIR if set, else a pytest temporary folder."""
-    env = os.environ.get("ARTIFACTS_DIR")
-    if env:
-        path = Path(env) / "browser"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    return tmp_path_factory.mktemp("browser-artifacts")
+def _intersect(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] + SLACK < b["x"] + b["w"]
+        and b["x"] + SLACK < a["x"] + a["w"]
+        and a["y"] + SLACK < b["y"] + b["h"]
+        and b["y"] + SLACK < a["y"] + a["h"]
+    )
 
 
-@pytest.fixture(scope="session")
-def playwright_instance() -> Iterator[Playwright]:
-    reason = browser_missing()
-    if reason:
-        unavailable(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        yield p
+def _inside(t: dict[str, float], area: dict[str, float]) -> bool:
+    return (
+        t["x"] >= area["x"] - SLACK
+        and t["y"] >= area["y"] - SLACK
+        and t["x"] + t["w"] <= area["x"] + area["w"] + SLACK
+        and t["y"] + t["h"] <= area["y"] + area["h"] + SLACK
+    )
 
 
-@pytest.fixture(scope="session")
-def browser(playwright_instance: Playwright) -> Iterator[Browser]:
-    try:
-        b = launch_chromium(playwright_instance)
-    except Exception as exc:  # a broken or incompatible binary: same policy as a missing one
-        unavailable(f"Chromium at {chromium_path()} did not start: {exc}")
-    yield b
-    b.close()
+def heatmap_boxes(page: Page) -> list[dict[str, Any]]:
+    """Per plotly figure on the page: its cell numbers' boxes and its plot areas (viewport px)."""
+    return page.evaluate(_TEXT_BOXES)
 
 
-@pytest.fixture(scope="session")
-def streamlit_server(artifacts_dir: Path, browser: Browser) -> Iterator[StreamlitServer]:
-    """One app server for the whole session (it depends on ``browser`` so a skip costs nothing)."""
-    server = start_server(artifacts_dir / "streamlit.log")
-    yield server
-    server.stop()
+def heatmap_text_problems(page: Page) -> list[str]:
+    """Sentences describing every overlapping or clipped cell number; empty when all is well."""
+    problems: list[str] = []
+    for fig in heatmap_boxes(page):
+        texts, areas = fig["texts"], fig["areas"]
+        for i, a in enumerate(texts):
+            for b in texts[i + 1 :]:
+                if _intersect(a, b):
+                    problems.append(f"figure {fig['index']}: “{a['text']}” overlaps “{b['text']}”")
+            if areas and not any(_inside(a, area) for area in areas):
+                problems.append(f"figure {fig['index']}: “{a['text']}” runs past the plot area")
+    return problems
 
 
-@pytest.fixture
-def page(browser: Browser, streamlit_server: StreamlitServer) -> Iterator[Page]:
-    """A fresh browser context (its own Streamlit session) at 1400×1000.
-
-    After the test, the server must still be healthy and must not have logged an uncaught
-    exception while the test ran.
-    """
-    mark = streamlit_server.log_mark()
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(20_000)  # page loads and reruns pass their own, longer, timeouts
-    p = context.new_page()
-    yield p
-    context.close()
-    assert streamlit_server.healthy(), "the Streamlit server stopped answering its health check"
-    assert not streamlit_server.logged_errors(mark), "\n".join(streamlit_server.logged_errors(mark))
+def cut_off(page: Page, element: Locator) -> str | None:
+    """Why ``element`` is not wholly inside the window as it is scrolled now, or None if it is."""
+    box = element.bounding_box()
+    if box is None:
+        return "not on the page"
+    height = page.viewport_size["height"] if page.viewport_size else page.evaluate("window.innerHeight")
+    if box["y"] < -1:
+        return f"its top is {-box['y']:.0f} px above the window"
+    bottom = box["y"] + box["height"]
+    if bottom > height + 1:
+        return f"its bottom is {bottom - height:.0f} px below the window ({bottom:.0f} > {height})"
+    return None

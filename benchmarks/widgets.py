@@ -1,11 +1,12 @@
 """Drive a page's widgets through AppTest, the way a viewer would: find them, list their edge values.
 
-Used by ``tests/test_fuzz_widgets.py`` (edge values and random combinations) and by
-``benchmarks/latency.py`` (rerun time after each kind of widget change).
+Used by the AppTest tests (``open_page``, through ``tests/conftest.py``), ``tests/test_fuzz_widgets.py``
+(edge values and random combinations) and ``benchmarks/latency.py`` (rerun time after each change).
 
 A widget is named by its key (every widget of this app has one; a keyless one falls back to
-"type:label"). Choices are set by their on-screen label, as the browser sends them, so a
-``format_func`` that is not invertible (``PRESET_NAMES.get``) is no obstacle.
+"type:label"). Choices are set by their on-screen label, as the browser sends them: AppTest takes a
+label where it takes an option, as long as the widget's ``format_func`` raises on a label (the pages
+name choices with ``NAMES.__getitem__``, never ``NAMES.get``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.proto.ButtonGroup_pb2 import ButtonGroup as ButtonGroupProto
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import (
     Block,
@@ -61,24 +62,21 @@ def discover_pages() -> dict[str, tuple[str, str]]:
 _HOSTILE_TEXT = ["", " ", "<script>alert(1)</script>", "nan", "-1e309", "x" * 500]
 
 
-def open_page(name: str, query: dict[str, str] | None = None, timeout: float = 120) -> AppTest:
-    """An AppTest of ``app.py`` switched to page ``name`` (optionally with a query string), run once."""
+def open_page(name: str, query: dict[str, str] | None = None, *, timeout: float = 120) -> AppTest:
+    """``app.py`` opened at page ``name`` ("walkthrough") by a link with ``query``, run once, as a browser would."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.query_params.update(query or {})
     script, url = discover_pages()[name]
     if url != "/":
-        at.run()  # AppTest resolves a st.navigation page only after a first run has registered it
         at.switch_page(script)
-    at.query_params.clear()  # the first run left home's URL; start from the page's own link
-    at.query_params.update(query or {})
-    at.run()
-    return at
+    return at.run()
 
 
 class TabGroup:
-    """Keyed ``st.tabs(..., key=..., on_change="rerun")``: the open tab is a widget value.
+    """Keyed ``st.tabs(..., key=..., bind="query-params", on_change="rerun")``: the open tab is a value.
 
-    AppTest shows the tabs as blocks and sends no state for them, so a choice is made through
-    ``st.session_state[key]``, which the app reads like any other widget value.
+    AppTest shows the tabs as blocks and sends no state for them, and it sends its query string with
+    every run, so a tab the link names wins over one set in session state: a choice sets both.
     """
 
     type = "tabs"
@@ -95,6 +93,7 @@ class TabGroup:
         return str(self.at.session_state[self.key])
 
     def select(self, label: str) -> None:
+        self.at.query_params[self.key] = label
         self.at.session_state[self.key] = label
 
 
@@ -129,31 +128,17 @@ def walk_nodes(block: Block) -> Iterator[tuple[Any, Block]]:
 # Setting values by on-screen label
 
 
-_PINNED: dict[type, type] = {}
-
-
-def _pin_state(w: Widget, state: WidgetState) -> None:
-    """Make ``w`` report ``state`` on the next run (a one-run subclass; the tree is rebuilt after)."""
-    w._assert_can_interact()
-    cls = type(w)
-    if cls not in _PINNED:
-        _PINNED[cls] = type(f"Pinned{cls.__name__}", (cls,), {"_widget_state": property(lambda self: self._pinned)})
-    w.__class__ = _PINNED[cls]
-    w._pinned = state  # type: ignore[attr-defined]
-
-
 def choose(w: Control, labels: list[str]) -> None:
-    """Select option(s) of a selectbox, radio, multiselect, pills/segmented control, select_slider or tabs."""
+    """Select option(s) of a selectbox, radio, multiselect, pills/segmented control, select_slider or tabs,
+    by their on-screen labels (AppTest's public ``set_value`` takes a label where it takes an option)."""
     if isinstance(w, TabGroup):
         w.select(labels[0])
-        return
-    ws = WidgetState()
-    ws.id = w.id
-    if isinstance(w, Selectbox | Radio):
-        ws.string_value = labels[0]
-    else:  # Multiselect, ButtonGroup and SelectSlider send the labels
-        ws.string_array_value.data[:] = labels
-    _pin_state(w, ws)
+    elif isinstance(w, Selectbox):
+        w.select_index(w.options.index(labels[0]))
+    elif is_multi(w):
+        w.set_value(list(labels))
+    else:  # Radio, single-select ButtonGroup and SelectSlider
+        w.set_value(labels[0])
 
 
 def options(w: Control) -> list[str]:
@@ -163,8 +148,8 @@ def options(w: Control) -> list[str]:
 def is_multi(w: Control) -> bool:
     if isinstance(w, Multiselect):
         return True
-    if isinstance(w, ButtonGroup):
-        return not w._is_single_select
+    if isinstance(w, ButtonGroup):  # the proto says how clicks select (the public part of the element)
+        return w.proto.click_mode != ButtonGroupProto.ClickMode.SINGLE_SELECT
     return False
 
 

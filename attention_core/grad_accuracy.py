@@ -1,0 +1,125 @@
+"""FlashAttention's acceptance rule for gradients: dQ, dK and dV against float64 autograd.
+
+The forward's rule (:mod:`attention_core.accuracy`) judges an output; training also needs the
+gradients right. FlashAttention's tests judge each of dQ, dK and dV the same way:
+
+    error(impl's dX) ≤ 2 × error(standard attention's dX)
+
+where the errors are the largest |dX − float64 dX|, the float64 gradients come from autograd
+through standard attention (plain torch ops) on the same inputs and upstream gradient dO, and
+the baseline is that same autograd run in the inputs' dtype. The floor is the forward rule's,
+one unit in the last place, taken at the scale of all three gradients (``eps(dtype) · the
+largest |float64 dQ|, |dK|, |dV|``): with a single key, dQ and dK are exactly 0, and standard
+attention's softmax backward gets that 0 exactly, while FlashAttention-2's
+``D = rowsum(dO ∘ O)`` leaves a rounding error far below the gradients' scale.
+
+The float64 reference builds the ``L × S`` weights, so keep ``L · S`` modest when you call it.
+A float mask that blocks every key of a row gives standard attention a NaN gradient (softmax
+of a row of −inf); block such rows with a bool mask instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .accuracy import FLASH_FACTOR, AccuracyCheck
+from .attention import check_attention_args
+from .textbook import textbook_attention
+from .validation import check_float, check_tensor
+
+Attention = Callable[..., torch.Tensor]  # attention(q, k, v, attn_mask=..., is_causal=..., scale=...)
+Grads = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (dQ, dK, dV)
+
+
+def attention_grads(
+    attention: Attention,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_out: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    dtype: torch.dtype | None = None,
+) -> Grads:
+    """dQ, dK, dV of ``attention(q, k, v, …)`` for the upstream gradient ``grad_out``, by autograd.
+
+    The leaves are fresh copies of ``q, k, v`` (cast to ``dtype`` when given), so the inputs need
+    not require grad and keep no ``.grad``. ``grad_out`` is ``(N, ..., L, Ev)``, the output's shape.
+    Returns tensors of the shapes of ``q``, ``k`` and ``v``.
+    """
+    dtype = q.dtype if dtype is None else dtype
+    leaves = [x.detach().to(dtype).requires_grad_(True) for x in (q, k, v)]
+    with torch.enable_grad():
+        out = attention(*leaves, attn_mask=attn_mask, is_causal=is_causal, scale=scale)  # (N, ..., L, Ev)
+        if out.shape != grad_out.shape:
+            raise ValueError(f"grad_out must have the output's shape {tuple(out.shape)}, got {tuple(grad_out.shape)}")
+        dq, dk, dv = torch.autograd.grad(out, leaves, grad_out.to(dtype))
+    return dq, dk, dv
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """FlashAttention's rule applied to each of dQ, dK and dV."""
+
+    dq: AccuracyCheck
+    dk: AccuracyCheck
+    dv: AccuracyCheck
+
+    @property
+    def passes(self) -> bool:
+        return self.dq.passes and self.dk.passes and self.dv.passes
+
+    @property
+    def errors(self) -> dict[str, float]:
+        """The max abs errors against float64, keyed as the benchmark's columns."""
+        return {"err_dq": self.dq.error, "err_dk": self.dk.error, "err_dv": self.dv.error}
+
+    @property
+    def checks(self) -> tuple[AccuracyCheck, AccuracyCheck, AccuracyCheck]:
+        return self.dq, self.dk, self.dv
+
+    def describe(self) -> str:
+        named = zip(("dQ", "dK", "dV"), self.checks, strict=True)
+        return "; ".join(f"{name} {check.describe()}" for name, check in named)
+
+
+def gradient_rule(
+    grads: Grads,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_out: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    factor: float = FLASH_FACTOR,
+) -> GradientCheck:
+    """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``.
+
+    The float64 reference and the baseline (standard attention's autograd in ``q``'s dtype) are
+    computed on the inputs' device, with the same mask, causality and scale.
+    """
+    factor = check_float("factor", factor, low=1.0)
+    check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
+    check_tensor("grad_out", grad_out, min_dim=2)
+    for name, grad, x in zip(("dq", "dk", "dv"), grads, (q, k, v), strict=True):
+        if grad.shape != x.shape:
+            raise ValueError(f"{name} must have the shape of its input {tuple(x.shape)}, got {tuple(grad.shape)}")
+    args = (q, k, v, grad_out, attn_mask, is_causal)
+    reference = attention_grads(textbook_attention, *args, scale=scale, dtype=torch.float64)
+    baseline = attention_grads(textbook_attention, *args, scale=scale)
+    floor = torch.finfo(q.dtype).eps * max(max(float(ref.abs().max()) for ref in reference), 1e-30)
+    dtype = str(q.dtype).removeprefix("torch.")
+
+    def check(grad: torch.Tensor, base: torch.Tensor, ref: torch.Tensor) -> AccuracyCheck:
+        error = float((grad.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+        baseline_error = float((base.double() - ref).abs().max())
+        return AccuracyCheck(error, baseline_error, floor, factor, dtype)
+
+    return GradientCheck(*(check(g, b, r) for g, b, r in zip(grads, baseline, reference, strict=True)))
