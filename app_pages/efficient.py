@@ -14,16 +14,19 @@ from ui.frame import talk
 TABS = {"Sparse patterns": patterns_tab, "Kernels & low rank": approx_tab, "Accuracy": accuracy_tab, "Cost": cost_tab}
 
 
+INTRO = (
+    "Exact attention compares every query with every key: n² scores. The ways out trade exactness for speed. "
+    "**Sparse** patterns (Longformer, BigBird) compute only some of the scores; **kernel** methods (linear "
+    "attention, the Performer) and **low rank** (Linformer) never form the n × n matrix at all. "
+    "FlashAttention, on the Benchmark page, is the exact route. Each tab shows one side: what a route skips, "
+    "how far its output moves from exact attention, and from which n it pays off on this machine."
+)
+
+
 def efficient_page() -> None:
     if not talk():
         st.title("Beyond n²: attention that skips work")
-    draw.prose(
-        "Exact attention compares every query with every key: n² scores. The ways out trade exactness for speed. "
-        "**Sparse** patterns (Longformer, BigBird) compute only some of the scores; **kernel** methods (linear "
-        "attention, the Performer) and **low rank** (Linformer) never form the n × n matrix at all. "
-        "FlashAttention, on the Benchmark page, is the exact route. Each tab shows one side: what a route skips, "
-        "how far its output moves from exact attention, and from which n it pays off on this machine."
-    )
+    draw.prose(INTRO)
     tabs = st.tabs(list(TABS), key="ef_tab", bind="query-params", on_change="rerun")
     name, tab = next((name, tab) for name, tab in zip(TABS, tabs, strict=True) if tab.open)
     with tab:

@@ -42,9 +42,8 @@ def notes(at: AppTest) -> dict[str, str]:
 
 
 def text(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
-    parts += [i.value for i in at.info] + [e.value for e in at.error]
-    return "\n".join(str(p) for p in parts)
+    """Every sentence on the page: markdown, captions and alerts."""
+    return "\n".join(str(e.value) for kind in ("markdown", "caption", "warning", "info", "error") for e in at.get(kind))
 
 
 def notice(at: AppTest) -> str:

@@ -20,23 +20,22 @@ pytestmark = pytest.mark.browser
 TINY = "/efficient?ef_tab=Cost&ef_routes=linear&ef_nmin=128&ef_nmax=128&ef_budget=5"
 
 
-def main_text(page: Page) -> str:
-    return page.locator("[data-testid='stMain']").inner_text()
-
-
-def link(page: Page) -> dict[str, list[str]]:
-    return parse_qs(urlsplit(page.url).query)
+def shown(page: Page) -> tuple[str, dict[str, list[str]]]:
+    """The main area's text, and the values in the address bar."""
+    return page.locator("[data-testid='stMain']").inner_text(), parse_qs(urlsplit(page.url).query)
 
 
 def test_the_page_loads_and_a_tab_switch_lands_in_the_url(page: Page, streamlit_server: StreamlitServer) -> None:
     goto(page, streamlit_server, "/efficient", timeout=120_000)
     assert exception_texts(page) == []
-    assert "Beyond n²" in main_text(page) and "Work skipped" in main_text(page)
+    text, _ = shown(page)
+    assert "Beyond n²" in text and "Work skipped" in text
     rerun(page, page.get_by_role("tab", name="Accuracy", exact=True).click, timeout=120_000)
-    assert link(page).get("ef_tab") == ["Accuracy"]
-    assert exception_texts(page) == [] and "Output error" in main_text(page)
+    text, link = shown(page)
+    assert link.get("ef_tab") == ["Accuracy"] and "Output error" in text
+    assert exception_texts(page) == []
     rerun(page, page.locator(".st-key-ef_in").get_by_role("radio", name="Random").click)  # written by its label
-    assert link(page).get("ef_in") == ["Random"]
+    assert shown(page)[1].get("ef_in") == ["Random"]
 
 
 def test_each_main_figure_fits_the_window_in_talk_mode(browser: Browser, streamlit_server: StreamlitServer,
@@ -58,10 +57,10 @@ def test_each_main_figure_fits_the_window_in_talk_mode(browser: Browser, streaml
 
 def test_a_tiny_run_shows_its_results(page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path) -> None:
     goto(page, streamlit_server, TINY, timeout=120_000)
-    assert "Press Run to measure" in main_text(page)
+    assert "Press Run to measure" in shown(page)[0]
     rerun(page, lambda: page.get_by_role("button", name="Run").click(), timeout=300_000)
     assert exception_texts(page) == []
-    text = main_text(page)
+    text, _ = shown(page)
     assert "Done in" in text and "Press Run to measure" not in text
     assert page.locator("[data-testid='stPlotlyChart']").count() == 2  # time and memory
     assert page.locator("[data-testid='stDataFrame']").count() == 2  # the routes, and LRA beside them
