@@ -7,6 +7,7 @@ colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``)
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -61,7 +62,7 @@ def pattern_figure(allowed: np.ndarray, states: np.ndarray, n: int, tile: int, *
                               "tickfont": {"size": font_size(talk) - 2}})  # fmt: skip
     _square_axes(fig, 1, "key", "query")
     _square_axes(fig, 2, f"key tile ({tile} tokens)", "query tile")
-    return _fonts(fig, talk, 520 if talk else 470)
+    return _fonts(fig, talk, 540)
 
 
 def error_figure(
@@ -139,8 +140,9 @@ def weights_figure(
                 fig.update_xaxes(**ticks, tickangle=-60, row=1, col=col)
                 fig.update_yaxes(**ticks, row=1, col=col)
     if route is None:
-        fig.add_annotation(text=f"No weights to draw:<br>{note or 'this route has none'}", showarrow=False,
-                           x=0.5, y=0.5, xref="x2 domain", yref="y2 domain")  # fmt: skip
+        why = "<br>".join(textwrap.wrap(note or "this route has none", 28))
+        fig.add_annotation(text=f"No weights to draw:<br>{why}", showarrow=False, x=0.78, y=0.5, xref="paper",
+                           yref="paper")  # fmt: skip
         fig.update_xaxes(visible=False, row=1, col=2)
         fig.update_yaxes(visible=False, row=1, col=2)
     return _fonts(fig, talk, 500)

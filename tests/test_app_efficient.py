@@ -110,14 +110,14 @@ def test_a_window_as_wide_as_the_sentence_is_exact_attention() -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_awin": "32"})  # 32 ≥ the 16 tokens of the sentence
     m = metrics(at)
     assert m["Output error"] == "0.0%" and m["Exact weight kept"] == "100%"
-    exact, kept = m["“it” looks most at “animal”"].removesuffix(" heads").split(" → ")
+    exact, kept = m["“it” looks most at “animal”"].removesuffix(" of 12 heads").split(" → ")
     assert exact == kept and int(exact) >= 1
 
 
 def test_a_window_narrower_than_it_to_animal_loses_animal_in_every_head() -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_awin": "3"})
     m = metrics(at)
-    assert m["“it” looks most at “animal”"].endswith("→ 0 heads")  # animal is outside it's window: weight 0
+    assert m["“it” looks most at “animal”"].endswith("→ 0 of 12 heads")  # animal is outside it's window: weight 0
     assert "8 tokens apart" in notes(at)["“it” looks most at “animal”"]
     assert float(m["Output error"].rstrip("%")) > 1.0
     assert "KL(route ‖ exact)" in m and "KL(exact ‖ route)" not in m  # the finite direction for a pattern
@@ -141,7 +141,7 @@ def test_every_route_on_the_model_and_on_random_inputs(route: str) -> None:
 def test_linformer_says_why_it_has_no_weights_and_a_rank_past_the_tokens_is_a_message() -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_var": "Linformer", "ef_rank": "8"})
     assert metrics(at)["Per-row KL"] == "—"
-    assert "signed coefficients" in notes(at)["Per-row KL"]
+    assert "coefficients, not weights" in charts(at)[0].proto.spec  # the figure says why there are no weights
     at.slider(key="ef_rank").set_value(64).run()  # the sentence has 16 tokens
     assert not at.exception
     assert len(at.error) == 1 and "rank must be ≤ 16" in at.error[0].value

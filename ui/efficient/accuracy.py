@@ -65,7 +65,8 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
     d = model_data(*key) if source == "model" else random_data(*key)
     w = None if d["weights"] is None else d["weights"][head]
-    return weights_figure(d["exact"][head], w, d["tokens"], name, d["note"], talk=is_talk)
+    return weights_figure(d["exact"][head], w, d["tokens"], f"{name}: output error {d['error']:.0%}", d["note"],
+                          talk=is_talk)  # fmt: skip
 
 
 def accuracy_tab() -> None:
@@ -109,7 +110,7 @@ def show_numbers(d: dict[str, Any], variant: str, on_model: bool) -> None:
     """The output error, the KL in the direction that is finite, and the "it" → "animal" check."""
     items = [("Output error", f"{d['error']:.1%}", "‖O − O_exact‖ / ‖O_exact‖")]
     if d["weights"] is None:
-        items.append(("Per-row KL", "—", d["note"]))
+        items.append(("Per-row KL", "—", "no weights to compare (see the figure)"))
     elif variant in PATTERNS:  # KL(exact ‖ pattern) is ∞ wherever the pattern drops a weighted key
         items.append(("Exact weight kept", f"{d['kept']:.0%}", "on the keys the pattern allows"))
         items.append(("KL(route ‖ exact)", f"{d['reverse_kl']:.3f} nats", "−log(weight kept), row mean"))
@@ -118,8 +119,8 @@ def show_numbers(d: dict[str, Any], variant: str, on_model: bool) -> None:
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
     if "it" in d:
         exact, kept, distance, has = d["it"]
-        items.append(("“it” looks most at “animal”", f"{exact} → {kept if has else '—'} heads",
-                      f"of {HEADS}, exact → route; {distance} tokens apart"))  # fmt: skip
+        items.append(("“it” looks most at “animal”", f"{exact} → {kept if has else '—'} of {HEADS} heads",
+                      f"exact → route; {distance} tokens apart"))  # fmt: skip
     draw.metrics(*items)
     where = (f"The model's own Q, K and V of layer {d['layer']}, every head, go through the route in place of its "
              "softmax; the later layers are not rerun." if on_model else f"Random inputs: n = {len(d['tokens'])}, "

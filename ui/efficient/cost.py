@@ -60,7 +60,7 @@ def cost_tab() -> None:
                                                                                  **guard))]  # fmt: skip
     c[2].caption(f"{len(ns)} sizes × {len(runs) + 1} routes · {HEADS} heads, d = {D}, float32, on the CPU · memory "
                  f"cap {format_bytes(cap)}" + (f" · {len(skips)} skipped: {skips[0]}…" if skips else "")
-                 + " · one measurement at a time on this server")  # fmt: skip
+                 + ("" if talk() else " · one measurement at a time on this server"))  # fmt: skip
     if fallback:
         st.info(f"FlexAttention cannot run compiled here: {fallback}. The window runs as **sdpa-masked** instead "
                 "(torch SDPA with the window as a dense mask), labelled so: it still does all n² work.",

@@ -47,15 +47,15 @@ def _figure(is_talk: bool, *key: Any) -> Any:
 
 
 def patterns_tab() -> None:
-    (c,) = draw.settings([1.3, 1.4, 1.4, 1.1, 1, 1, 1])
+    (c,) = draw.settings([1.3, 1, 1.4, 1.4, 1.1, 1.1, 1.1])
     kw = {"bind": "query-params"}
     variant = c[0].selectbox("Pattern", tuple(PATTERNS), format_func=PATTERNS.get, key="ef_pat", **kw)
-    bigbird, rest = variant == "bigbird", iter(c[3:6])  # each pattern's own knobs, drawn only for it
+    bigbird, rest = variant == "bigbird", iter(c[4:])  # each pattern's own knobs, drawn only for it
     key = (
         variant,
-        c[6].toggle("Causal", key="ef_causal", **kw),
-        c[1].slider("Tokens n", 128, N_MAX, 4096, step=128, key="ef_n", **kw),
-        c[2].slider("Window w", 1, 1024, 256, key="ef_win", help="Tokens each side a query sees.", **kw),
+        c[1].toggle("Causal", key="ef_causal", **kw),
+        c[2].slider("Tokens n", 128, N_MAX, 4096, step=128, key="ef_n", **kw),
+        c[3].slider("Window w", 1, 1024, 256, key="ef_win", help="Tokens each side a query sees.", **kw),
         next(rest).slider("Global tokens", 0, 256, 16, key="ef_glob", help="The first tokens, which see and are "
                           "seen by every token.", **kw) if variant in ("window+globals", "bigbird") else 0,
         next(rest).slider("Dilation d", 1, 16, 4, key="ef_dil", **kw) if variant == "dilated" else 1,
