@@ -72,9 +72,9 @@ def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
 def accuracy_tab() -> None:
     a, b = draw.settings([1.9, 1.4, 1, 1, 1, 1], [3, 1, 1, 1])
     kw = {"bind": "query-params"}
-    source = a[0].segmented_control("Input", tuple(INPUTS), format_func=INPUTS.get, default="model", key="ef_in",
-                                    required=True, **kw)  # fmt: skip
-    variant = a[1].selectbox("Route", tuple(NAMES), format_func=NAMES.get, key="ef_var", **kw)
+    source = a[0].segmented_control("Input", tuple(INPUTS), format_func=INPUTS.__getitem__, default="model",
+                                    key="ef_in", required=True, **kw)  # fmt: skip
+    variant = a[1].selectbox("Route", tuple(NAMES), format_func=NAMES.__getitem__, key="ef_var", **kw)
     rest, on_model = iter(a[2:]), source == "model"  # the route's own knobs, drawn only for it
     params = variant_params(
         variant,

@@ -69,7 +69,7 @@ def _spectrum(is_talk: bool, k: int) -> Any:
 
 def approx_tab() -> None:
     (c,) = draw.settings([1, 1, 2])
-    spread = c[0].segmented_control("Attention", tuple(SPREADS), format_func=SPREADS.get, default="spread",
+    spread = c[0].segmented_control("Attention", tuple(SPREADS), format_func=SPREADS.__getitem__, default="spread",
                                     key="ef_spread", bind="query-params", required=True,
                                     help="Random q and k: spread-out scores (each scaled |q|² ≈ 1) or peaked ones.")
     k = c[1].slider("Top k", 1, 64, 8, key="ef_k", bind="query-params", help="Singular values kept, on the right.")

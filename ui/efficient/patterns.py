@@ -49,7 +49,7 @@ def _figure(is_talk: bool, *key: Any) -> Any:
 def patterns_tab() -> None:
     (c,) = draw.settings([1.3, 1, 1.4, 1.4, 1.1, 1.1, 1.1])
     kw = {"bind": "query-params"}
-    variant = c[0].selectbox("Pattern", tuple(PATTERNS), format_func=PATTERNS.get, key="ef_pat", **kw)
+    variant = c[0].selectbox("Pattern", tuple(PATTERNS), format_func=PATTERNS.__getitem__, key="ef_pat", **kw)
     bigbird, rest = variant == "bigbird", iter(c[4:])  # each pattern's own knobs, drawn only for it
     key = (
         variant,
