@@ -19,7 +19,7 @@ from ui.frame import talk
 
 NAMES = PATTERN_NAMES | {"linear": "Linear (elu + 1)", "performer": "Performer", "linformer": "Linformer"}
 INPUTS = {"model": "Trained model", "random": "Random"}
-HEADS = 12  # random inputs get as many heads as the model's layers, so one head slider serves both
+HEADS = 12  # random inputs get as many heads as each of the model's layers, so one head slider serves both
 
 
 def variant_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int,
@@ -34,8 +34,8 @@ def _numbers(acc: Accuracy, exact: Any, weights: Any, tokens: list[str]) -> dict
     def plain(x: Any) -> float | None:
         return None if x is None else float(x)
 
-    return {"tokens": tokens, "exact": exact.detach().double().cpu().numpy(), "error": acc.relative_error,
-            "weights": None if weights is None else weights.detach().double().cpu().numpy(), "note": acc.note,
+    return {"tokens": tokens, "exact": exact.detach().float().cpu().numpy(), "error": acc.relative_error,
+            "weights": None if weights is None else weights.detach().float().cpu().numpy(), "note": acc.note,
             "kl": plain(acc.mean_kl), "reverse_kl": plain(acc.mean_reverse_kl), "kept": acc.kept}  # fmt: skip
 
 
@@ -53,7 +53,7 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     return out
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
 def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tuple[str, int], ...]) -> dict[str, Any]:
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
