@@ -259,3 +259,14 @@ def test_rate_and_speedup_figures_and_empty_inputs():
         assert len(fig.data) == 0 and fig.layout.annotations  # says why it is empty
     talk = time_figure(_rows(), talk=True)
     assert talk.layout.font.size > time_figure(_rows()).layout.font.size
+
+
+def test_a_narrow_time_range_is_labelled_in_full_1_2_5_steps():
+    """Plotly's "D2" ticks would write 0.5 ms as "5"; the figure writes every label in full."""
+    from figures.benchmark import time_figure
+
+    rows = [{"impl": "sdpa", "n": n, "median_ms": ms, "iqr_ms": 0.0, "status": "ok", "samples": 3}
+            for n, ms in ((128, 0.3), (256, 0.9), (512, 2.4))]  # fmt: skip
+    axis = time_figure(rows).layout.yaxis
+    assert list(axis.ticktext) == ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50"]
+    assert list(axis.tickvals) == pytest.approx([0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50])
