@@ -32,8 +32,11 @@ def home() -> None:
         ("app_pages/model.py", "Real attention", ":material/psychology:",
          "A trained model's 72 heads (all-MiniLM-L6-v2) on your sentence, computed by our own core: who "
          "“it” looks at, attention sinks, and any head opened in the walkthrough."),
+        ("app_pages/efficient.py", "Beyond n²", ":material/bolt:",
+         "Sparse windows, BigBird, linear attention, the Performer and Linformer: what each skips, how far its "
+         "output moves from exact attention, and from which n it is faster than SDPA here, measured live."),
     ]
-    per_row = 3  # five cards in one row break their titles mid-word on a laptop screen
+    per_row = 3  # more cards in one row break their titles mid-word on a laptop screen
     for start in range(0, len(cards), per_row):
         cols = st.columns(per_row)
         for col, (path, title, icon, text) in zip(cols, cards[start : start + per_row], strict=False):

@@ -51,8 +51,15 @@ def _finish(fig: go.Figure, rows: Sequence[Row], ys: Sequence[float], y_title: s
     fig.update_yaxes(tickfont={"size": size}, title_font={"size": size})
     positive = [y for y in ys if y and y > 0]
     if log_y and positive:
-        # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps: never every digit.
-        fig.update_yaxes(dtick=1 if max(positive) / min(positive) >= 100 else "D2")
+        # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps written in full (plotly's
+        # "D2" writes 0.5 as "5"): never every digit.
+        lo, hi = min(positive), max(positive)
+        if hi / lo >= 100:
+            fig.update_yaxes(dtick=1)
+        else:
+            steps = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                     for m in (1, 2, 5)]  # fmt: skip
+            fig.update_yaxes(tickvals=steps, ticktext=[f"{v:g}" for v in steps])
     return base_layout(fig, title=title, talk=talk)
 
 

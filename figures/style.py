@@ -25,6 +25,12 @@ IMPL_COLORS = {
     "sdpa-cudnn": "#F0E442",
     "tiled": "#E69F00",
     "numpy": "#555555",
+    # The efficient routes (Beyond n²), from Paul Tol's muted palette, also colour-blind safe.
+    "sdpa-masked": "#332288",  # indigo: SDPA's kin, with the window as a dense mask
+    "flex-window": "#117733",
+    "linear": "#CC6677",
+    "performer": "#AA4499",
+    "linformer": "#999933",
 }
 SEQUENTIAL = "Blues"  # weights in [0, 1]
 DIVERGING = "RdBu_r"  # signed scores, centred on 0

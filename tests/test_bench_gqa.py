@@ -12,6 +12,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_core.bench import (
+    EXACT,
     IMPLEMENTATIONS,
     BenchConfig,
     SweepSpec,
@@ -27,7 +28,7 @@ LINUX_PEAK = pytest.mark.skipif(not sys.platform.startswith("linux") or not Path
                                 reason="peak RSS is measured on Linux only")  # fmt: skip
 
 
-@pytest.mark.parametrize("name", list(IMPLEMENTATIONS))
+@pytest.mark.parametrize("name", EXACT)
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 2), (4, 1)])
 def test_every_implementation_computes_gqa_like_torch(device, name, heads, kv_heads):
     impl = IMPLEMENTATIONS[name]

@@ -66,9 +66,11 @@ START = {
     "benchmark": {"bm_impl": "sdpa,naive", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
                   "bm_batch": "1", "bm_budget": "5"},
     "heads": {"hd_tmax": "2048", "hd_tdm": "64"},  # the decode tab's live timing at its smallest
+    # Run measures linear beside SDPA at n = 128 (no FlexAttention: no compile of seconds).
+    "efficient": {"ef_routes": "linear", "ef_nmin": "128", "ef_nmax": "128", "ef_budget": "5"},
 }  # fmt: skip
 # Never pressed in the random phase: Run with random settings could measure for minutes.
-NOT_RANDOM = {"bm_run", "hd_measure"}
+NOT_RANDOM = {"bm_run", "hd_measure", "ef_run"}
 
 _SHOWN = re.compile(r"(?<![A-Za-z_])[-+−]?(?:nan|inf)(?![A-Za-z_])")
 _CUE = re.compile(r"overflow|nan|not a number|infinit|∞|\\infty|undefined", re.IGNORECASE)

@@ -28,6 +28,8 @@ TALK_ABOVE = {
     "heads.Split": 250, "heads.Heads side by side": 330, "heads.MHA → GQA → MQA": 330,
     "heads.KV-cache calculator": 290, "heads.Decode": 370,
     "benchmark.result": 150,
+    "efficient.Sparse patterns": 200, "efficient.Kernels & low rank": 200, "efficient.Accuracy": 200,
+    "efficient.Cost": 150,
 }  # fmt: skip
 TALK_SCREEN = (1280, 720)  # the smallest screen talk mode is designed for (a projector's 720p mode)
 TALK_WIDTH = 1180  # its main column, sidebar collapsed: the width talk-mode figures are laid out for
@@ -97,6 +99,15 @@ def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None, *, k
             if caption:
                 st.caption(caption)
             st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
+
+
+def settings(*rows: int | Sequence[float]) -> list[list[Any]]:
+    """Rows of columns for a tab's controls; in talk mode one "Settings" popover holds them all, so the
+    figure starts high on a projector. ``rows``: each row's column count or widths."""
+    if talk():
+        box = st.popover("Settings", icon=":material/tune:")
+        return [[box] * (r if isinstance(r, int) else len(r)) for r in rows]
+    return [st.columns(r, vertical_alignment="bottom") for r in rows]
 
 
 def labelled(options: Sequence[Any], names: dict[Any, str]) -> Callable[[Any], str]:

@@ -2,7 +2,7 @@
 
 Two timed runs at once would each slow the other down and both report nonsense, so every
 page that measures holds the server's :class:`RunLock` (:func:`server_lock`) while it runs;
-a second viewer waits in line for it.
+a second viewer waits in line for it (:func:`wait_turn`).
 """
 
 from __future__ import annotations
@@ -61,3 +61,27 @@ class RunLock:
 def server_lock() -> RunLock:
     """The one lock of this server, shared by every session and every page that measures."""
     return RunLock()
+
+
+class Holding:
+    """Set the moment the lock is ours, before any Streamlit call that a rerun could interrupt: the
+    caller's ``finally`` releases the lock only if ``ours``."""
+
+    ours = False
+
+
+def wait_turn(server: RunLock, holding: Holding) -> bool:
+    """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
+    if server.try_acquire():
+        holding.ours = True
+        return True
+    start = time.perf_counter()
+    with st.status("Busy, queued: another viewer's measurement is running…", state="running") as status:
+        while time.perf_counter() - start < server.wait_s:
+            if server.try_acquire(timeout=0.5):
+                holding.ours = True
+                status.update(label="Our turn: starting.", state="complete", expanded=False)
+                return True
+            status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")
+        status.update(label=f"Still busy after {server.wait_s:.0f} s; try again later.", state="error")
+    return False

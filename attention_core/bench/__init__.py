@@ -1,7 +1,8 @@
 """The O(n²) benchmark: what attention costs on this CPU or GPU, measured honestly.
 
 - :mod:`.impls`: the registry of implementations (naive, explained, sdpa and its forced kernels,
-  tiled, numpy);
+  tiled, numpy, tiled-triton), with the efficient routes of :mod:`.routes` (flex-window, linear,
+  performer, linformer), which approximate attention and say by how much;
 - :mod:`.measure`: timing, peak memory, the matmul rate, the memory cap and tables;
 - :mod:`.run`: one configuration measured behind a memory guard, its result row, and the CSV;
 - :mod:`.sweep`: a grid of configurations run in order under a time budget;
@@ -17,6 +18,7 @@ from .cli import format_table, main
 from .fits import FIT_MIN_N, ScalingFit, fit_loglog_slope, growth_start, scaling_fits
 from .impls import (
     DTYPES,
+    EXACT,
     IMPLEMENTATIONS,
     BenchConfig,
     Impl,
@@ -49,6 +51,7 @@ from .run import (
     NOT_AVAILABLE,
     STATUSES,
     BenchResult,
+    approximation_note,
     correctness_error,
     result_dicts,
     run_config,

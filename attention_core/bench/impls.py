@@ -1,7 +1,8 @@
 """The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each with a name, a
 sentence, a memory model and the reason it cannot run somewhere.
 
-Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``. A forced SDPA kernel
+Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``, except the efficient
+routes of :mod:`.routes` (``exact=False``), which approximate it and say by how much. A forced SDPA kernel
 (``sdpa-math``, ``-flash``, ``-efficient``, ``-cudnn``, through ``torch.nn.attention.sdpa_kernel``)
 can fail but never falls back. With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1)
 the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
@@ -119,6 +120,7 @@ class Impl:
     to_tensor: Callable[[Any], torch.Tensor] = lambda out: out
     not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None
     forced: bool = False  # a forced kernel: an error on the first call means "cannot run here"
+    exact: bool = True  # False: a route that approximates softmax attention (.routes): its error is said, not judged
 
 
 # ---- memory models: bytes beyond the inputs at the peak of one call -------------------------
@@ -415,3 +417,10 @@ def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> 
     shapes = [(config.batch, h, side, config.d) for h in (config.heads, config.kv_heads, config.kv_heads)]
     # Drawn on the CPU in float32 so every device and dtype sees the same numbers.
     return tuple(torch.randn(s, generator=gen).to(device=config.device, dtype=config.torch_dtype) for s in shapes)
+
+
+# The efficient routes (Beyond n²) join the registry; their module builds on Impl and the helpers above.
+from .routes import ROUTE_IMPLEMENTATIONS  # noqa: E402
+
+IMPLEMENTATIONS |= ROUTE_IMPLEMENTATIONS
+EXACT = tuple(name for name, impl in IMPLEMENTATIONS.items() if impl.exact)  # the entries FlashAttention's rule judges

@@ -14,6 +14,7 @@ Each configuration ends as one :class:`BenchResult` whose ``status`` says what h
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gc
 import re
 import time
@@ -32,6 +33,7 @@ from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_c
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
+APPROX_CHECK_N = 1024  # an approximation's error is said at this n (a window of 256 drops keys only past it)
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
@@ -112,13 +114,15 @@ def run_config(
     peak_gflops: float | None = None,
     max_error: float | None = None,
     warm_up: bool = True,
+    note: str = "",
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
     A configuration whose inputs plus predicted extra memory exceed ``cap_bytes`` (default
     :func:`default_cap_bytes`) is skipped before any tensor is made. Then a warm-up call (``warm_up``,
     always on CUDA: a sweep warms each implementation once, since the memory-measured call already
-    precedes the timing), the call whose peak memory is measured, and the timed calls.
+    precedes the timing), the call whose peak memory is measured, and the timed calls. ``note`` goes on
+    the row when it is measured (an approximation's error, :func:`approximation_note`).
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -172,7 +176,8 @@ def run_config(
     _free(dev)  # after the except block: the traceback's frames held the big tensors until now
     if failure is not None:
         return _result(config, predicted, *failure)
-    gflops = config.flops() / timing.median / 1e9
+    # An approximation skips most of exact attention's FLOPs: a rate counted on them would be fiction.
+    gflops = config.flops() / timing.median / 1e9 if impl.exact else None
     return _result(
         config,
         predicted,
@@ -181,24 +186,23 @@ def run_config(
         iqr_ms=timing.iqr * 1e3,
         peak_bytes=peak,
         gflops=gflops,
-        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops else None,
+        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
         samples=len(timing.samples),
         max_error=max_error,
         backend=backend,
         memory_source=source,
+        note=note,
     )
 
 
-def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
-    """Max |output − float64 reference| of the config's implementation at a small ``n``.
-
-    ``None`` when the implementation cannot run there.
-    """
+def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The implementation's output at ``n`` on seeded inputs, and the float64 reference (both float64);
+    ``None`` when it cannot run there."""
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
     if impl.not_here(dev, config.torch_dtype):
         return None
-    q, k, v = make_inputs(config, n=min(n, config.n), seed=1)
+    q, k, v = make_inputs(config, n=n, seed=1)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -207,7 +211,31 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
         return None
     h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads
     ref = reference_attention(q, repeat_kv(k, h), repeat_kv(v, h), is_causal=config.causal)  # (B, H, n, d)
-    return float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+    return out.to(device=ref.device, dtype=torch.float64), ref
+
+
+def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
+    """Max |output − float64 reference| of the config's implementation at a small ``n``.
+
+    ``None`` when the implementation cannot run there, and for a route that is not exact attention:
+    its difference is no rounding error, and :func:`approximation_note` says it.
+    """
+    if not get_impl(config.impl).exact:
+        return None
+    pair = _check_outputs(config, min(n, config.n))
+    return None if pair is None else float((pair[0] - pair[1]).abs().max())
+
+
+def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
+    """For a route that approximates softmax attention, its relative error ‖O − O_exact‖ / ‖O_exact‖ against
+    the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
+    if get_impl(config.impl).exact:
+        return ""
+    pair = _check_outputs(dataclasses.replace(config, n=n, batch=1), n)
+    if pair is None:
+        return ""
+    out, ref = pair
+    return f"approximation: relative error {float((out - ref).norm() / ref.norm()):.1%} vs exact attention at n = {n}"
 
 
 # ---- output -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch
 from ..validation import check_float, check_int, check_int_list
 from .impls import BenchConfig, get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
-from .run import BenchResult, _result, correctness_error, run_config
+from .run import BenchResult, _result, approximation_note, correctness_error, run_config
 
 DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are not to be trusted
 
@@ -106,6 +106,7 @@ def run_sweep(
     deadline = None if budget_s is None else start + budget_s
     peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
     errors: dict[str, float | None] = {}
+    notes: dict[str, str] = {}  # an approximation's error, said on its rows
     last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
     warmed: set[str] = set()
     rows: list[BenchResult] = []
@@ -127,6 +128,7 @@ def run_sweep(
         else:
             if check_correctness and config.impl not in errors:
                 errors[config.impl] = correctness_error(config)
+                notes[config.impl] = approximation_note(config)
             row = run_config(
                 config,
                 cap_bytes=cap_bytes,
@@ -135,6 +137,7 @@ def run_sweep(
                 peak_gflops=peak,
                 max_error=errors.get(config.impl),
                 warm_up=config.impl not in warmed,
+                note=notes.get(config.impl, ""),
             )
             if row.status == "ok":
                 warmed.add(config.impl)

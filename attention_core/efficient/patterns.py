@@ -195,7 +195,8 @@ def _bigbird(
     size = _scalar(block)
 
     def bigbird_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
-        return table.to(q_idx.device)[q_idx // size, kv_idx // size]  # .to: a no-op on the table's own device
+        rows, cols = (q_idx // size).long(), (kv_idx // size).long()  # int64 indices: torch's indexing is fastest
+        return table.to(q_idx.device)[rows, cols]  # .to: a no-op on the table's own device
 
     bigbird_mask.max_length = padded  # type: ignore[attr-defined]  # the table covers this many tokens
     return bigbird_mask
@@ -264,8 +265,9 @@ def check_pattern(mask_mod: object, n_q: int, n_k: int) -> tuple[int, int]:
 
 def _rows(mask_mod: MaskMod, start: int, stop: int, n_k: int, device: torch.device) -> torch.Tensor:
     """The pattern for queries ``start..stop−1`` against every key: ``(stop − start, n_k)`` bool."""
-    q_idx = torch.arange(start, stop, device=device)[:, None]  # (rows, 1)
-    kv_idx = torch.arange(n_k, device=device)[None, :]  # (1, n_k)
+    # int32, as FlexAttention passes them: half the memory traffic of int64 (n ≤ MAX_SIDE fits)
+    q_idx = torch.arange(start, stop, dtype=torch.int32, device=device)[:, None]  # (rows, 1)
+    kv_idx = torch.arange(n_k, dtype=torch.int32, device=device)[None, :]  # (1, n_k)
     zero = torch.zeros((), dtype=torch.long, device=device)  # the patterns here ignore batch and head
     allowed = mask_mod(zero, zero, q_idx, kv_idx)
     if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:

@@ -15,9 +15,9 @@ DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
 def sweep_controls() -> bench.SweepSpec:
     """Read the widgets; return the sweep they describe."""
     links.upgrade(bm_impl=links.comma_list, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
-    described = "\n".join(f"- **{i.name}**: {i.description}" for i in bench.IMPLEMENTATIONS.values())
+    described = "\n".join(f"- **{name}**: {bench.IMPLEMENTATIONS[name].description}" for name in bench.EXACT)
     top, row = st.columns([4, 2, 2]), st.columns([2, 2, 2, 2, 3, 2], vertical_alignment="bottom")
-    impls = top[0].multiselect("Implementations", tuple(bench.IMPLEMENTATIONS), DEFAULT.impls, key="bm_impl",
+    impls = top[0].multiselect("Implementations", bench.EXACT, DEFAULT.impls, key="bm_impl",
                                bind="query-params", help=described)
     lo = top[1].select_slider("Smallest n", N_OPTIONS, DEFAULT.ns[0], key="bm_nmin", bind="query-params")
     hi = top[2].select_slider("Largest n", N_OPTIONS, DEFAULT.ns[-1], key="bm_nmax", bind="query-params",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
 from attention_core import bench
 from ui.benchmark.server import results
-from ui.runlock import RunLock, server_lock
+from ui.runlock import Holding, server_lock, wait_turn
 
 
 def _line(row: bench.BenchResult, reused: bool) -> str:
@@ -17,29 +15,6 @@ def _line(row: bench.BenchResult, reused: bool) -> str:
         tail = " (measured earlier)" if reused else ""
         return f":material/check: {head}: {row.median_ms:.3g} ms, {bench.format_bytes(row.peak_bytes)}{tail}"
     return f":material/block: {head}: **{row.status}**, {row.note}"
-
-
-class _Holding:
-    """Set the moment the lock is ours, before any Streamlit call that a rerun could interrupt."""
-
-    ours = False
-
-
-def _wait_for_lock(server: RunLock, holding: _Holding) -> bool:
-    """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
-    if server.try_acquire():
-        holding.ours = True
-        return True
-    start = time.perf_counter()
-    with st.status("Busy, queued: another viewer's benchmark is running…", state="running") as status:
-        while time.perf_counter() - start < server.wait_s:
-            if server.try_acquire(timeout=0.5):
-                holding.ours = True
-                status.update(label="Our turn: starting.", state="complete", expanded=False)
-                return True
-            status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")
-        status.update(label=f"Still busy after {server.wait_s:.0f} s; try again later.", state="error")
-    return False
 
 
 def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
@@ -52,9 +27,9 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
         peak = store.peaks.get((configs[0].device, spec.dtype))
         _keep(spec, bench.SweepResult(rows, 0.0, peak), reused_all=True)
         return
-    holding = _Holding()
+    holding = Holding()
     try:
-        if not _wait_for_lock(server, holding):
+        if not wait_turn(server, holding):
             return
         server.describe(f"{len(configs)} configurations on {configs[0].device}")
         with st.status(f"Measuring {len(configs)} configurations…", expanded=True) as status:

@@ -1,0 +1,72 @@
+"""The Beyond n² page's figure builders, called directly with hand-made data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from figures.efficient import error_figure, pattern_figure, spectrum_figure, weights_figure
+from figures.style import IMPL_COLORS, THEORY
+
+
+def band(n: int, w: int) -> np.ndarray:
+    return np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= w
+
+
+def test_pattern_figure_draws_tokens_with_the_tile_grid_and_names_the_share_of_tiles_skipped() -> None:
+    states = np.zeros((8, 8), dtype=np.int8)
+    states[band(8, 1)] = 1  # 22 of 64 tiles computed: 42 skipped, 66 %
+    states[np.eye(8, dtype=bool)] = 2
+    fig = pattern_figure(band(512, 100), states, 1024, 128)
+    tokens, tiles = fig.data
+    assert np.asarray(tokens.z).shape == (512, 512) and int(np.asarray(tokens.z).sum()) == int(band(512, 100).sum())
+    assert np.array_equal(np.asarray(tiles.z), states)
+    assert [a.text for a in fig.layout.annotations] == ["First 512 tokens", "n = 1024: 66% of the tiles skipped"]
+    lines = [s for s in fig.layout.shapes if s.type == "line"]
+    assert len(lines) == 2 * 3  # tile edges at 128, 256, 384, across and down
+    assert list(tiles.colorbar.ticktext) == ["skipped", "computed, masked", "computed, full"]
+    assert set(np.asarray(tiles.customdata).ravel()) == {"skipped", "computed, masked", "computed, full"}
+
+
+def test_pattern_figure_refuses_a_mask_that_is_not_a_matrix() -> None:
+    with pytest.raises(ValueError, match="2-D"):
+        pattern_figure(np.ones(5), np.zeros((1, 1)), 5, 128)
+
+
+def test_error_figure_draws_each_route_in_its_colour_the_trend_and_a_flat_route() -> None:
+    curves = {"Performer": ("performer", (16, 64, 256), (0.4, 0.2, 0.1), (0.01, 0.01, 0.01)),
+              "Linformer, random": ("linformer", (8, 32), (5.0, 2.0), (0.1, 0.1)),
+              "Linformer, pooled": ("linformer", (8, 32), (0.2, 0.1), (0.0, 0.0))}  # fmt: skip
+    fig = error_figure(curves, ((16, 256), (0.4, 0.1)), {"Linear": ("linear", 0.12)}, talk=True)
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["Performer"].y) == [0.4, 0.2, 0.1]
+    assert by_name["Performer"].line.color == IMPL_COLORS["performer"]
+    assert by_name["Linformer, random"].line.dash == "solid" and by_name["Linformer, pooled"].line.dash == "dash"
+    assert by_name["c/√m"].line.color == THEORY
+    assert list(by_name["Linear"].x) == [8, 256] and list(by_name["Linear"].y) == [0.12, 0.12]  # across every size
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+
+
+def test_spectrum_figure_draws_the_median_map_and_marks_the_chosen_k() -> None:
+    energy = np.array([[0.5, 0.9, 1.0], [0.7, 0.95, 1.0], [0.9, 1.0, 1.0]])
+    fig = spectrum_figure(energy, 2)
+    median = next(t for t in fig.data if t.name == "median map")
+    assert np.allclose(median.y, [0.7, 0.95, 1.0])
+    mark = fig.data[-1]
+    assert list(mark.x) == [2, 2] and mark.text[-1] == "k = 2: 95%"
+    assert spectrum_figure(energy, 99).data[-1].text[-1] == "k = 3: 100%"  # past r: the last value
+    with pytest.raises(ValueError, match="maps, r"):
+        spectrum_figure(np.ones(3), 1)
+
+
+def test_weights_figure_puts_exact_beside_the_route_or_says_why_it_cannot() -> None:
+    exact = np.full((3, 3), 1 / 3)
+    route = np.eye(3)
+    fig = weights_figure(exact, route, ["a", "b", "a"], "Window")
+    assert [a.text for a in fig.layout.annotations] == ["Exact softmax", "Window"]
+    assert np.array_equal(np.asarray(fig.data[1].z), route) and fig.data[1].zmax == 1
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "a"]  # a repeated word keeps its place
+    empty = weights_figure(exact, None, ["a", "b", "c"], "Linformer", "signed coefficients")
+    assert len(empty.data) == 1 and "signed coefficients" in empty.layout.annotations[-1].text
+    with pytest.raises(ValueError, match="labels"):
+        weights_figure(exact, route, ["a"], "Window")

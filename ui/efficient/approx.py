@@ -1,0 +1,101 @@
+"""Kernels and low rank: how far linear attention, the Performer and Linformer move from softmax attention
+as their size grows, and how close a trained model's attention maps are to low rank."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from attention_core.efficient.accuracy import exact_attention, random_qkv, relative_error
+from attention_core.efficient.linear import linear_attention
+from attention_core.efficient.lowrank import attention_spectrum, linformer_error_curve
+from attention_core.efficient.performer import performer_error_curve
+from figures.efficient import error_figure, spectrum_figure
+from ui import draw
+from ui.frame import talk
+
+N, D, HEADS, SEEDS = 256, 64, 2, (0, 1, 2, 3, 4)
+FEATURES = (8, 16, 32, 64, 128, 256, 512)
+RANKS = (4, 8, 16, 32, 64, 128)  # below n: pooling to k = n rows is the identity, exact
+SPREADS = {"spread": "Spread out", "peaked": "Peaked"}
+STD = {"spread": D**-0.25, "peaked": 1.0}  # spread: each scaled |q|² ≈ 1; peaked: scores of spread ≈ 1
+PARAGRAPH = (
+    "The animal didn't cross the street because it was too tired. It had walked all morning along the river, "
+    "past the old mill and the bakery, and the traffic on the main road never seemed to stop. A child on the "
+    "corner waved at it and a bus slowed down, but the animal lay down in the shade of a tree and waited for "
+    "the evening, when the street would be quiet again."
+)
+
+
+@st.cache_data(show_spinner="Measuring each route against exact attention on random inputs…")
+def error_curves(spread: str) -> dict[str, Any]:
+    """Mean and spread over seeds of each route's relative error, at each size; linear's, which has no size."""
+    std = STD[spread]
+    perf = performer_error_curve(FEATURES, n=N, d=D, heads=HEADS, seeds=SEEDS, std=std)
+    curves = {("performer", "Performer"): perf} | {
+        ("linformer", f"Linformer, {name}"): linformer_error_curve(RANKS, n=N, d=D, heads=HEADS, seeds=SEEDS,
+                                                                   std=std, kind=kind)
+        for kind, name in (("gaussian", "random"), ("pool", "pooled"))
+    }  # fmt: skip
+    linear = []
+    for seed in SEEDS:
+        q, k, v = random_qkv(N, D, heads=HEADS, seed=seed, std=std)
+        linear.append(relative_error(linear_attention(q, k, v), exact_attention(q, k, v)))
+    return {"curves": {name: (route, c.x, c.mean, c.std) for (route, name), c in curves.items()}, "trend": (perf.x,
+            perf.inverse_sqrt_trend()), "slope": perf.slope(), "ratio": perf.ratio(16, 256),
+            "linear": float(np.mean(linear))}  # fmt: skip
+
+
+@st.cache_data(show_spinner=False)
+def spectrum() -> tuple[np.ndarray, int]:
+    """The energy in the top 1…L singular values of each of the model's 72 maps on the paragraph: (72, L)."""
+    from attention_core.bert.analysis import sentence_weights
+    from ui.model import encoder
+
+    tokens, w = sentence_weights(encoder(), PARAGRAPH)  # (6, 12, L, L)
+    return attention_spectrum(w.flatten(0, 1)).energy.numpy(), len(tokens)
+
+
+def _errors(is_talk: bool, spread: str) -> Any:
+    d = error_curves(spread)
+    return error_figure(d["curves"], d["trend"], {"Linear (elu+1)": ("linear", d["linear"])}, talk=is_talk)
+
+
+def _spectrum(is_talk: bool, k: int) -> Any:
+    return spectrum_figure(spectrum()[0], k, talk=is_talk)
+
+
+def approx_tab() -> None:
+    (c,) = draw.settings([1, 1, 2])
+    spread = c[0].segmented_control("Attention", tuple(SPREADS), format_func=SPREADS.__getitem__, default="spread",
+                                    key="ef_spread", bind="query-params", required=True,
+                                    help="Random q and k: spread-out scores (each scaled |q|² ≈ 1) or peaked ones.")
+    k = c[1].slider("Top k", 1, 64, 8, key="ef_k", bind="query-params", help="Singular values kept, on the right.")
+    d = error_curves(spread)
+    draw.prose(
+        "**Kernels.** Linear attention swaps exp(q·k) for φ(q)·φ(k) with φ = elu + 1, so the sum over keys can be "
+        "taken once: time and memory grow as n. It is a different function, not an approximation: its error does "
+        "not shrink. The **Performer** picks random features whose dot product *estimates* exp(q·k): its error "
+        "falls as 1/√m with m features. **Linformer** projects the n keys and values to k rows.",
+    )
+    left, right = st.columns(2, gap="medium")
+    with left:
+        draw.chart(draw.figure(_errors, talk(), spread), "ef_errors", fit="efficient.Kernels & low rank")
+    energy, n_tokens = spectrum()
+    with right:
+        draw.chart(draw.figure(_spectrum, talk(), k), "ef_spectrum", fit="efficient.Kernels & low rank")
+    draw.metrics(
+        ("Performer, 16 → 256 features", f"{d['ratio']:.1f}× smaller", f"log-log slope {draw.fmt(d['slope'], 2)} "
+         "(1/√m: −0.5)"),
+        ("Linear (elu + 1)", f"{d['linear']:.0%}", "relative error at any n"),
+        (f"Top {k} of {n_tokens} singular values", f"{np.median(energy[:, min(k, n_tokens) - 1]):.0%}",
+         "of the energy, median over the 72 maps"),
+    )  # fmt: skip
+    draw.prose(
+        f"Left: random inputs, n = {N}, d = {D}, {HEADS} heads, mean ± spread over {len(SEEDS)} seeds. An untrained "
+        "Linformer projection is random (Gaussian) or averages runs of tokens (pool, exact at k = n). Right: "
+        f"all-MiniLM-L6-v2's 72 attention maps on a paragraph of {n_tokens} tokens (“{PARAGRAPH[:60]}…”). "
+        "Most of each map's energy sits in a few singular values: the evidence Linformer's low-rank claim rests on."
+    )

@@ -1,0 +1,76 @@
+"""Sparse patterns: what a window, global tokens, dilation or BigBird let attention skip, at token and tile level."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from attention_core.efficient.patterns import FLEX_BLOCK, block_summary, dense_mask
+from attention_core.efficient.variants import variant_pattern
+from figures.efficient import pattern_figure
+from ui import draw
+from ui.frame import talk
+
+PATTERNS = {"window": "Window", "window+globals": "Window + globals", "dilated": "Dilated", "bigbird": "BigBird"}
+ABOUT = {
+    "window": "Longformer's local band: token i sees the tokens at most w away. The work grows as n·w, not n².",
+    "window+globals": "The band, plus a few global tokens (such as [CLS]) that see every token and are seen by all.",
+    "dilated": "w keys on each side, d tokens apart: the reach is w·d for the cost of w (Longformer's upper layers).",
+    "bigbird": "BigBird works in blocks: a band of blocks, global blocks and a few random blocks per query block. "
+    "The window and the global tokens are rounded up to whole blocks.",
+}
+ZOOM = 512  # tokens drawn one by one: four 128-token tiles a side
+N_MAX = 8192  # the tile summary reads every (query, key) pair once: ~2 s at 8192 on a 2-core CPU
+
+
+def route_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int) -> dict[str, int]:
+    """The core's parameters for a pattern; BigBird counts its window and globals in blocks (rounded up)."""
+    if variant == "bigbird":
+        return {"window": -(-window // block), "n_global": -(-n_global // block), "n_random": n_random, "block": block}
+    return {"window": window, "n_global": n_global, "dilation": dilation}
+
+
+@st.cache_data(max_entries=64, show_spinner="Reading the pattern tile by tile…")
+def pattern_data(variant: str, causal: bool, n: int, *params: int) -> dict[str, Any]:
+    """The first tokens' dense mask, every tile's state, and the shares skipped and allowed."""
+    mod = variant_pattern(variant, n=n, is_causal=causal, device="cpu", **route_params(variant, *params))
+    tiles, zoom = block_summary(mod, n, n, device="cpu"), min(n, ZOOM)
+    return {"allowed": dense_mask(mod, zoom, zoom, device="cpu").numpy(), "states": tiles.states.numpy(),
+            "skipped": tiles.skipped_share, "pairs": tiles.allowed_share,
+            "partial": tiles.n_partial / tiles.states.numel()}  # fmt: skip
+
+
+def _figure(is_talk: bool, *key: Any) -> Any:
+    d = pattern_data(*key)
+    return pattern_figure(d["allowed"], d["states"], key[2], FLEX_BLOCK, talk=is_talk)
+
+
+def patterns_tab() -> None:
+    (c,) = draw.settings([1.3, 1, 1.4, 1.4, 1.1, 1.1, 1.1])
+    kw = {"bind": "query-params"}
+    variant = c[0].selectbox("Pattern", tuple(PATTERNS), format_func=PATTERNS.__getitem__, key="ef_pat", **kw)
+    bigbird, rest = variant == "bigbird", iter(c[4:])  # each pattern's own knobs, drawn only for it
+    key = (
+        variant,
+        c[1].toggle("Causal", key="ef_causal", **kw),
+        c[2].slider("Tokens n", 128, N_MAX, 4096, step=128, key="ef_n", **kw),
+        c[3].slider("Window w", 1, 1024, 256, key="ef_win", help="Tokens each side a query sees.", **kw),
+        next(rest).slider("Global tokens", 0, 256, 16, key="ef_glob", help="The first tokens, which see and are "
+                          "seen by every token.", **kw) if variant in ("window+globals", "bigbird") else 0,
+        next(rest).slider("Dilation d", 1, 16, 4, key="ef_dil", **kw) if variant == "dilated" else 1,
+        next(rest).slider("Random", 0, 8, 2, key="ef_rand", help="Random blocks per query block.", **kw)
+        if bigbird else 0,
+        next(rest).select_slider("Block", (16, 32, 64, 128, 256, 512), 64, key="ef_block", help="BigBird's block: "
+                                 "it must divide n (a multiple of 128).", **kw) if bigbird else 64,
+    )  # fmt: skip
+    draw.prose(f"**{PATTERNS[variant]}.** {ABOUT[variant]} A block-sparse kernel such as FlexAttention works in "
+               f"{FLEX_BLOCK}×{FLEX_BLOCK} tiles: it skips a tile no pair of which may attend, computes a full one "
+               "without a mask, and masks the rest.")  # fmt: skip
+    d = pattern_data(*key)
+    draw.chart(draw.figure(_figure, talk(), *key), "ef_pattern", fit="efficient.Sparse patterns")
+    draw.metrics(
+        ("Work skipped", f"{d['skipped']:.0%}", "of the n² scores: tiles never computed"),
+        ("Pairs allowed", f"{d['pairs']:.1%}", "what a perfect kernel would compute"),
+        ("Tiles masked", f"{d['partial']:.0%}", "computed, then masked"),
+    )
