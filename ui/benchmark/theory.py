@@ -25,10 +25,10 @@ BACKWARD_FLOPS = (
 EXPECT = {
     "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: naive ≈ 3–4× the time of "
     "SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×.",
-    "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes about 3× its "
+    "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes 2–3× its "
     "forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
     "fwd+bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly, for forward + "
-    "backward: naive ≈ 2–2.5× the time of SDPA, tiled ≈ 1.3–1.5×.",
+    "backward: naive ≈ 2–3× the time of SDPA, tiled ≈ 1.3–1.5×.",
 }
 
 
