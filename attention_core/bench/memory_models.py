@@ -41,13 +41,12 @@ def _repeated_kv(c: BenchConfig) -> int:
     return 2 * _output(c) if c.grouped else 0
 
 
-def _repeated_kv_training(c: BenchConfig) -> int:
-    """With GQA, a path that repeats K and V keeps the copies for its backward (fwd+bwd), and sums
-    their gradients back into dK and dV of the shared heads (both modes). 0 without GQA."""
-    if not c.grouped:
-        return 0
-    shared_grads = 2 * c.batch * c.kv_heads * c.n * c.d * c.itemsize
-    return shared_grads + (_repeated_kv(c) if c.mode == "fwd+bwd" else 0)
+def _kept_copies(c: BenchConfig, copies: int) -> int:
+    """With GQA, the repeated K and V a path keeps at its backward's peak (fwd+bwd only): the textbook
+    graph still holds K's copy (V's goes once W·V's backward has run), tiled's autograd node both. In
+    bwd mode they were there before the timed call, and the gradients summed back into the shared
+    heads come after the peak. 0 without GQA. Measured in fresh processes (8 query, 2 K/V heads)."""
+    return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 
 def naive_extra_bytes(c: BenchConfig) -> int:
@@ -75,9 +74,9 @@ def naive_training_bytes(c: BenchConfig) -> int:
     backward: W, its gradient dW = dO·Vᵀ and the scores' gradient dS, three n×n, beside the output
     and dV. Measured in fresh processes (n = 1024, float32 and bfloat16, causal or not) within 1 %."""
     if c.mode == "bwd":
-        return 2 * _square(c) + _output(c) + _repeated_kv_training(c)  # dW and dS (W was there), dV
+        return 2 * _square(c) + _output(c)  # dW and dS (W was there), dV
     mask = c.n * c.n if c.causal else 0
-    return 3 * _square(c) + 2 * _output(c) + mask + _repeated_kv_training(c)  # W, dW, dS; output, dV
+    return 3 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
 
 
 def explained_training_bytes(c: BenchConfig) -> int:
@@ -90,9 +89,9 @@ def explained_training_bytes(c: BenchConfig) -> int:
     can be the higher. Measured in fresh processes (n = 1024, float32, bfloat16) within 1 %."""
     if c.mode == "bwd":
         eq = _square(c, 1) if c.itemsize < 4 else 0
-        return 5 * _square(c) + eq + _output(c) + _repeated_kv_training(c)
+        return 5 * _square(c) + eq + _output(c)
     mask = c.n * c.n if c.causal else 0
-    backward = 7 * _square(c) + 2 * _output(c) + mask + _repeated_kv_training(c)
+    backward = 7 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)
     return max(backward, explained_extra_bytes(c) + mask)
 
 
@@ -131,8 +130,8 @@ def math_training_bytes(c: BenchConfig) -> int:
     acc = c.itemsize if c.itemsize >= 4 or allowed else 4
     rows = c.batch_heads * c.n * c.d * acc  # one (B, H, n, d) tensor in the accumulation dtype
     if c.mode == "bwd":
-        return 2 * _square(c, acc) + rows + _repeated_kv_training(c)
-    backward = 3 * _square(c, acc) + 3 * rows + _output(c) + _repeated_kv_training(c)  # scaled q, k; dV; output
+        return 2 * _square(c, acc) + rows
+    backward = 3 * _square(c, acc) + 3 * rows + _output(c) + _kept_copies(c, 1)  # scaled q, k; dV; output
     return max(backward, math_extra_bytes(c))
 
 
@@ -141,17 +140,18 @@ def fused_training_bytes(c: BenchConfig) -> int:
     the weights tile by tile. On the CPU (torch's flash kernel) the backward holds dQ, dK, dV, a
     contiguous copy of dO in the kernel's layout, and per thread two float32 tiles of
     (256 or 64 or 32) × 512 (and their 16-bit copies for 16-bit inputs). On CUDA, FlashAttention-2's
-    backward holds dQ, dK, dV, a float32 dQ accumulator and D = rowsum(dO ∘ O) per row (a model
-    from its source, not yet checked against the allocator)."""
+    backward holds dQ, dK, dV, a float32 dQ accumulator and D = rowsum(dO ∘ O) per row, and with GQA
+    dK and dV per query head before they are summed (a model from its source, not yet checked against
+    the allocator). The CPU kernel writes dK and dV of the shared K/V heads directly."""
     rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
-    grads = 3 * rows * c.itemsize
+    grads = (c.heads + 2 * c.kv_heads) * c.batch * c.n * c.d * c.itemsize  # dQ, and dK, dV of the shared heads
     if c.device == "cpu":
         q_split = 256 if c.n >= 768 else 64 if c.n >= 192 else 32  # torch's split sizes for the CPU kernel
         tile = min(q_split, c.n) * min(512, c.n)
         per_thread = 2 * tile * (4 + (c.itemsize if c.itemsize < 4 else 0))  # attn and grad_attn, float32 (+16-bit)
         work = rows * c.itemsize + torch.get_num_threads() * per_thread  # dO made contiguous
     else:
-        work = rows * 4 + c.batch_heads * c.n * 4  # dQ accumulated in float32; D per row
+        work = rows * 4 + c.batch_heads * c.n * 4 + _repeated_kv(c)  # dQ in float32; D; dK, dV per query head
     backward = grads + work
     if c.mode == "bwd":
         return backward
@@ -185,7 +185,7 @@ def tiled_training_bytes(c: BenchConfig) -> int:
     copies = rows * c.itemsize + (4 * rows * acc if widened else 0)  # q·scale; float32 q·scale, k, v, dO
     grads = 3 * rows * acc + (3 * rows * c.itemsize if widened else 0)  # accumulators; cast back
     tiles = bh * b * b * (c.itemsize + acc + (acc if widened else 0)) + 3 * bh * b * c.d * acc
-    backward = copies + bh * c.n * acc + grads + tiles + _repeated_kv_training(c)
+    backward = copies + bh * c.n * acc + grads + tiles + _kept_copies(c, 2)
     if c.mode == "bwd":
         return backward
     kept = tiled_saved_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=bh)
