@@ -96,9 +96,11 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
     st.latex(r"\begin{aligned} dV &= P^\top dO & dP &= dO\,V^\top & dS &= P \circ (dP - D),\quad "
              r"D = \operatorname{rowsum}(dO \circ O) \\ dQ &= dS\,K \cdot s & dK &= dS^\top Q \cdot s & "
              r"P &= \exp(S - \mathrm{lse}) \end{aligned}")  # fmt: skip
-    words, numbers = st.columns([3, 2], gap="large")
-    with words:
-        draw.prose(
+    if talk():  # no prose: the table takes the width
+        numbers = st.container()
+    else:
+        words, numbers = st.columns([3, 2], gap="large")
+        words.markdown(
             "Softmax's backward needs only the weights P and one number per row, D. The **naive** code (and "
             "torch's math kernel) lets autograd keep P, an n×n matrix per head, from the forward to the "
             "backward; at the backward's peak P, its gradient dP and the scores' gradient dS are all alive: "
