@@ -74,12 +74,14 @@ def _empty(text: str, title: str, talk: bool) -> go.Figure:
 
 
 def time_figure(
-    rows: Sequence[Row], fits: Mapping[str, tuple[float, float, int, int]] | None = None, *, talk: bool = False
-) -> go.Figure:
+    rows: Sequence[Row], fits: Mapping[str, tuple[float, float, int, int]] | None = None, *, talk: bool = False,
+    what: str = "",
+) -> go.Figure:  # fmt: skip
     """Median time per call against n on log-log axes, the IQR as error bars.
 
     ``fits[impl] = (slope, intercept, n_from, n_to)`` of log(ms) = slope·log(n) + intercept
-    draws the fitted line over its range and puts "impl ∝ n^slope" in the legend.
+    draws the fitted line over its range and puts "impl ∝ n^slope" in the legend. ``what`` names
+    the pass timed ("backward": "Time per backward call").
     """
     groups, fits = _by_impl(rows), fits or {}
     if not groups:
@@ -98,8 +100,8 @@ def time_figure(
                             line={"color": _color(impl), "dash": "dot", "width": 2}, legendgroup=impl,
                             showlegend=False, hoverinfo="skip")  # fmt: skip
     every = [r for rs in groups.values() for r in rs]
-    return _finish(fig, every, [r["median_ms"] for r in every], "median time per call (ms)",
-                   "Time per call (log-log: slope 2 means n²)", talk=talk)  # fmt: skip
+    title = f"Time per {what} call (log-log: slope 2 means n²)".replace("  ", " ")
+    return _finish(fig, every, [r["median_ms"] for r in every], "median time per call (ms)", title, talk=talk)
 
 
 def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
@@ -127,8 +129,11 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
                    "Peak memory beyond the inputs: measured (dots) and predicted (dashes)", talk=talk)  # fmt: skip
 
 
-def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False) -> go.Figure:
-    """Achieved GFLOP/s against n, with this device's measured matmul rate as a ceiling line."""
+def rate_figure(
+    rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False, flops: str = "4·B·H·n²·d"
+) -> go.Figure:
+    """Achieved GFLOP/s against n, with this device's measured matmul rate as a ceiling line; ``flops`` is
+    the count per call the rates divide (the forward's 4·B·H·n²·d, 10 for the backward, 14 for both)."""
     groups = _by_impl(rows)
     if not groups:
         return _empty("No timed configuration yet", "FLOP rate", talk)
@@ -144,7 +149,7 @@ def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: 
         )  # fmt: skip
     fig.update_yaxes(rangemode="tozero")
     every = [r for rs in groups.values() for r in rs]
-    return _finish(fig, every, [], "GFLOP/s (4·B·H·n²·d per call)", "Achieved FLOP rate", talk=talk, log_y=False)
+    return _finish(fig, every, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
 
 
 def speedup_figure(speedups: Sequence[Row], *, baseline: str = "naive", talk: bool = False) -> go.Figure:

@@ -209,6 +209,34 @@ def test_talk_mode_shows_less_prose():
     assert "Attention compares every query" not in text(talk)
 
 
+def test_the_timed_pass_control_runs_the_backward_and_shows_its_gradients_and_flops():
+    at = forget(open_page({**TINY, "bm_impl": ["naive", "tiled", "numpy"]}))
+    assert at.button_group(key="bm_mode").value == "fwd" and not notice(at)  # the forward by default
+    flops = next(t for t in (df.value for df in at.dataframe) if "step" in t.columns)
+    assert "dV = Pᵀ·dO" not in set(flops["step"])
+    at.button_group(key="bm_mode").set_value("bwd").run()
+    assert not at.exception, at.exception
+    flops = next(t for t in (df.value for df in at.dataframe) if "step" in t.columns)
+    assert "dV = Pᵀ·dO" in set(flops["step"]) and "weights·V" not in set(flops["step"])
+    assert "What the backward keeps" in text(at) and "recomputes each tile's scores" in text(at)
+    at.button(key="bm_run").click().run()
+    frame = results_frame(at)
+    assert set(frame["mode"]) == {"bwd"}
+    rows = {impl: row for impl, row in zip(frame["impl"], frame.to_dict("records"), strict=True)}
+    assert rows["tiled"]["status"] == "ok" and 0 < rows["tiled"]["err dK"] < 1e-4
+    assert rows["numpy"]["status"] == "n/a" and rows["numpy"]["note"].startswith("no backward pass: numpy")
+    assert "configurations, backward" in text(at)
+
+
+def test_a_link_names_the_timed_pass_by_its_label():
+    at = open_page({"bm_mode": "forward + backward"})
+    assert at.button_group(key="bm_mode").value == "fwd+bwd" and not notice(at)
+    assert "FLOPs per forward + backward call" in text(at)
+    assert "In training the naive code holds three" in text(at) or "Largest n" not in text(at)
+    bad = open_page({"bm_mode": "training"})
+    assert bad.button_group(key="bm_mode").value == "fwd" and "bm_mode =" in notice(bad)
+
+
 # ---- the figure builders, called directly -------------------------------------------------
 
 

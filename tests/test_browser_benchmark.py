@@ -79,4 +79,9 @@ def test_the_controls_write_the_link_and_an_old_link_is_rewritten(page: Page, st
     rerun(page, page.get_by_role("option", name="bfloat16").click)
     assert link(page)["bm_dtype"] == ["bfloat16"]
     assert "6 configurations" in main_text(page)  # tiled at n = 128 … 4096
+    mode = page.locator(".st-key-bm_mode")
+    rerun(page, mode.get_by_role("radio", name="forward + backward", exact=True).click)
+    assert link(page)["bm_mode"] == ["forward + backward"], "the label, as the link names it"
+    rerun(page, mode.get_by_role("radio", name="forward", exact=True).click)
+    assert "bm_mode" not in link(page)
     assert exception_texts(page) == []

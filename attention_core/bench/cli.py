@@ -1,7 +1,8 @@
 """``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
 
     python -m attention_core.bench --impl naive explained sdpa tiled --n 512 1024 2048 4096 \\
-        --d 64 --heads 8 [--kv-heads 2] --batch 1 --dtype float32 --device auto [--causal] [--csv out.csv]
+        --d 64 --heads 8 [--kv-heads 2] --batch 1 --dtype float32 --device auto [--causal] \\
+        [--mode fwd|bwd|fwd+bwd] [--csv out.csv]
     python -m attention_core.bench --impl sdpa flex-window linear performer linformer --n 1024 4096
 
 With no arguments it runs the dashboard's default sweep (:data:`DEFAULT_SWEEP`) under the
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .fits import scaling_fits
-from .impls import DTYPES, IMPLEMENTATIONS
+from .impls import DTYPES, IMPLEMENTATIONS, MODES
 from .measure import default_cap_bytes, format_bytes
 from .run import MIN_SAMPLES, BenchResult, write_csv
 from .sweep import (
@@ -64,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=list(DTYPES), default=d.dtype)
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
     p.add_argument("--causal", action="store_true", help="apply the causal mask")
+    p.add_argument(
+        "--mode",
+        choices=list(MODES),
+        default=d.mode,
+        help="the pass timed: fwd (default), bwd (the backward alone, the forward run outside the timing) or "
+        "fwd+bwd (one training step)",
+    )
     p.add_argument("--csv", metavar="PATH", help="also write the results as CSV")
     p.add_argument(
         "--budget",
@@ -84,12 +92,13 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def format_table(rows: Sequence[BenchResult]) -> str:
     """The results as an aligned text table."""
-    head = ["impl", "n", "median ms", "IQR ms", "samples", "GFLOP/s", "% peak", "peak mem", "predicted", "max err"]
-    head.append("status")
+    head = ["impl", "n", "mode", "median ms", "IQR ms", "samples", "GFLOP/s", "% peak", "peak mem", "predicted"]
+    head += ["max err", "err dQ", "err dK", "err dV", "status"]
     lines = [
         (
             r.impl,
             str(r.n),
+            r.mode,
             _fmt(r.median_ms, ".3f"),
             _fmt(r.iqr_ms, ".3f"),
             (str(r.samples) + ("*" if r.samples < MIN_SAMPLES else "")) if r.status == "ok" else "–",
@@ -98,6 +107,9 @@ def format_table(rows: Sequence[BenchResult]) -> str:
             format_bytes(r.peak_bytes),
             format_bytes(r.predicted_bytes),
             _fmt(r.max_error, ".1e"),
+            _fmt(r.err_dq, ".1e"),
+            _fmt(r.err_dk, ".1e"),
+            _fmt(r.err_dv, ".1e"),
             r.status + (f" ({r.note})" if r.note else ""),  # an ok row's note: an approximation's error
         )
         for r in rows
@@ -138,7 +150,7 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
         args.budget = DEFAULT_BUDGET_S if args.n is None else 0.0
     try:
         a = args
-        spec = SweepSpec(tuple(a.impl), ns, a.d, a.heads, a.batch, a.dtype, a.causal, a.device, a.kv_heads)
+        spec = SweepSpec(tuple(a.impl), ns, a.d, a.heads, a.batch, a.dtype, a.causal, a.device, a.kv_heads, a.mode)
         configs = spec.configs()
         cap = int(args.cap_gb * 2**30) if args.cap_gb is not None else default_cap_bytes(configs[0].device)
         if cap <= 0:
@@ -153,7 +165,7 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
 
         c0 = configs[0]
         heads = f"{c0.heads} heads" + (f", {c0.kv_heads} K/V heads" if c0.grouped else "")
-        out.write(f"{len(configs)} configurations on {c0.device} ({heads}), memory cap {format_bytes(cap)}\n")
+        out.write(f"{len(configs)} {c0.mode} configurations on {c0.device} ({heads}), memory cap {format_bytes(cap)}\n")
         budget = args.budget if args.budget > 0 else None
         result = run_sweep(spec, cap_bytes=cap, budget_s=budget, min_run_time=args.min_run_time, progress=show)
     except ValueError as exc:

@@ -1,5 +1,5 @@
 """The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each with a name, a
-sentence, a memory model and the reason it cannot run somewhere.
+sentence, a memory model (:mod:`.memory_models`) and the reason it cannot run somewhere.
 
 Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``, except the efficient
 routes of :mod:`.routes` (``exact=False``), which approximate it and say by how much. A forced SDPA kernel
@@ -8,6 +8,13 @@ can fail but never falls back. With fewer K/V heads than query heads (``kv_heads
 the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
 and V to every query head inside the timed call (as Llama's reference code does), and their memory
 models count the copies.
+
+Each configuration also names the pass timed, its mode (:mod:`.passes` makes the call): ``fwd`` the
+forward, ``bwd`` the backward on its own, ``fwd+bwd`` both, one training step of attention. FLOPs are
+counted as FlashAttention's, Triton's and xformers' benchmarks count them: the forward's two matmuls
+(QKᵀ and P·V, 2·n²·d each per head), the backward's five (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
+dK = dSᵀ·Q, and QKᵀ again, recomputed by FlashAttention's backward): 2.5× the forward, 3.5× for
+both, all halved under the causal mask.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,10 +34,25 @@ from ..attention import attention_trace
 from ..device import resolve_device
 from ..heads import check_head_counts, repeat_kv
 from ..textbook import _textbook_attention
-from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention, tiled_extra_bytes
+from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention
 from ..tiled_triton import DTYPES as TRITON_DTYPES
-from ..tiled_triton import interpreting, tiled_triton_attention, tiled_triton_extra_bytes, triton_available
+from ..tiled_triton import interpreting, tiled_triton_attention, triton_available
 from ..validation import check_choice, check_int
+from .memory_models import (
+    autograd_guess_bytes,
+    explained_extra_bytes,
+    explained_training_bytes,
+    fused_extra_bytes,
+    fused_training_bytes,
+    math_extra_bytes,
+    math_training_bytes,
+    naive_extra_bytes,
+    naive_training_bytes,
+    numpy_extra_bytes,
+    tiled_config_bytes,
+    tiled_training_bytes,
+    triton_config_bytes,
+)
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -39,6 +61,14 @@ DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
 }
 MAX_N = 1 << 20
+MODES = ("fwd", "bwd", "fwd+bwd")
+MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
+MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
+
+
+def flop_formula(mode: str) -> str:
+    """The FLOPs a call of ``mode`` counts, as a formula: "4·B·H·n²·d" for the forward (halved when causal)."""
+    return f"{2 * MATMULS[check_choice('mode', mode, MODES)]}·B·H·n²·d"
 
 
 @dataclass(frozen=True)
@@ -47,6 +77,7 @@ class BenchConfig:
 
     ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
     it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
+    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``.
     """
 
     impl: str
@@ -58,6 +89,7 @@ class BenchConfig:
     causal: bool = False
     device: str = "cpu"
     kv_heads: int | None = None
+    mode: str = "fwd"
 
     def __post_init__(self) -> None:
         check_int("n", self.n, low=1, high=MAX_N)
@@ -69,6 +101,7 @@ class BenchConfig:
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False, got {self.causal!r}")
         object.__setattr__(self, "device", str(resolve_device(self.device)))
+        check_choice("mode", self.mode, MODES)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -87,13 +120,20 @@ class BenchConfig:
         """Fewer K/V heads than query heads (GQA or MQA)."""
         return self.kv_heads != self.heads
 
+    @property
+    def backward(self) -> bool:
+        """The mode runs the backward pass."""
+        return self.mode != "fwd"
+
     def input_bytes(self) -> int:
-        """q, k and v together (k and v with ``kv_heads`` heads)."""
-        return (self.heads + 2 * self.kv_heads) * self.batch * self.n * self.d * self.itemsize
+        """q, k and v together (k and v with ``kv_heads`` heads), and the upstream gradient dO when the
+        mode runs the backward."""
+        tensors = self.heads + 2 * self.kv_heads + (self.heads if self.backward else 0)
+        return tensors * self.batch * self.n * self.d * self.itemsize
 
     def flops(self) -> int:
-        """The two matmuls, 2·n²·d each per head: 4·B·H·n²·d, halved under the causal mask."""
-        total = 4 * self.batch_heads * self.n * self.n * self.d
+        """2·n²·d per matmul per head: 4·B·H·n²·d forward, 10 backward, 14 both; halved under the causal mask."""
+        total = MATMULS[self.mode] * 2 * self.batch_heads * self.n * self.n * self.d
         return total // 2 if self.causal else total
 
 
@@ -108,7 +148,13 @@ class Impl:
     what ``run`` takes (numpy arrays for ``numpy``), outside the timing. ``not_here``
     gives the reason the entry cannot run on a device and dtype, or ``None``;
     ``backend`` names what actually ran; ``extra_bytes`` predicts the peak memory a
-    call needs beyond its inputs (output included).
+    forward call needs beyond its inputs (output included).
+
+    The backward: ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch
+    ops) unless ``no_backward`` says, in a sentence, why the entry has none; its ``bwd`` and
+    ``fwd+bwd`` rows are then ``n/a`` with that sentence. ``training_bytes`` predicts the peak of
+    those modes (:mod:`.memory_models`); an entry with a backward but no model gets a rough guess
+    (:func:`.memory_models.autograd_guess_bytes`).
     """
 
     name: str
@@ -121,79 +167,30 @@ class Impl:
     not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None
     forced: bool = False  # a forced kernel: an error on the first call means "cannot run here"
     exact: bool = True  # False: a route that approximates softmax attention (.routes): its error is said, not judged
+    no_backward: str | None = None  # why there is no backward pass; None: it has one (its own or autograd's)
+    training_bytes: Callable[[BenchConfig], int] | None = None  # the peak in the bwd and fwd+bwd modes
 
+    def predicted_bytes(self, config: BenchConfig) -> int:
+        """The memory model for the config's mode: bytes beyond the inputs (and dO) at the peak."""
+        if not config.backward or self.no_backward:
+            return self.extra_bytes(config)
+        if self.training_bytes is None:
+            return autograd_guess_bytes(config, self.extra_bytes)
+        return self.training_bytes(config)
 
-# ---- memory models: bytes beyond the inputs at the peak of one call -------------------------
+    def guard_bytes(self, config: BenchConfig) -> int:
+        """What the memory guard holds against the cap: the inputs (and dO) and the peak beyond them. In
+        ``bwd`` mode that is the peak of forward and backward together: what the forward keeps is in
+        memory before the timed backward starts."""
+        whole = replace(config, mode="fwd+bwd") if config.mode == "bwd" else config
+        return config.input_bytes() + self.predicted_bytes(whole)
 
-
-def _square(c: BenchConfig, itemsize: int | None = None) -> int:
-    """One ``(B, H, n, n)`` tensor."""
-    return c.batch_heads * c.n * c.n * (c.itemsize if itemsize is None else itemsize)
-
-
-def _output(c: BenchConfig) -> int:
-    return c.batch_heads * c.n * c.d * c.itemsize
-
-
-def _repeated_kv(c: BenchConfig) -> int:
-    """K and V repeated to every query head, for a path that cannot share them (0 without GQA)."""
-    return 2 * _output(c) if c.grouped else 0
-
-
-def naive_extra_bytes(c: BenchConfig) -> int:
-    """The textbook code holds two ``n × n`` tensors at its peak: the raw scores while they are
-    scaled, then the scaled scores (still named) and the weights while the output is written.
-    Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
-    if c.causal:
-        return 2 * _square(c) + max(2 * c.n * c.n, c.n * c.n + _output(c)) + _repeated_kv(c)
-    return 2 * _square(c) + _output(c) + _repeated_kv(c)
-
-
-def explained_extra_bytes(c: BenchConfig) -> int:
-    """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
-    the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
-    six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
-    overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
-    if c.causal:
-        return 7 * _square(c) + 2 * c.n * c.n + _output(c) + _repeated_kv(c)  # + the (n, n) bool mask and its inverse
-    return 6 * _square(c) + _output(c) + _repeated_kv(c)
-
-
-def fused_extra_bytes(c: BenchConfig) -> int:
-    """A fused kernel writes the output and a per-row log-sum-exp; its tiles are negligible."""
-    return _output(c) + c.batch_heads * c.n * 4
-
-
-def math_extra_bytes(c: BenchConfig) -> int:
-    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
-
-    It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
-    computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
-    n×n "is −inf" tensor, the fully masked rows zeroed in place. That is the peak: two n×n squares
-    in the accumulation dtype and one of bools. Under the causal flag it also holds an additive
-    (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
-    i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
-    """
-    # float32 inside for 16-bit inputs, on every device, unless allow_fp16_bf16_reduction_math_sdp(True)
-    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
-    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
-    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
-    upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
-    scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
-    mask = c.n * c.n * acc if c.causal else 0  # the (n, n) additive causal mask
-    return 2 * _square(c, acc) + _square(c, 1) + upcast + scaled_qk + mask + _repeated_kv(c)  # it repeats K/V for GQA
-
-
-def numpy_extra_bytes(c: BenchConfig) -> int:
-    """The product, then the scaled scores (max subtracted in place) and their exp (divided in
-    place), both alive while the output is written. Causal adds the ``(n, n)`` boolean mask."""
-    mask = c.n * c.n if c.causal else 0
-    return 2 * _square(c) + mask + _output(c) + _repeated_kv(c)
-
-
-def tiled_config_bytes(c: BenchConfig) -> int:
-    tiles = tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads, device=c.device)
-    return tiles + _repeated_kv(c)
+    def cannot_run(self, config: BenchConfig) -> str | None:
+        """Why the config cannot run at all (device, dtype, or a backward this entry does not have), or None."""
+        reason = self.not_here(torch.device(config.device), config.torch_dtype)
+        if reason is None and config.backward and self.no_backward:
+            return f"no backward pass: {self.no_backward}"
+        return reason
 
 
 def _tiled_label(inputs: Inputs, causal: bool) -> str:
@@ -284,24 +281,33 @@ def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl
         return _kernel_label(_BACKEND_NAMES[backend], inputs[0].device)
 
     if backend is None:
-        extra = _sdpa_default_extra
+        extra = _sdpa_default(math_extra_bytes, fused_extra_bytes)
+        training = _sdpa_default(math_training_bytes, fused_training_bytes)
+    elif backend == SDPBackend.MATH:
+        extra, training = math_extra_bytes, math_training_bytes
     else:
-        extra = math_extra_bytes if backend == SDPBackend.MATH else fused_extra_bytes
+        extra, training = fused_extra_bytes, fused_training_bytes
     not_here = {
         SDPBackend.EFFICIENT_ATTENTION: _cuda_only("memory-efficient"),
         SDPBackend.CUDNN_ATTENTION: _cuda_only("cuDNN"),
     }.get(backend, lambda device, dtype: None)
-    return Impl(name, description, _sdpa_runner(backend), extra, label, not_here=not_here, forced=backend is not None)
+    return Impl(name, description, _sdpa_runner(backend), extra, label, not_here=not_here, forced=backend is not None,
+                training_bytes=training)  # fmt: skip
 
 
-def _sdpa_default_extra(c: BenchConfig) -> int:
-    """What the default dispatch would use: the math path's memory if torch picks math."""
-    dev = torch.device(c.device)
-    probe = torch.empty((1, c.heads, 1, c.d), dtype=c.torch_dtype, device=dev)
-    kv = torch.empty((1, c.kv_heads, 1, c.d), dtype=c.torch_dtype, device=dev)
-    if sdpa_choice(probe, kv, kv, c.causal) == "math":
-        return math_extra_bytes(c)
-    return fused_extra_bytes(c)
+Model = Callable[[BenchConfig], int]
+
+
+def _sdpa_default(math: Model, fused: Model) -> Model:
+    """The model of what the default dispatch would use: the math path's if torch picks math."""
+
+    def model(c: BenchConfig) -> int:
+        dev = torch.device(c.device)
+        probe = torch.empty((1, c.heads, 1, c.d), dtype=c.torch_dtype, device=dev, requires_grad=c.backward)
+        kv = torch.empty((1, c.kv_heads, 1, c.d), dtype=c.torch_dtype, device=dev, requires_grad=c.backward)
+        return (math if sdpa_choice(probe, kv, kv, c.causal) == "math" else fused)(c)
+
+    return model
 
 
 def _run_numpy(inputs: Inputs, causal: bool) -> np.ndarray:
@@ -339,6 +345,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         _run_naive,
         naive_extra_bytes,
         lambda inputs, causal: "torch ops (textbook)" + _gqa_note(inputs),
+        training_bytes=naive_training_bytes,
     ),
     "explained": Impl(
         "explained",
@@ -347,6 +354,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         _run_explained,
         explained_extra_bytes,
         lambda inputs, causal: "attention_core.attention_trace" + _gqa_note(inputs),
+        training_bytes=explained_training_bytes,
     ),
     "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
@@ -364,6 +372,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         _run_tiled,
         tiled_config_bytes,
         _tiled_label,
+        training_bytes=tiled_training_bytes,
     ),
     "numpy": Impl(
         "numpy",
@@ -374,15 +383,17 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         prepare=_to_numpy,
         to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
+        no_backward="numpy has no autograd, so there are no gradients to time",
     ),
     "tiled-triton": Impl(
         "tiled-triton",
         "The tiled recurrence as one Triton kernel: tiles stay on chip, nothing n×n reaches GPU memory. "
         "CUDA only; no boolean or float masks.",
         lambda inputs, causal: tiled_triton_attention(*_shared_kv(inputs), is_causal=causal),
-        lambda c: tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c),
+        triton_config_bytes,
         lambda inputs, causal: triton_config_label() + _gqa_note(inputs),
         not_here=lambda device, dtype: triton_available(device) or _triton_dtype_reason(dtype),
+        no_backward="the Triton kernel computes the forward only (it has no backward kernel yet)",
     ),
 }
 

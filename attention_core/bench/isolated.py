@@ -28,6 +28,9 @@ _WORKER = "from attention_core.bench.isolated import _worker; _worker()"
 def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int | None:
     """Bytes the config's call adds at its peak (output included), measured in a fresh process.
 
+    The call is the config's mode's (:func:`.passes.timed_pass`): in ``bwd`` mode the forward's
+    graph is already held, so the peak is what the backward adds to it.
+
     ``None`` where the platform cannot measure a CPU peak. Raises ``RuntimeError`` with the
     worker's last line when the worker fails.
     """
@@ -53,6 +56,7 @@ def _worker() -> None:
     """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
     from . import measure
     from .impls import get_impl, make_inputs
+    from .passes import grad_out, leaves, timed_pass
 
     # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
     # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
@@ -64,6 +68,10 @@ def _worker() -> None:
     config = BenchConfig(**json.loads(sys.argv[1]))
     impl = get_impl(config.impl)
     inputs = impl.prepare(*make_inputs(config))
-    impl.run(inputs, config.causal)  # warm-up: lazy initialisation is not the call's memory
-    peak, source = measure.measure_peak_extra(lambda: impl.run(inputs, config.causal), config.device)
+    d_out = None
+    if config.backward:
+        inputs, d_out = leaves(inputs), grad_out(config)
+    step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
+    step()  # warm-up: lazy initialisation is not the call's memory
+    peak, source = measure.measure_peak_extra(step, config.device)
     print(json.dumps({"peak_bytes": peak, "source": source}))

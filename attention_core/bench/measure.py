@@ -31,7 +31,7 @@ from torch.utils.benchmark import Timer
 
 from ..device import device_info, measuring_threads, resolve_device
 from ..validation import check_choice, check_float, check_int
-from .impls import DTYPES
+from .impls import DTYPES, MODES
 
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
 LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
@@ -137,6 +137,9 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
+# n×n matrices (naive, explained) at the peak of a run in each mode (see .memory_models); a backward
+# timed alone still needs what its forward kept, so bwd counts as fwd+bwd.
+PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
 def memory_table(
@@ -147,10 +150,12 @@ def memory_table(
     free_bytes: int | None = None,
     cap_bytes: int | None = None,
     ns: tuple[int, ...] = TABLE_NS,
+    mode: str = "fwd",
 ) -> list[dict[str, Any]]:
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
-    here"), and whether the peak of the naive code (two of them) and of the explained path
-    (six) fits under ``cap_bytes``."""
+    here"), and whether the peak of the naive code and of the explained path fits under ``cap_bytes``:
+    :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
+    naive, explained = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     rows = []
     for n in ns:
         size = score_matrix_bytes(n, dtype, batch, heads)
@@ -160,8 +165,8 @@ def memory_table(
                 "score_matrix_bytes": size,
                 "score matrix": format_bytes(size),
                 "fits here": None if free_bytes is None else size <= free_bytes,
-                "naive ≤ cap": None if cap_bytes is None else 2 * size <= cap_bytes,
-                "explained ≤ cap": None if cap_bytes is None else 6 * size <= cap_bytes,
+                "naive ≤ cap": None if cap_bytes is None else naive * size <= cap_bytes,
+                "explained ≤ cap": None if cap_bytes is None else explained * size <= cap_bytes,
             }
         )
     return rows
@@ -179,25 +184,43 @@ def largest_fitting_n(
     return best
 
 
-def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False) -> list[dict[str, Any]]:
-    """FLOPs of each step of attention, per the usual counting (a multiply-add is 2 FLOPs).
+def flop_table(
+    n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False, mode: str = "fwd"
+) -> list[dict[str, Any]]:
+    """FLOPs of each step of attention in ``mode``'s passes, per the usual counting (a multiply-add is 2 FLOPs).
 
-    Softmax is counted as 5 per score (max, subtract, exp, sum, divide). Under the
-    causal mask only about half of the scores are needed, so everything is halved.
+    Softmax is counted as 5 per score (max, subtract, exp, sum, divide). The backward is
+    FlashAttention-2's: QKᵀ recomputed and P rebuilt from each row's log-sum-exp, then four
+    matmuls and softmax's backward; its matmuls are 2.5× the forward's, as the benchmarks count.
+    Under the causal mask only about half of the scores are needed, so everything is halved.
+    Each row says its ``pass`` ("forward" or "backward").
     """
     n = check_int("n", n, low=1)
     d = check_int("d", d, low=1)
     bh = check_int("batch", batch, low=1) * check_int("heads", heads, low=1)
+    mode = check_choice("mode", mode, MODES)
     half = 0.5 if causal else 1.0
-    steps = [
-        ("QKᵀ", "2·B·H·n²·d", 2 * bh * n * n * d),
-        ("scale ÷√d", "B·H·n²", bh * n * n),
-        ("softmax", "≈ 5·B·H·n²", 5 * bh * n * n),
-        ("weights·V", "2·B·H·n²·d", 2 * bh * n * n * d),
+    matmul, square = 2 * bh * n * n * d, bh * n * n
+    forward = [
+        ("QKᵀ", "2·B·H·n²·d", matmul),
+        ("scale ÷√d", "B·H·n²", square),
+        ("softmax", "≈ 5·B·H·n²", 5 * square),
+        ("weights·V", "2·B·H·n²·d", matmul),
     ]
-    total = sum(f for _, _, f in steps)
+    backward = [
+        ("QKᵀ, recomputed", "2·B·H·n²·d", matmul),
+        ("P = exp(S − lse)", "≈ 3·B·H·n²", 3 * square),  # scale, subtract, exp
+        ("dV = Pᵀ·dO", "2·B·H·n²·d", matmul),
+        ("dP = dO·Vᵀ", "2·B·H·n²·d", matmul),
+        ("dS = P∘(dP − D)", "≈ 2·B·H·n²", 2 * square),
+        ("dQ = dS·K", "2·B·H·n²·d", matmul),
+        ("dK = dSᵀ·Q", "2·B·H·n²·d", matmul),
+    ]
+    steps = [("forward", *s) for s in forward if mode != "bwd"] + [("backward", *s) for s in backward if mode != "fwd"]
+    total = sum(f for *_, f in steps)
     return [
-        {"operation": op, "formula": formula, "flops": int(f * half), "share": f / total} for op, formula, f in steps
+        {"pass": which, "operation": op, "formula": formula, "flops": int(f * half), "share": f / total}
+        for which, op, formula, f in steps
     ]
 
 

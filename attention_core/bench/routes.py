@@ -30,7 +30,8 @@ from ..efficient.lowrank import linformer_attention, linformer_projections
 from ..efficient.memory import route_extra_bytes
 from ..efficient.patterns import and_masks, causal, sliding_window
 from ..efficient.performer import favor_attention, orthogonal_features
-from .impls import BenchConfig, Impl, Inputs, _repeated_kv, _shared_kv
+from .impls import BenchConfig, Impl, Inputs, _shared_kv
+from .memory_models import _repeated_kv
 
 DEFAULTS = RouteParams()  # window, features and rank 256, seed 0
 
@@ -91,6 +92,7 @@ ROUTE_IMPLEMENTATIONS: dict[str, Impl] = {
         prepare=_with(lambda q: {}),
         not_here=lambda device, dtype: flex_available(device),
         exact=False,
+        no_backward="the page and the benchmark compile FlexAttention's forward only",
     ),
     "linear": Impl(
         "linear",

@@ -3,8 +3,9 @@
 Each configuration ends as one :class:`BenchResult` whose ``status`` says what happened:
 
 - ``ok``: timed and measured;
-- ``n/a``: the implementation cannot run on this device, dtype or shape (the note says why; a
-  forced SDPA kernel that refuses the inputs says "not available for these inputs: <torch's reason>");
+- ``n/a``: the implementation cannot run on this device, dtype or shape, or has no backward pass
+  for a mode that needs one (the note says why; a forced SDPA kernel that refuses the inputs, or
+  their backward, says "not available for these inputs: <torch's reason>");
 - ``skipped``: the memory guard or the time budget refused it before anything was allocated;
 - ``oom``: it was tried and ran out of memory;
 - ``cancelled``: the caller asked the sweep to stop;
@@ -14,7 +15,6 @@ Each configuration ends as one :class:`BenchResult` whose ``status`` says what h
 from __future__ import annotations
 
 import csv
-import dataclasses
 import gc
 import re
 import time
@@ -25,15 +25,12 @@ from typing import IO, Any
 
 import torch
 
-from ..heads import repeat_kv
-from ..textbook import reference_attention
 from ..validation import check_int
 from .impls import BenchConfig, get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
+from .passes import grad_out, leaves, timed_pass
 
 STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
-CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
-APPROX_CHECK_N = 1024  # an approximation's error is said at this n (a window of 256 drops keys only past it)
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
@@ -50,6 +47,7 @@ class BenchResult:
     n: int
     d: int
     causal: bool
+    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
     median_ms: float | None = None
     iqr_ms: float | None = None
     peak_bytes: int | None = None
@@ -59,6 +57,9 @@ class BenchResult:
     pct_of_peak: float | None = None
     samples: int = 0
     max_error: float | None = None
+    err_dq: float | None = None  # dQ, dK, dV: max |gradient − float64 autograd's| (modes with a backward)
+    err_dk: float | None = None
+    err_dv: float | None = None
     backend: str = ""
     memory_source: str = ""
     note: str = ""
@@ -113,50 +114,54 @@ def run_config(
     deadline: float | None = None,
     peak_gflops: float | None = None,
     max_error: float | None = None,
+    grad_errors: dict[str, float] | None = None,
     warm_up: bool = True,
     note: str = "",
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
-    A configuration whose inputs plus predicted extra memory exceed ``cap_bytes`` (default
-    :func:`default_cap_bytes`) is skipped before any tensor is made. Then a warm-up call (``warm_up``,
-    always on CUDA: a sweep warms each implementation once, since the memory-measured call already
-    precedes the timing), the call whose peak memory is measured, and the timed calls. ``note`` goes on
-    the row when it is measured (an approximation's error, :func:`approximation_note`).
+    A configuration whose inputs plus predicted extra memory (:meth:`.Impl.guard_bytes`) exceed
+    ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before any tensor is made. Then a
+    warm-up call (``warm_up``, always on CUDA: a sweep warms each implementation once, since the
+    memory-measured call already precedes the timing), the call whose peak memory is measured, and
+    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). ``max_error`` and
+    ``grad_errors`` (``err_dq``, ``err_dk``, ``err_dv``) are the checks at a small n (:mod:`.checks`),
+    copied into the row; ``note`` too (an approximation's error, :func:`.checks.approximation_note`).
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
-    predicted = int(impl.extra_bytes(config))
-    reason = impl.not_here(dev, config.torch_dtype)
+    predicted = int(impl.predicted_bytes(config))
+    reason = impl.cannot_run(config)
     if reason:
         return _result(config, predicted, "n/a", reason)
     cap = default_cap_bytes(dev) if cap_bytes is None else check_int("cap_bytes", cap_bytes, low=1)
-    reason = guard_reason(config.input_bytes() + predicted, cap)
+    reason = guard_reason(impl.guard_bytes(config), cap)
     if reason:
         return _result(config, predicted, "skipped", reason)
 
     inputs: Any = None
+    step: Any = None
     failure: tuple[str, str] | None = None
     try:
         inputs = impl.prepare(*make_inputs(config))
-
-        def call() -> Any:
-            return impl.run(inputs, config.causal)
-
+        d_out = None
+        if config.backward:
+            inputs, d_out = leaves(inputs), grad_out(config)
         first_s = 0.0
 
         def timed_call() -> Any:  # the call alone, without the memory bookkeeping around it
             nonlocal first_s
             started = time.perf_counter()
-            out = call()
+            out = step()
             first_s = time.perf_counter() - started
             return out
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
+                step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
                 if warm_up or dev.type == "cuda":
-                    call()  # warm-up: kernels chosen, caches filled, lazy initialisation done
+                    step()  # warm-up: kernels chosen, caches filled, lazy initialisation done
                     if dev.type == "cuda":
                         torch.cuda.synchronize(dev)
                 peak, source = measure_peak_extra(timed_call, dev)  # also a warm-up for this shape
@@ -167,12 +172,12 @@ def run_config(
                 raise
         backend = impl.backend(inputs, config.causal)
         timing = time_call(
-            call, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline, expected_s=first_s
+            step, dev, min_run_time=min_run_time, min_samples=min_samples, deadline=deadline, expected_s=first_s
         )
     except (RuntimeError, MemoryError) as exc:
         failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
     finally:
-        inputs = None  # the closure `call` sees this too, so the tensors can go
+        inputs = step = None  # the closures see this too, so the tensors (and a kept graph) can go
     _free(dev)  # after the except block: the traceback's frames held the big tensors until now
     if failure is not None:
         return _result(config, predicted, *failure)
@@ -192,50 +197,8 @@ def run_config(
         backend=backend,
         memory_source=source,
         note=note,
+        **(grad_errors or {}),
     )
-
-
-def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """The implementation's output at ``n`` on seeded inputs, and the float64 reference (both float64);
-    ``None`` when it cannot run there."""
-    impl = get_impl(config.impl)
-    dev = torch.device(config.device)
-    if impl.not_here(dev, config.torch_dtype):
-        return None
-    q, k, v = make_inputs(config, n=n, seed=1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
-    except RuntimeError:
-        return None
-    h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads
-    ref = reference_attention(q, repeat_kv(k, h), repeat_kv(v, h), is_causal=config.causal)  # (B, H, n, d)
-    return out.to(device=ref.device, dtype=torch.float64), ref
-
-
-def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
-    """Max |output − float64 reference| of the config's implementation at a small ``n``.
-
-    ``None`` when the implementation cannot run there, and for a route that is not exact attention:
-    its difference is no rounding error, and :func:`approximation_note` says it.
-    """
-    if not get_impl(config.impl).exact:
-        return None
-    pair = _check_outputs(config, min(n, config.n))
-    return None if pair is None else float((pair[0] - pair[1]).abs().max())
-
-
-def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
-    """For a route that approximates softmax attention, its relative error ‖O − O_exact‖ / ‖O_exact‖ against
-    the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
-    if get_impl(config.impl).exact:
-        return ""
-    pair = _check_outputs(dataclasses.replace(config, n=n, batch=1), n)
-    if pair is None:
-        return ""
-    out, ref = pair
-    return f"approximation: relative error {float((out - ref).norm() / ref.norm()):.1%} vs exact attention at n = {n}"
 
 
 # ---- output -------------------------------------------------------------------------------

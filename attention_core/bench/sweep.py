@@ -10,12 +10,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
-
 from ..validation import check_float, check_int, check_int_list
+from .checks import approximation_note, correctness_error, gradient_check
 from .impls import BenchConfig, get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
-from .run import BenchResult, _result, approximation_note, correctness_error, run_config
+from .run import BenchResult, _result, run_config
 
 DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are not to be trusted
 
@@ -33,6 +32,7 @@ class SweepSpec:
     causal: bool = False
     device: str = "auto"
     kv_heads: int | None = None  # None: as many as heads (MHA)
+    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
 
     def configs(self) -> list[BenchConfig]:
         """n outermost, so a sweep stopped early still compares every implementation."""
@@ -42,7 +42,9 @@ class SweepSpec:
             get_impl(name)
         ns = sorted(set(check_int_list("ns", self.ns, low=1)))
         return [
-            BenchConfig(name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device, self.kv_heads)
+            BenchConfig(
+                name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device, self.kv_heads, self.mode
+            )
             for n in ns
             for name in dict.fromkeys(self.impls)
         ]
@@ -107,6 +109,7 @@ def run_sweep(
     peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
     errors: dict[str, float | None] = {}
     notes: dict[str, str] = {}  # an approximation's error, said on its rows
+    grad_errors: dict[str, dict[str, float]] = {}
     last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
     warmed: set[str] = set()
     rows: list[BenchResult] = []
@@ -116,7 +119,7 @@ def run_sweep(
         if progress:
             progress(SweepProgress(i, len(configs), config, None))
         reuse = cached(config) if cached else None
-        predicted = int(get_impl(config.impl).extra_bytes(config))
+        predicted = int(get_impl(config.impl).predicted_bytes(config))
         if reuse is not None:
             row = reuse
         elif stopped == "cancelled" or (should_stop is not None and should_stop()):
@@ -129,6 +132,9 @@ def run_sweep(
             if check_correctness and config.impl not in errors:
                 errors[config.impl] = correctness_error(config)
                 notes[config.impl] = approximation_note(config)
+                if config.backward:
+                    check = gradient_check(config)
+                    grad_errors[config.impl] = check.errors if check is not None else {}
             row = run_config(
                 config,
                 cap_bytes=cap_bytes,
@@ -136,6 +142,7 @@ def run_sweep(
                 deadline=deadline,
                 peak_gflops=peak,
                 max_error=errors.get(config.impl),
+                grad_errors=grad_errors.get(config.impl),
                 warm_up=config.impl not in warmed,
                 note=notes.get(config.impl, ""),
             )
@@ -165,7 +172,8 @@ def _over_budget(
     if config.impl in last_ok:
         n_prev, t_prev = last_ok[config.impl]
         per_call = t_prev * (config.n / n_prev) ** 2
-        expected = 4 * per_call + min_run_time  # memory-measured call, three timed calls
+        calls = 5 if config.mode == "bwd" else 4  # memory-measured call, three timed calls (bwd: and a forward)
+        expected = calls * per_call + min_run_time
         if expected > left:
             return f"would take about {expected:.0f} s; {left:.0f} s of the {budget_s:g} s budget is left"
     return None
@@ -187,7 +195,7 @@ def plan(spec: SweepSpec, cap_bytes: int | None = None) -> list[PlannedConfig]:
     out = []
     for c in configs:
         impl = get_impl(c.impl)
-        need = c.input_bytes() + int(impl.extra_bytes(c))
-        why = impl.not_here(torch.device(c.device), c.torch_dtype) or guard_reason(need, cap)
+        need = int(impl.guard_bytes(c))
+        why = impl.cannot_run(c) or guard_reason(need, cap)
         out.append(PlannedConfig(c, need, why))
     return out

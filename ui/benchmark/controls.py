@@ -10,12 +10,20 @@ from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEVICE, DEVICES,
 from ui.benchmark.server import results
 
 DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
+MODE_HELP = (
+    "**forward**: the forward pass. **backward**: the backward pass alone; the forward runs once, outside the "
+    "timing, as FlashAttention's and Triton's benchmarks do. **forward + backward**: one training step. "
+    "numpy has no backward."
+)
 
 
 def sweep_controls() -> bench.SweepSpec:
     """Read the widgets; return the sweep they describe."""
     links.upgrade(bm_impl=links.comma_list, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
     described = "\n".join(f"- **{name}**: {bench.IMPLEMENTATIONS[name].description}" for name in bench.EXACT)
+    mode = st.segmented_control("Timed pass", bench.MODES, default=DEFAULT.mode, required=True,
+                                format_func=bench.MODE_NAMES.__getitem__, key="bm_mode", bind="query-params",
+                                help=MODE_HELP)
     top, row = st.columns([4, 2, 2]), st.columns([2, 2, 2, 2, 3, 2], vertical_alignment="bottom")
     impls = top[0].multiselect("Implementations", bench.EXACT, DEFAULT.impls, key="bm_impl",
                                bind="query-params", help=described)
@@ -36,6 +44,7 @@ def sweep_controls() -> bench.SweepSpec:
                                help="float16 is offered on CUDA devices."),
         causal=row[5].toggle("Causal", DEFAULT.causal, key="bm_causal", bind="query-params",
                              help="Each query sees only earlier keys: half the work."),
+        mode=mode,
     )  # fmt: skip
 
 

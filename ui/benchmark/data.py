@@ -16,13 +16,13 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 
 
 @st.cache_data(show_spinner=False)
-def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int) -> list[dict[str, Any]]:
-    return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap)
+def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> list[dict[str, Any]]:
+    return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
 
 
 @st.cache_data(show_spinner=False)
-def flop_table(n: int, d: int, batch: int, heads: int, causal: bool) -> list[dict[str, Any]]:
-    return bench.flop_table(n, d, batch, heads, causal)
+def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> list[dict[str, Any]]:
+    return bench.flop_table(n, d, batch, heads, causal, mode)
 
 
 @st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves
@@ -33,6 +33,6 @@ def environment(device: str) -> dict[str, str]:
 
 @st.cache_data(show_spinner=False, ttl=60)
 def plan(impls: tuple[str, ...], ns: tuple[int, ...], d: int, heads: int, batch: int, dtype: str, causal: bool,
-         device: str, kv_heads: int | None, cap: int) -> list[tuple[str, int, int, str | None]]:  # fmt: skip
-    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device, kv_heads)
+         device: str, kv_heads: int | None, mode: str, cap: int) -> list[tuple[str, int, int, str | None]]:  # fmt: skip
+    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device, kv_heads, mode)
     return [(p.config.impl, p.config.n, p.needed_bytes, p.refusal) for p in bench.plan(spec, cap)]

@@ -19,7 +19,15 @@ MEMORY_NOTE = (
     "CPU the figure is the whole server process's resident set, so it is only as exact as the C allocator lets it be: "
     "once one n×n matrix reaches 32 MiB (n ≥ 1024 at 8 heads, float32) it is usually within a few per cent of the "
     "live tensors, but memory freed earlier can be reused or kept, so a point can be off by one n×n matrix, more "
-    "often at small n. The models are checked in a fresh process, where they hold to 3 % (20 runs each)."
+    "often at small n. The models are checked in a fresh process, where they hold to 3 % (20 runs each for the "
+    "forward, 10 for each mode with a backward)."
+)
+
+GRAD_HELP = (
+    "max |{x} − float64 autograd's {x}| at n = 128, for a random upstream gradient dO (modes with a backward). "
+    "FlashAttention's rule allows twice naive's error in the same dtype. In float32, fused backwards "
+    "(sdpa's, tiled's) compute D = rowsum(dO ∘ O) and may reach twice torch SDPA's own error where rows "
+    "are nearly one-hot."
 )
 
 
@@ -37,11 +45,13 @@ def show_results() -> None:
     if saved and not partial:
         _summary(saved)
     dicts, all_fits = bench.result_dicts(rows), bench.scaling_fits(rows).values()
+    mode = rows[0].mode if rows else "fwd"
     fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in all_fits
             if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
     tabs = st.tabs(["Time", "Memory", "FLOP rate", "Speed-up", "Table"])
     with tabs[0]:  # talk mode: scrolled to, each chart and its tabs fit the window
-        draw.chart(figs.time_figure(dicts, fits, talk=talk()), "bm_time", fit="benchmark.result")
+        figure = figs.time_figure(dicts, fits, talk=talk(), what=bench.MODE_NAMES[mode])
+        draw.chart(figure, "bm_time", fit="benchmark.result")
         few = sorted({f"{r.impl} n = {r.n}" for r in rows if r.status == "ok" and r.samples < bench.MIN_SAMPLES})
         if few:
             st.caption(f"Timed from fewer than {bench.MIN_SAMPLES} calls because the time budget ran short: "
@@ -63,7 +73,8 @@ def show_results() -> None:
             source = next((r.memory_source for r in rows if r.memory_source), "")
             st.caption(f"Measured: {source or 'not measured'}, {MEMORY_NOTE}")
     with tabs[2]:
-        draw.chart(figs.rate_figure(dicts, peak, talk=talk()), "bm_rate", fit="benchmark.result")
+        figure = figs.rate_figure(dicts, peak, talk=talk(), flops=bench.flop_formula(mode))
+        draw.chart(figure, "bm_rate", fit="benchmark.result")
     with tabs[3]:
         draw.chart(figs.speedup_figure(bench.speedups(rows), talk=talk()), "bm_speedup", fit="benchmark.result")
     with tabs[4]:
@@ -78,7 +89,7 @@ def _summary(saved: dict[str, Any]) -> None:
     """What was measured, in a caption; a warning when a busy CPU disturbed the timings."""
     spec, rows = saved["spec"], saved["rows"]
     what = [
-        f"{len(rows)} configurations",
+        f"{len(rows)} configurations, {bench.MODE_NAMES[spec.mode]}",
         f"d = {spec.d}, {spec.heads} heads, batch {spec.batch}, {spec.dtype}, "
         f"{'causal' if spec.causal else 'no mask'}, {rows[0].device}",
         "all measured earlier on this server, shown at once" if saved["reused_all"] else f"{saved['wall']:.1f} s",
@@ -97,10 +108,11 @@ def _summary(saved: dict[str, Any]) -> None:
 
 def _results_table(rows: list[bench.BenchResult]) -> None:
     st.dataframe(
-        [{"impl": r.impl, "n": r.n, "status": r.status, "median ms": r.median_ms, "IQR ms": r.iqr_ms,
+        [{"impl": r.impl, "n": r.n, "mode": r.mode, "status": r.status, "median ms": r.median_ms, "IQR ms": r.iqr_ms,
           "samples": r.samples if r.status == "ok" else None, "GFLOP/s": r.gflops, "% of matmul peak": r.pct_of_peak,
           "peak MiB": None if r.peak_bytes is None else r.peak_bytes / MIB, "predicted MiB": r.predicted_bytes / MIB,
-          "max error": r.max_error, "backend": r.backend, "note": r.note} for r in rows],
+          "max error": r.max_error, "err dQ": r.err_dq, "err dK": r.err_dk, "err dV": r.err_dv,
+          "backend": r.backend, "note": r.note} for r in rows],
         hide_index=True, width="stretch", placeholder="—",  # a skipped or n/a row has no timing: a dash, never "None"
         column_config={
             "median ms": NUMBER(format="%.3g"), "IQR ms": NUMBER(format="%.2g"), "GFLOP/s": NUMBER(format="%.1f"),
@@ -108,5 +120,6 @@ def _results_table(rows: list[bench.BenchResult]) -> None:
                               "budget ran out"),
             "% of matmul peak": NUMBER(format="%.0f"), "peak MiB": NUMBER(format="%.1f"),
             "predicted MiB": NUMBER(format="%.1f"), "max error": NUMBER(format="%.1e", help="vs float64, at n = 128"),
+            **{col: NUMBER(format="%.1e", help=GRAD_HELP.format(x=col[-2:])) for col in ("err dQ", "err dK", "err dV")},
         },
     )  # fmt: skip

@@ -3,9 +3,12 @@ tiled.py beside the Triton kernel that runs its recurrence in one launch."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from attention_core import bench
+from attention_core.bench.measure import PEAK_SQUARES
 from attention_core.tiled_triton import triton_available, triton_kernel_sources
 from ui import draw
 from ui.benchmark import data
@@ -14,60 +17,111 @@ from ui.benchmark.server import results
 from ui.frame import talk
 
 TICK = st.column_config.CheckboxColumn
+WORDS = {2: "two", 3: "three", 6: "six", 7: "seven"}
+BACKWARD_FLOPS = (
+    " The backward counts five matmuls to the forward's two (2.5×), as FlashAttention's and Triton's benchmarks "
+    "count: FlashAttention's backward recomputes QKᵀ; the textbook backward keeps P and does four."
+)
+EXPECT = {
+    "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: naive ≈ 3–4× the time of "
+    "SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×.",
+    "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes 2–3× its "
+    "forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
+    "fwd+bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly, for forward + "
+    "backward: naive ≈ 2.5–3× the time of SDPA, tiled ≈ 1.2–1.4×.",
+}
 
 
 def show_theory(spec: bench.SweepSpec, cap: int) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
     left, right = st.columns(2, gap="large")
+    naive, explained = PEAK_SQUARES[spec.mode]
+    n = spec.ns[-1] if spec.ns else DEFAULT.ns[-1]
     with left:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
         st.latex(r"\text{bytes} = n^2 \cdot \text{itemsize} \cdot B \cdot H")
         _cap, free = data.cap_and_free(spec.device)
         rounded = None if free is None else free // 2**20 * 2**20  # to the MiB: not a new table per byte that moves
-        table = data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap)
+        table = data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap, spec.mode)
         st.dataframe(
             [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table], hide_index=True,
             width="stretch", column_config={  # short headers, so the table fits half the page in talk mode too
                 "fits here": TICK("fits", help="one score matrix fits in free memory"),
-                "naive ≤ cap": TICK("naive", help="the naive code's peak (two score matrices) fits under the cap"),
-                "explained ≤ cap": TICK("explained", help="the explained path's peak (six score matrices) fits under "
-                                        "the cap"),
+                "naive ≤ cap": TICK("naive", help=f"the naive code's peak ({WORDS[naive]} score matrices) fits under "
+                                    "the cap"),
+                "explained ≤ cap": TICK("explained", help=f"the explained path's peak ({WORDS[explained]} score "
+                                        "matrices) fits under the cap"),
             },
         )  # fmt: skip
         if free:
             n_fit, n_naive, n_explained = (
                 bench.largest_fitting_n(limit, spec.dtype, spec.batch, spec.heads, copies=copies)
-                for limit, copies in ((free, 1), (cap, 2), (cap, 6))
+                for limit, copies in ((free, 1), (cap, naive), (cap, explained))
             )
+            when = "in training" if spec.mode != "fwd" else "at its peak"
             st.markdown(
                 f"Largest n whose score matrix fits in the free memory here ({bench.format_bytes(free)}): "
-                f"**{n_fit}**. At its peak the naive code holds two of them and the explained path six; "
-                f"under the cap they reach **{n_naive}** and **{n_explained}**."
+                f"**{n_fit}**. {when.capitalize()} the naive code holds {WORDS[naive]} of them and the explained "
+                f"path {WORDS[explained]}; under the cap they reach **{n_naive}** and **{n_explained}**."
             )
     with right:
-        n = spec.ns[-1] if spec.ns else DEFAULT.ns[-1]
-        st.markdown(f"**FLOPs per call** at n = {n}, d = {spec.d}{', causal' if spec.causal else ''}")
-        st.latex(r"\text{FLOPs} \approx 4 \cdot B \cdot H \cdot n^2 \cdot d")
+        st.markdown(f"**FLOPs per {bench.MODE_NAMES[spec.mode]} call** at n = {n}, d = {spec.d}"
+                    f"{', causal' if spec.causal else ''}")  # fmt: skip
+        st.latex(r"\text{FLOPs} \approx " + bench.flop_formula(spec.mode).replace("·", r" \cdot ").replace("²", "^2"))
+        rows = data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal, spec.mode)
         st.dataframe(
             [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
-             for r in data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal)],
-            hide_index=True, width="stretch", column_config={
+             for r in rows],
+            hide_index=True, width="stretch", height="content", column_config={  # 11 rows in fwd+bwd: no scrolling
                 "GFLOP": draw.NUMBER(format="%.3g"),
                 "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0),
             },
         )  # fmt: skip
         if not talk():
             st.caption(
-                "The two matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
+                "The matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
                 "but read and write the whole n×n matrix, which is where the naive code loses time."
+                + (BACKWARD_FLOPS if spec.mode != "fwd" else "")
             )
-        draw.prose(
-            "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: "
-            "naive ≈ 3–4× the time of SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×. "
-            "`python benchmarks/report.py` measures all three side by side on your machine."
-        )
+        draw.prose(EXPECT[spec.mode] + " `python benchmarks/report.py` measures them side by side on your machine.")
+    if spec.mode != "fwd":
+        training_memory(spec, n)
     environment_card(spec)
+
+
+def training_memory(spec: bench.SweepSpec, n: int) -> None:
+    """What the backward keeps and what it recomputes, and each implementation's training peak at n."""
+    st.markdown("**What the backward keeps, and what it recomputes**")
+    st.latex(r"\begin{aligned} dV &= P^\top dO & dP &= dO\,V^\top & dS &= P \circ (dP - D),\quad "
+             r"D = \operatorname{rowsum}(dO \circ O) \\ dQ &= dS\,K \cdot s & dK &= dS^\top Q \cdot s & "
+             r"P &= \exp(S - \mathrm{lse}) \end{aligned}")  # fmt: skip
+    if talk():  # no prose: the table takes the width
+        numbers = st.container()
+    else:
+        words, numbers = st.columns([3, 2], gap="large")
+        words.markdown(
+            "Softmax's backward needs only the weights P and one number per row, D. The **naive** code (and "
+            "torch's math kernel) lets autograd keep P, an n×n matrix per head, from the forward to the "
+            "backward; at the backward's peak P, its gradient dP and the scores' gradient dS are all alive: "
+            "three n×n. **explained** keeps three n×n of its traced softmax and holds five more at its peak. "
+            "**FlashAttention** (SDPA's fused kernels) and **tiled** keep only the output O and each row's "
+            "log-sum-exp (lse): O(n) numbers per head. Their backward recomputes each tile's scores S = QKᵀ "
+            "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."
+        )
+    cols = ("forward", "forward + backward")
+    table = [{"impl": name, **{col: bench.format_bytes(bench.get_impl(name).predicted_bytes(replace(config, mode=m)))
+                               for col, m in zip(cols, ("fwd", "fwd+bwd"), strict=True)}}
+             for name, config in _configs(spec, n) if not bench.get_impl(name).no_backward]  # fmt: skip
+    if table:
+        numbers.caption(f"Predicted peak beyond the inputs at n = {n} (the models the Memory tab holds "
+                        "measurements to)")  # fmt: skip
+        numbers.dataframe(table, hide_index=True, width="stretch")
+
+
+def _configs(spec: bench.SweepSpec, n: int) -> list[tuple[str, bench.BenchConfig]]:
+    return [(name, bench.BenchConfig(name, n, spec.d, spec.heads, spec.batch, spec.dtype, spec.causal, spec.device,
+                                     spec.kv_heads)) for name in spec.impls]  # fmt: skip
 
 
 def environment_card(spec: bench.SweepSpec) -> None:

@@ -1,0 +1,110 @@
+"""Each implementation against float64 at a small n: its output, and its gradients dQ, dK and dV.
+
+Both are judged as FlashAttention's tests judge them (:mod:`attention_core.accuracy`,
+:mod:`attention_core.grad_accuracy`): the largest absolute error against a float64 reference, beside
+that of standard attention (plain torch ops) in the same dtype. The benchmark shows the errors
+(``max_error``; ``err_dq``, ``err_dk``, ``err_dv``); ``benchmarks/report.py`` prints the verdicts.
+The check runs at ``n = 128`` whatever the sweep's n: the float64 reference builds the n×n weights.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
+from ..heads import repeat_kv
+from ..textbook import reference_attention, textbook_attention
+from .impls import BenchConfig, Impl, get_impl, make_inputs
+from .passes import grad_out
+
+CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
+APPROX_CHECK_N = 1024  # an approximation's error is said at this n (a window of 256 drops keys only past it)
+
+
+def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The implementation's output at ``n`` on seeded inputs, and the float64 reference (both float64);
+    ``None`` when it cannot run there."""
+    impl = get_impl(config.impl)
+    if impl.not_here(torch.device(config.device), config.torch_dtype):
+        return None
+    q, k, v = make_inputs(config, n=n, seed=1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+    except RuntimeError:
+        return None
+    h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads
+    ref = reference_attention(q, repeat_kv(k, h), repeat_kv(v, h), is_causal=config.causal)  # (B, H, n, d)
+    return out.to(device=ref.device, dtype=torch.float64), ref
+
+
+def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
+    """Max |output − float64 reference| of the config's implementation at a small ``n``.
+
+    ``None`` when the implementation cannot run there, and for a route that is not exact attention:
+    its difference is no rounding error, and :func:`approximation_note` says it.
+    """
+    if not get_impl(config.impl).exact:
+        return None
+    pair = _check_outputs(config, min(n, config.n))
+    return None if pair is None else float((pair[0] - pair[1]).abs().max())
+
+
+def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
+    """For a route that approximates softmax attention, its relative error ‖O − O_exact‖ / ‖O_exact‖ against
+    the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
+    if get_impl(config.impl).exact:
+        return ""
+    pair = _check_outputs(replace(config, n=n, batch=1), n)
+    if pair is None:
+        return ""
+    out, ref = pair
+    return f"approximation: relative error {float((out - ref).norm() / ref.norm()):.1%} vs exact attention at n = {n}"
+
+
+def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | None:
+    """dQ, dK, dV of the config's implementation at a small ``n``, against float64 autograd, by FlashAttention's rule.
+
+    ``None`` when the implementation has no backward or cannot run there, and for a route that is not
+    exact attention (its gradients are not an approximation of softmax attention's to be held to the rule).
+    With fewer K/V heads than query heads, standard attention repeats K and V, so dK and dV are sums over
+    each group, as the implementation's own.
+    """
+    impl = get_impl(config.impl)
+    if not impl.exact or impl.cannot_run(replace(config, mode="fwd+bwd")):
+        return None
+    side = min(n, config.n)
+    q, k, v = make_inputs(config, n=side, seed=1)
+    d_out = grad_out(config, n=side, seed=3)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            grads = attention_grads(_as_attention(impl), q, k, v, d_out, is_causal=config.causal)
+    except RuntimeError:  # a forced kernel with no backward for these inputs: the row says so
+        return None
+    return gradient_rule(grads, q, k, v, d_out, is_causal=config.causal, standard=_standard(config.heads))
+
+
+def _as_attention(impl: Impl) -> Any:
+    """The registry's ``run(inputs, causal)`` in the signature grad_accuracy calls."""
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
+                  scale: None) -> torch.Tensor:  # fmt: skip
+        return impl.run((q, k, v), is_causal)
+
+    return attention
+
+
+def _standard(heads: int) -> Any:
+    """Standard attention with each K/V head repeated for its query heads (no copy without GQA)."""
+
+    def standard(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
+                 scale: float | None) -> torch.Tensor:  # fmt: skip
+        return textbook_attention(q, repeat_kv(k, heads), repeat_kv(v, heads), attn_mask, is_causal, scale=scale)
+
+    return standard

@@ -1,0 +1,202 @@
+"""Memory models: the bytes each implementation needs beyond its inputs at the peak of one call.
+
+Each model follows the code it describes tensor by tensor, so a measured peak (the CUDA
+allocator's, or the resident set of a fresh worker process: :mod:`.isolated`) can hold it to
+account; the benchmark's memory guard refuses a configuration from them before allocating.
+
+``*_extra_bytes`` model the forward pass. ``*_training_bytes`` model the two modes with a backward
+(``config.mode``): for ``fwd+bwd`` the peak of the forward and backward beyond q, k, v and dO, which
+is what autograd keeps between the passes plus what the backward needs on top; for ``bwd`` only
+the second part, since the memory in use before the timed backward already holds what was kept.
+What is kept is the story: the textbook code keeps the n×n weights, and its backward holds them
+with their gradient and the scores' gradient (three n×n); FlashAttention's kernels and ``tiled``
+keep the output and one log-sum-exp per row, O(n), and rebuild the weights tile by tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..tiled import pick_block_size, tiled_extra_bytes, tiled_saved_bytes
+from ..tiled_triton import tiled_triton_extra_bytes
+
+if TYPE_CHECKING:  # the registry imports the models: at run time they only read a config's fields
+    from .impls import BenchConfig
+
+
+def _square(c: BenchConfig, itemsize: int | None = None) -> int:
+    """One ``(B, H, n, n)`` tensor."""
+    return c.batch_heads * c.n * c.n * (c.itemsize if itemsize is None else itemsize)
+
+
+def _output(c: BenchConfig) -> int:
+    return c.batch_heads * c.n * c.d * c.itemsize
+
+
+def _repeated_kv(c: BenchConfig) -> int:
+    """K and V repeated to every query head, for a path that cannot share them (0 without GQA)."""
+    return 2 * _output(c) if c.grouped else 0
+
+
+def _kept_copies(c: BenchConfig, copies: int) -> int:
+    """With GQA, the repeated K and V a path keeps at its backward's peak (fwd+bwd only): the textbook
+    graph still holds K's copy (V's goes once W·V's backward has run), tiled's autograd node both. In
+    bwd mode they were there before the timed call, and the gradients summed back into the shared
+    heads come after the peak. 0 without GQA. Measured in fresh processes (8 query, 2 K/V heads)."""
+    return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
+
+
+def naive_extra_bytes(c: BenchConfig) -> int:
+    """The textbook code holds two ``n × n`` tensors at its peak: the raw scores while they are
+    scaled, then the scaled scores (still named) and the weights while the output is written.
+    Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
+    if c.causal:
+        return 2 * _square(c) + max(2 * c.n * c.n, c.n * c.n + _output(c)) + _repeated_kv(c)
+    return 2 * _square(c) + _output(c) + _repeated_kv(c)
+
+
+def explained_extra_bytes(c: BenchConfig) -> int:
+    """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
+    the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
+    six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
+    overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
+    if c.causal:
+        return 7 * _square(c) + 2 * c.n * c.n + _output(c) + _repeated_kv(c)  # + the (n, n) bool mask and its inverse
+    return 6 * _square(c) + _output(c) + _repeated_kv(c)
+
+
+def naive_training_bytes(c: BenchConfig) -> int:
+    """Autograd keeps the weights W (softmax's output, which its backward and W·V's both need) and,
+    under the causal mask, the inverted ``(n, n)`` boolean mask. The backward's peak is softmax's
+    backward: W, its gradient dW = dO·Vᵀ and the scores' gradient dS, three n×n, beside the output
+    and dV. Measured in fresh processes (n = 1024, float32 and bfloat16, causal or not) within 1 %."""
+    if c.mode == "bwd":
+        return 2 * _square(c) + _output(c)  # dW and dS (W was there), dV
+    mask = c.n * c.n if c.causal else 0
+    return 3 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
+
+
+def explained_training_bytes(c: BenchConfig) -> int:
+    """Autograd keeps three n×n of the traced softmax: the scores its row max reads, their exp, and
+    the weights (``masked`` stands for the scores under a mask, whose inverted boolean mask is kept
+    too). Backward through the max, subtract, exp, sum and divide of ``stable_softmax`` holds five
+    n×n beyond what is kept at its peak, and in 16-bit a boolean n×n more (the max's backward
+    compares every score with its row max). fwd+bwd: the weights are freed once W·V's backward has
+    run, so two kept plus five; under the mask the forward's peak (the kept mask and its inverse)
+    can be the higher. Measured in fresh processes (n = 1024, float32, bfloat16) within 1 %."""
+    if c.mode == "bwd":
+        eq = _square(c, 1) if c.itemsize < 4 else 0
+        return 5 * _square(c) + eq + _output(c)
+    mask = c.n * c.n if c.causal else 0
+    backward = 7 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)
+    return max(backward, explained_extra_bytes(c) + mask)
+
+
+def fused_extra_bytes(c: BenchConfig) -> int:
+    """A fused kernel writes the output and a per-row log-sum-exp; its tiles are negligible."""
+    return _output(c) + c.batch_heads * c.n * 4
+
+
+def math_extra_bytes(c: BenchConfig) -> int:
+    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
+
+    It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
+    computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
+    n×n "is −inf" tensor, the fully masked rows zeroed in place. That is the peak: two n×n squares
+    in the accumulation dtype and one of bools. Under the causal flag it also holds an additive
+    (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
+    i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
+    """
+    # float32 inside for 16-bit inputs, on every device, unless allow_fp16_bf16_reduction_math_sdp(True)
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
+    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
+    upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
+    scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
+    mask = c.n * c.n * acc if c.causal else 0  # the (n, n) additive causal mask
+    return 2 * _square(c, acc) + _square(c, 1) + upcast + scaled_qk + mask + _repeated_kv(c)  # it repeats K/V for GQA
+
+
+def math_training_bytes(c: BenchConfig) -> int:
+    """torch's math backend under autograd, all in the accumulation dtype (float32 for 16-bit inputs):
+    it keeps the scaled q and k (the matmul's inputs), the weights and the output; its backward's
+    peak is softmax's backward, three n×n as the textbook code's, beside the output and dV. The
+    causal flag's additive mask lives only in the forward. Measured in fresh processes (n = 1024,
+    float32 and bfloat16) within 1 %."""
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
+    rows = c.batch_heads * c.n * c.d * acc  # one (B, H, n, d) tensor in the accumulation dtype
+    if c.mode == "bwd":
+        return 2 * _square(c, acc) + rows
+    backward = 3 * _square(c, acc) + 3 * rows + _output(c) + _kept_copies(c, 1)  # scaled q, k; dV; output
+    return max(backward, math_extra_bytes(c))
+
+
+def fused_training_bytes(c: BenchConfig) -> int:
+    """A fused kernel keeps the output and each row's log-sum-exp, O(B·H·n), and its backward rebuilds
+    the weights tile by tile. On the CPU (torch's flash kernel) the backward holds dQ, dK, dV, a
+    contiguous copy of dO in the kernel's layout, and per thread two float32 tiles of
+    (256 or 64 or 32) × 512 (and their 16-bit copies for 16-bit inputs). On CUDA, FlashAttention-2's
+    backward holds dQ, dK, dV, a float32 dQ accumulator and D = rowsum(dO ∘ O) per row, and with GQA
+    dK and dV per query head before they are summed (a model from its source, not yet checked against
+    the allocator). The CPU kernel writes dK and dV of the shared K/V heads directly."""
+    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
+    grads = (c.heads + 2 * c.kv_heads) * c.batch * c.n * c.d * c.itemsize  # dQ, and dK, dV of the shared heads
+    if c.device == "cpu":
+        q_split = 256 if c.n >= 768 else 64 if c.n >= 192 else 32  # torch's split sizes for the CPU kernel
+        tile = min(q_split, c.n) * min(512, c.n)
+        per_thread = 2 * tile * (4 + (c.itemsize if c.itemsize < 4 else 0))  # attn and grad_attn, float32 (+16-bit)
+        work = rows * c.itemsize + torch.get_num_threads() * per_thread  # dO made contiguous
+    else:
+        work = rows * 4 + c.batch_heads * c.n * 4 + _repeated_kv(c)  # dQ in float32; D; dK, dV per query head
+    backward = grads + work
+    if c.mode == "bwd":
+        return backward
+    return _output(c) + c.batch_heads * c.n * 4 + backward  # kept: the output and the row log-sum-exp
+
+
+def numpy_extra_bytes(c: BenchConfig) -> int:
+    """The product, then the scaled scores (max subtracted in place) and their exp (divided in
+    place), both alive while the output is written. Causal adds the ``(n, n)`` boolean mask."""
+    mask = c.n * c.n if c.causal else 0
+    return 2 * _square(c) + mask + _output(c) + _repeated_kv(c)
+
+
+def tiled_config_bytes(c: BenchConfig) -> int:
+    tiles = tiled_extra_bytes(c.n, c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads, device=c.device)
+    return tiles + _repeated_kv(c)
+
+
+def tiled_training_bytes(c: BenchConfig) -> int:
+    """``TiledAttentionFunction`` keeps the output (float32 for 16-bit inputs) and each row's
+    log-sum-exp (:func:`.tiled_saved_bytes`), and returns the output in the inputs' dtype. Its backward
+    (``_backward`` in tiled.py) holds q·scale, float32 copies of q·scale, k, v and dO for 16-bit
+    inputs, D per row, the dQ, dK, dV accumulators (and their casts back), and per tile the scores,
+    P and dP, dQ's tile buffer, and dK and dV of one key block: O(n·block), never n×n. Measured in
+    fresh processes (n = 1024, float32 and bfloat16) within 1 %."""
+    acc = max(c.itemsize, 4)
+    widened = acc != c.itemsize
+    bh, rows = c.batch_heads, c.batch_heads * c.n * c.d  # rows: elements of one (B, H, n, d) tensor
+    block = pick_block_size(c.device, c.n, c.n, batch_heads=bh, itemsize=c.itemsize)
+    b = min(block, c.n)
+    copies = rows * c.itemsize + (4 * rows * acc if widened else 0)  # q·scale; float32 q·scale, k, v, dO
+    grads = 3 * rows * acc + (3 * rows * c.itemsize if widened else 0)  # accumulators; cast back
+    tiles = bh * b * b * (c.itemsize + acc + (acc if widened else 0)) + 3 * bh * b * c.d * acc
+    backward = copies + bh * c.n * acc + grads + tiles + _kept_copies(c, 2)
+    if c.mode == "bwd":
+        return backward
+    kept = tiled_saved_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=bh)
+    return kept + (_output(c) if widened else 0) + backward
+
+
+def triton_config_bytes(c: BenchConfig) -> int:
+    return tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c)
+
+
+def autograd_guess_bytes(c: BenchConfig, forward: Callable[[BenchConfig], int]) -> int:
+    """For an entry with a backward but no training model, a rough guess for the memory guard: autograd
+    keeps all the forward made, the backward needs as much again, and dQ, dK, dV are the inputs' size."""
+    return 2 * forward(c) + c.input_bytes()

@@ -1,0 +1,67 @@
+"""The call each mode times: the forward pass, the backward pass on its own, or both.
+
+``bwd`` times the backward alone, as FlashAttention's and Triton's benchmarks do: the forward runs
+once, outside the timed region, and every timed call runs autograd's backward again over the graph
+it kept (``retain_graph=True``), returning dQ, dK and dV. ``fwd+bwd`` times one training step of
+attention: the forward, then the backward. ``fwd`` calls the implementation on inputs that do not
+require grad, so autograd records nothing.
+
+The benchmark makes its own leaf tensors that require grad (:func:`leaves`), so the inputs it is
+given need not, and it asks for the gradients with ``torch.autograd.grad`` rather than ``.backward()``:
+nothing accumulates in ``.grad`` between calls. The upstream gradient dO is random, of the output's
+shape (:func:`grad_out`): all ones, the gradient of ``out.sum()``, would make ``D = rowsum(dO ∘ O)``
+a plain row sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..validation import check_choice, check_int
+from .impls import MAX_N, MODES, BenchConfig
+
+Run = Callable[[Any, bool], Any]  # an implementation's run(inputs, causal)
+
+
+def leaves(inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """Fresh leaf tensors that require grad, sharing the inputs' memory."""
+    return tuple(x.detach().requires_grad_(True) for x in inputs)
+
+
+def grad_out(config: BenchConfig, *, n: int | None = None, seed: int = 2) -> torch.Tensor:
+    """A random upstream gradient dO ``(B, H, n, d)``, the output's shape, on the config's device and dtype."""
+    side = config.n if n is None else check_int("n", n, low=1, high=MAX_N)
+    gen = torch.Generator().manual_seed(seed)
+    d_out = torch.randn((config.batch, config.heads, side, config.d), generator=gen)  # (B, H, n, d)
+    return d_out.to(device=config.device, dtype=config.torch_dtype)
+
+
+def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tensor | None = None) -> Callable[[], Any]:
+    """The call to time for ``mode``; for ``bwd`` the forward runs here, once.
+
+    ``inputs`` must be :func:`leaves` for a mode with a backward; ``d_out`` is then dO. The call
+    returns what is measured to the caller (the output, or dQ, dK, dV), so the peak memory counts it.
+    The forward's graph lives as long as the returned call does.
+    """
+    mode = check_choice("mode", mode, MODES)
+    if mode == "fwd":
+        return lambda: run(inputs, causal)
+    if d_out is None:
+        raise ValueError(f"mode {mode!r} needs the upstream gradient d_out")
+
+    def forward_backward() -> tuple[torch.Tensor, ...]:
+        with torch.enable_grad():
+            return torch.autograd.grad(run(inputs, causal), inputs, d_out)
+
+    if mode == "fwd+bwd":
+        return forward_backward
+    with torch.enable_grad():
+        out = run(inputs, causal)  # the forward, outside the timed calls; its graph is kept for them
+
+    def backward() -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(out, inputs, d_out, retain_graph=True)
+
+    return backward
