@@ -174,7 +174,7 @@ def test_benchmark_runs_a_tiny_sweep_and_shows_the_table(page: Page, streamlit_s
     rerun(page, page.locator(".st-key-bm_run button").click, timeout=180_000)
     assert exception_texts(page) == []
     captions = page.locator("[data-testid='stCaptionContainer']").all_inner_texts()
-    assert any(c.startswith("2 configurations · d = 16, 1 heads") for c in captions), captions
+    assert any(c.startswith("2 configurations, forward · d = 16, 1 heads") for c in captions), captions
     page.get_by_role("tab", name="Table").click()  # these tabs switch in the browser, without a rerun
     table = page.locator("[data-testid='stTabs'] [data-testid='stDataFrame']")
     table.first.wait_for(state="visible")
