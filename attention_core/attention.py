@@ -73,6 +73,12 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.where(total > 0, e / total.clamp_min(torch.finfo(x.dtype).tiny), torch.zeros_like(e))
 
 
+def row_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy (nats) of each row of ``weights (..., n)``, with 0·log 0 = 0. Returns ``(...)``."""
+    check_tensor("weights", weights, min_dim=1)
+    return -torch.special.xlogy(weights, weights).sum(dim=-1)
+
+
 def check_attention_args(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..attention import row_entropy
 from ..validation import check_int, check_tensor
 from .encoder import Bert, encode
 
@@ -44,10 +45,6 @@ def entropy_share(weights: torch.Tensor) -> torch.Tensor:
     n = w.shape[-1]
     if n < 2:
         raise ValueError("entropy as a share of log L needs at least 2 tokens")
-    # Imported here: ..scaling loads pandas (~0.4 s), which the walkthrough's presets (that load
-    # this module) should not pay for on a cold visit.
-    from ..scaling import row_entropy
-
     return row_entropy(w).mean(dim=-1) / math.log(n)  # (n_layers, H, L) -> (n_layers, H)
 
 

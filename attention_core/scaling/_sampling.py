@@ -1,7 +1,8 @@
 """What the √d_k explorer's measurements share: limits, seeded generators, random rows, softmax stats.
 
 Private to :mod:`attention_core.scaling`, which re-exports the public names: the limits,
-:data:`SCALE_RULES` (the divisors of :func:`_divisor`), :func:`row_entropy` and :func:`softmax_jacobian`.
+:data:`SCALE_RULES` (the divisors of :func:`_divisor`) and :func:`softmax_jacobian`; :func:`row_entropy`
+lives in :mod:`attention_core.attention` and is re-exported here too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from ..attention import stable_softmax
+from ..attention import row_entropy, stable_softmax
 from ..device import one_thread
 from ..validation import check_choice, check_float, check_tensor
 
@@ -141,12 +142,6 @@ def _row_scores(
             norms = q.norm(dim=-1) * k.norm(dim=-1)  # (r, n_keys)
             cosines.append((s / norms).double())
     return torch.cat(scores), (torch.cat(cosines) if cosine else None)
-
-
-def row_entropy(weights: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy (nats) of each row of ``weights (..., n)``, with 0·log 0 = 0. Returns ``(...)``."""
-    check_tensor("weights", weights, min_dim=1)
-    return -torch.special.xlogy(weights, weights).sum(dim=-1)
 
 
 def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
