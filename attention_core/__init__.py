@@ -23,6 +23,6 @@ from .heads import (
     split_heads,
 )
 from .layers import SelfAttention, project_qkv, sinusoidal_positions, xavier_std
-from .masks import causal_mask, mask_to_additive, padding_mask
+from .masks import causal_mask, padding_mask
 from .textbook import reference_attention, textbook_attention
 from .tiled import tiled_attention, tiled_extra_bytes

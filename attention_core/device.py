@@ -140,12 +140,6 @@ _measurements = 0
 _configured = torch.get_num_threads()
 
 
-def intra_op_threads() -> int:
-    """The configured intra-op thread count, even while a one-thread section is running."""
-    with _THREADS_LOCK:
-        return _configured if (_few_users or _measurements) else torch.get_num_threads()
-
-
 @contextlib.contextmanager
 def one_thread(device: torch.device) -> Iterator[None]:
     """Run many tiny CPU ops on one intra-op thread (no-op on CUDA or during a measurement)."""

@@ -57,12 +57,28 @@ def check_head_counts(n_heads: object, n_kv_heads: object | None = None) -> tupl
     if g > h:
         raise ValueError(f"n_kv_heads ({g}) cannot exceed n_heads ({h}): each K/V head serves ≥ 1 query head")
     if h % g:
-        divisors = ", ".join(str(d) for d in range(1, h + 1) if h % d == 0)
         raise ValueError(
             f"n_kv_heads ({g}) must divide n_heads ({h}) so that every K/V head serves the same number "
-            f"of query heads; choose one of {divisors}"
+            f"of query heads; choose one of {', '.join(map(str, divisors(h)))}"
         )
     return h, g
+
+
+def divisors(n: int) -> tuple[int, ...]:
+    """The K/V head counts that ``n`` query heads allow: every divisor of ``n``."""
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def attention_kind(n_heads: int, n_kv_heads: int) -> str:
+    """The name of attention with ``n_kv_heads`` K/V heads for ``n_heads`` query heads: MHA, GQA or MQA."""
+    return "MHA" if n_kv_heads == n_heads else "MQA" if n_kv_heads == 1 else "GQA"
+
+
+def head_size(d_model: int, n_heads: int) -> int:
+    """d_k = d_model / h; ``ValueError`` unless h divides d_model."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    return d_model // n_heads
 
 
 def kv_head_of(query_head: int, n_heads: int, n_kv_heads: int) -> int:
@@ -200,10 +216,7 @@ def attention_parameters(d_model: int, n_heads: int, n_kv_heads: int | None = No
     """Weights of one attention block with d_k = d_model / h: W_q and W_o are d_model², W_k and W_v d_model·g·d_k."""
     d_model = check_int("d_model", d_model, low=1)
     h, g = check_head_counts(n_heads, n_kv_heads)
-    if d_model % h:
-        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({h})")
-    d_k = d_model // h
-    kv_width = g * d_k
+    kv_width = g * head_size(d_model, h)
     total = 2 * d_model * d_model + 2 * d_model * kv_width
     if bias:
         total += 2 * d_model + 2 * kv_width

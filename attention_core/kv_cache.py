@@ -24,7 +24,15 @@ import torch
 
 from .attention import attention_trace, scaled_dot_product_attention
 from .device import one_thread, resolve_device
-from .heads import check_head_counts, merge_heads, multi_head_attention, repeat_kv, split_heads
+from .heads import (
+    attention_kind,
+    check_head_counts,
+    head_size,
+    merge_heads,
+    multi_head_attention,
+    repeat_kv,
+    split_heads,
+)
 from .validation import check_float, check_int, check_int_list, check_tensor
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -46,9 +54,7 @@ class ModelShape:
 
     @property
     def kind(self) -> str:
-        if self.n_kv_heads == self.n_heads:
-            return "MHA"
-        return "MQA" if self.n_kv_heads == 1 else "GQA"
+        return attention_kind(self.n_heads, self.n_kv_heads)
 
     def cache_bytes(
         self, context: int, batch: int = 1, dtype: str = "float16", *, n_kv_heads: int | None = None
@@ -262,13 +268,11 @@ def time_decode_steps(
         raise ValueError("contexts needs at least two different lengths to fit a slope")
     d_model = check_int("d_model", d_model, low=1, high=4096)
     h, g = check_head_counts(n_heads, n_kv_heads)
-    if d_model % h:
-        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({h})")
+    d_k = head_size(d_model, h)
     repeats = check_int("repeats", repeats, low=1, high=100)
     fit_points = check_int("fit_points", fit_points, low=2, high=len(ctxs))
     budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
     dev = resolve_device(device)
-    d_k = d_model // h
     gen = torch.Generator().manual_seed(seed)
     n_max = ctxs[-1] + 1
     x = torch.randn(n_max, d_model, generator=gen).to(dev)  # (T, d_model)

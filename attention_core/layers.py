@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, check_attention_args
 from .device import new_tensor_device
-from .heads import merge_heads, split_heads
+from .heads import head_size, merge_heads, split_heads
 from .validation import check_float, check_int, check_tensor, check_weight
 
 
@@ -79,8 +79,7 @@ class SelfAttention(nn.Module):
         super().__init__()
         d_model = check_int("d_model", d_model, low=1)
         n_heads = check_int("n_heads", n_heads, low=1)
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        head_size(d_model, n_heads)
         self.d_model, self.n_heads = d_model, n_heads
         self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_open=True)
         self.is_causal = bool(is_causal)

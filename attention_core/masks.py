@@ -53,14 +53,3 @@ def padding_mask(
     keys = torch.arange(n_k, device=dev)  # (n_k,)
     lens_t = torch.tensor(lens, device=dev).unsqueeze(-1)  # (B, 1)
     return (keys < lens_t).unsqueeze(1)  # (B, 1, n_k)
-
-
-def mask_to_additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """A boolean mask as the float mask with 0 where allowed and −inf where blocked."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise ValueError(f"mask_to_additive expects a bool tensor (True = may attend), got {got}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
-    return zeros.masked_fill(~mask, float("-inf"))

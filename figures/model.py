@@ -95,17 +95,14 @@ def head_grid(
         )  # fmt: skip
     fig.update_xaxes(
         tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
-        side="top", showgrid=False, zeroline=False, range=[-gap, n_heads * step], tickfont={"size": size},
+        side="top", range=[-gap, n_heads * step], tickfont={"size": size}, fixedrange=True,
     )  # fmt: skip
     fig.update_yaxes(
         tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=[f"L{lay}" for lay in range(n_layers)],
-        autorange="reversed", showgrid=False, zeroline=False, tickfont={"size": size},
+        autorange="reversed", tickfont={"size": size}, fixedrange=True,
     )  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (390 if talk else 430))  # talk: all 6 rows fit under 720 px
-    fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
-    fig.update_xaxes(showgrid=False, fixedrange=True)
-    fig.update_yaxes(showgrid=False, fixedrange=True)
-    return fig
+    base_layout(fig, talk=talk, height=height or (390 if talk else 430), grid=False)  # talk: 6 rows fit in 720 px
+    return fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
 
 
 def token_across_heads(

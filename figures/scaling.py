@@ -214,9 +214,7 @@ def jacobian_figure(jac_unscaled: np.ndarray, jac_scaled: np.ndarray, d_k: int, 
                                  hovertemplate="∂s_%{y}/∂z_%{x} = %{z:.3g}<extra></extra>"),
                       row=1, col=col)  # fmt: skip
         fig.update_yaxes(autorange="reversed", scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
-    base_layout(fig, talk=talk, height=420)
-    fig.update_xaxes(showgrid=False)
-    return fig.update_yaxes(showgrid=False).update_layout(margin={"t": 50})
+    return base_layout(fig, talk=talk, height=420, grid=False).update_layout(margin={"t": 50})
 
 
 def strategies_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:

@@ -46,9 +46,10 @@ def font_size(talk: bool) -> int:
 
 
 def base_layout(
-    fig: go.Figure, *, title: str | None = None, talk: bool = False, height: int | None = None
+    fig: go.Figure, *, title: str | None = None, talk: bool = False, height: int | None = None, grid: bool = True
 ) -> go.Figure:
-    """Apply the shared fonts, margins and white background to ``fig`` and return it."""
+    """Apply the shared fonts, margins and white background to ``fig`` and return it; ``grid=False`` for
+    heatmaps, whose cells are the grid."""
     size = font_size(talk)
     fig.update_layout(
         title={"text": title, "font": {"size": size + 3}} if title else None,
@@ -61,8 +62,8 @@ def base_layout(
     )
     if height is not None:
         fig.update_layout(height=height)
-    fig.update_xaxes(showgrid=True, gridcolor="#E5E5E5", zeroline=False, automargin=True)
-    fig.update_yaxes(showgrid=True, gridcolor="#E5E5E5", zeroline=False, automargin=True)
+    fig.update_xaxes(showgrid=grid, gridcolor="#E5E5E5", zeroline=False, automargin=True)
+    fig.update_yaxes(showgrid=grid, gridcolor="#E5E5E5", zeroline=False, automargin=True)
     return fig
 
 

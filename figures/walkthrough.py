@@ -117,14 +117,13 @@ def matrix_heatmap(
         title_text=col_title, type="category", side="top", dtick=1, tickangle=geo.tick_angle,
         tickfont={"size": geo.col_font},
     )
-    base_layout(fig, title=title or None, talk=talk, height=geo.height)
+    base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
     fig.update_layout(
         margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
     )
     # The geometry's margins are exact: automargin would move the plot and break the cells' size.
-    fig.update_xaxes(showgrid=False, automargin=False)
-    fig.update_yaxes(showgrid=False, automargin=False)
-    return fig
+    fig.update_xaxes(automargin=False)
+    return fig.update_yaxes(automargin=False)
 
 
 def query_scores(
@@ -249,12 +248,9 @@ def compare_masks(
     angle = min(geo_l.tick_angle, geo_r.tick_angle)
     fig.update_yaxes(autorange="reversed", type="category", tickfont={"size": geo_l.row_font})
     fig.update_xaxes(type="category", tickangle=angle, tickfont={"size": min(geo_l.col_font, geo_r.col_font)})
-    base_layout(fig, talk=talk, height=geo_l.height)
+    base_layout(fig, talk=talk, height=geo_l.height, grid=False)
     # The geometry put ticks and titles above; here the titles stay above and the ticks go below.
     title_h = math.ceil(LINE_EM * (size + 4) + 14)
     fig.update_layout(margin={"l": geo_l.margin_l, "r": geo_r.margin_r, "t": title_h,
                               "b": geo_l.margin_t + geo_l.margin_b - title_h})  # fmt: skip
-    fig.update_annotations(font_size=size + 1)
-    fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False)
-    return fig
+    return fig.update_annotations(font_size=size + 1)

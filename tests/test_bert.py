@@ -36,7 +36,6 @@ from attention_core.bert import (
     sink_shares,
     strongest_links,
     strongest_links_all,
-    token_attention,
     tokenize,
 )
 
@@ -131,7 +130,7 @@ def test_one_sentence_alone_equals_its_row_of_the_padded_batch(ours, both) -> No
     batch, out, _ = both
     _, alone = encode(ours, [TEXTS[2]])
     n = batch.lengths[2]
-    assert torch.allclose(alone.last_hidden_state[0], out.last_hidden_state[2, :n], atol=TOL)
+    assert torch.allclose(alone.hidden_states[-1][0], out.hidden_states[-1][2, :n], atol=TOL)
     assert torch.allclose(alone.attentions[3].weights[0], out.attentions[3].weights[2, :, :n, :n], atol=TOL)
 
 
@@ -179,7 +178,7 @@ def test_readings_agree_with_the_reference_weights(ours, reference) -> None:
         h = -(ref * ref.clamp_min(1e-30).log()).sum(-1).mean(-1) / torch.log(torch.tensor(float(len(tokens))))
         assert torch.allclose(entropy_share(w), h, atol=1e-4)
         i = tokens.index("it")
-        assert torch.allclose(token_attention(w, i), ref[..., i, :], atol=TOL)
+        assert torch.allclose(w[..., i, :], ref[..., i, :], atol=TOL)
         readings[text] = (tokens, ref)
     pair = coreference_pair(
         sentence_weights(ours, TIRED), sentence_weights(ours, WIDE), pronoun="it", a_referent="animal",

@@ -140,14 +140,13 @@ def test_device_info_rejects_bad_names() -> None:
 
 
 def test_a_measurement_keeps_the_configured_threads_while_tiny_work_runs_on_one() -> None:
-    from attention_core.device import intra_op_threads, measuring_threads, one_thread
+    from attention_core.device import measuring_threads, one_thread
 
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
         with one_thread(torch.device("cpu")):
             assert torch.get_num_threads() == 1
-            assert intra_op_threads() == 2
             with measuring_threads() as threads:  # a benchmark starting mid-way gets its threads back
                 assert threads == 2 and torch.get_num_threads() == 2
                 with one_thread(torch.device("cpu")):  # and nothing drops them while it times

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attention_core import causal_mask, mask_to_additive, padding_mask, scaled_dot_product_attention
+from attention_core import causal_mask, padding_mask, scaled_dot_product_attention
 
 SHAPES = [(1, 1), (1, 5), (5, 1), (4, 4), (3, 7), (7, 3), (16, 16)]
 
@@ -72,20 +72,6 @@ def test_combined_mask_in_attention_matches_torch(device: torch.device) -> None:
     assert torch.equal(ours[2], torch.zeros_like(ours[2]))  # no real key: zero output
 
 
-def test_mask_to_additive_gives_the_same_attention(device: torch.device) -> None:
-    allowed = padding_mask([1, 3], 3, device=device) & causal_mask(3, 3, device=device)  # (2, 3, 3)
-    additive = mask_to_additive(allowed)
-    assert additive.dtype == torch.float32
-    assert torch.equal(additive[allowed], torch.zeros_like(additive[allowed]))
-    assert torch.isneginf(additive[~allowed]).all()
-    gen = torch.Generator().manual_seed(22)
-    q, k, v = (torch.randn(2, 3, 4, generator=gen).to(device) for _ in range(3))
-    torch.testing.assert_close(
-        scaled_dot_product_attention(q, k, v, additive), scaled_dot_product_attention(q, k, v, allowed)
-    )
-    assert mask_to_additive(allowed, torch.float64).dtype == torch.float64
-
-
 @pytest.mark.parametrize(
     "call, match",
     [
@@ -105,9 +91,6 @@ def test_mask_to_additive_gives_the_same_attention(device: torch.device) -> None
         (lambda: padding_mask(torch.tensor([1.0, 2.0]), 3), "1-D integer tensor"),
         (lambda: padding_mask(torch.tensor([[1, 2]]), 3), "1-D integer tensor"),
         (lambda: padding_mask(torch.tensor([True]), 3), "1-D integer tensor"),
-        (lambda: mask_to_additive(torch.ones(2, 2)), "expects a bool tensor"),
-        (lambda: mask_to_additive([[True]]), "expects a bool tensor"),
-        (lambda: mask_to_additive(torch.ones(2, 2, dtype=torch.bool), torch.int64), "floating torch.dtype"),
     ],
 )
 def test_mask_errors(call, match: str) -> None:

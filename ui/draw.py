@@ -108,8 +108,3 @@ def settings(*rows: int | Sequence[float]) -> list[list[Any]]:
         box = st.popover("Settings", icon=":material/tune:")
         return [[box] * (r if isinstance(r, int) else len(r)) for r in rows]
     return [st.columns(r, vertical_alignment="bottom") for r in rows]
-
-
-def labelled(options: Sequence[Any], names: dict[Any, str]) -> Callable[[Any], str]:
-    """A ``format_func`` that names an option from ``names`` and falls back to its own text."""
-    return lambda o: names.get(o, str(o))

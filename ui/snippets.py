@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attention_core.heads import check_head_counts
+from attention_core.heads import check_head_counts, head_size
 from attention_core.validation import check_int
 from attention_core.walkthrough import WalkthroughResult
 
@@ -58,9 +58,7 @@ def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | N
     T = check_int("n_tokens", n_tokens, low=1)
     C = check_int("d_model", d_model, low=1)
     h, g = check_head_counts(n_heads, n_kv_heads)
-    if C % h:
-        raise ValueError(f"d_model ({C}) must be divisible by n_heads ({h})")
-    hs = C // h
+    hs = head_size(C, h)
     kv = "nh" if g == h else "n_kv"
     rows: list[tuple[str, str]] = [
         ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),

@@ -13,7 +13,6 @@ from .analysis import (
     sink_shares,
     strongest_links,
     strongest_links_all,
-    token_attention,
 )
 from .encoder import (
     Bert,

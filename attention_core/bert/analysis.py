@@ -48,13 +48,6 @@ def entropy_share(weights: torch.Tensor) -> torch.Tensor:
     return row_entropy(w).mean(dim=-1) / math.log(n)  # (n_layers, H, L) -> (n_layers, H)
 
 
-def token_attention(weights: torch.Tensor, query: int) -> torch.Tensor:
-    """Row ``query`` of every head: how each head shares out that token's attention. ``(n_layers, H, L)``."""
-    w = _check_weights(weights)
-    query = check_int("query", query, low=0, high=w.shape[-1] - 1)
-    return w[..., query, :]  # (n_layers, H, L)
-
-
 def strongest_links_all(weights: torch.Tensor, k: int = 3) -> list[list[tuple[int, int, int, float]]]:
     """:func:`strongest_links` for every query token at once (one pass over the weights)."""
     w = _check_weights(weights).detach().cpu().numpy()  # (n_layers, H, L, L): tiny, so numpy

@@ -69,10 +69,6 @@ class EncoderOutput:
     attention_mask: torch.Tensor  # (B, L) bool
     embedding: torch.Tensor
 
-    @property
-    def last_hidden_state(self) -> torch.Tensor:
-        return self.hidden_states[-1]
-
 
 def load_bert(folder: str | Path | None = None, device: str | torch.device | None = None) -> Bert:
     """Load all-MiniLM-L6-v2 from the installed package (or another BERT folder) onto ``device``."""

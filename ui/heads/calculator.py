@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.bench.measure import format_bytes
-from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
+from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
 from figures.heads import kilo, kv_cache_figure
 from ui import draw
 from ui.frame import talk
@@ -15,7 +15,6 @@ from ui.heads.data import fmt_int, fmt_tokens
 MODELS = tuple(MODEL_SHAPES)
 CONTEXTS = {kilo(2**p): 2**p for p in range(10, 18)}  # 1k … 128k, by what the slider shows and the link writes
 CACHE_DTYPES = ("float16", "float32", "int8")
-WEIGHT_BYTES = {"float16": 2, "float32": 4, "int8": 1}
 GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 80GB", 141: "H200"}  # GB: a GPU
 
 
@@ -41,7 +40,7 @@ def calculator_tab(**_: object) -> None:
     count_weights = c[5].toggle("Count the weights", True, key="hd_weights", bind="query-params",
                                 help="Parameters × bytes per value of the cache dtype. Activations are not counted.")
     m = MODEL_SHAPES[model]
-    weights = m.parameters * WEIGHT_BYTES[dtype] if count_weights else 0
+    weights = m.parameters * BYTES_PER_VALUE[dtype] if count_weights else 0
     left = gpu * 10**9 - weights
     mha = kv_cache_bytes(m.layers, m.n_heads, m.head_dim, ctx, batch, dtype)
     own = kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, ctx, batch, dtype)
@@ -52,7 +51,7 @@ def calculator_tab(**_: object) -> None:
         rf"2\cdot \underbrace{{{m.layers}}}_{{\text{{layers}}}}\cdot "
         rf"\underbrace{{{m.n_kv_heads}}}_{{\text{{K/V heads}}}}"
         rf"\cdot \underbrace{{{m.head_dim}}}_{{d_k}}\cdot \underbrace{{{fmt_int(ctx)}}}_{{\text{{context}}}}\cdot "
-        rf"\underbrace{{{batch}}}_{{\text{{batch}}}}\cdot \underbrace{{{WEIGHT_BYTES[dtype]}}}_{{\text{{bytes}}}}"
+        rf"\underbrace{{{batch}}}_{{\text{{batch}}}}\cdot \underbrace{{{BYTES_PER_VALUE[dtype]}}}_{{\text{{bytes}}}}"
         rf" = \text{{{format_bytes(own)}}}"
     )
     fits, fits_mha = (max_context_that_fits(max(left, 0), m.layers, heads, m.head_dim, batch, dtype)

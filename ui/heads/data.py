@@ -58,15 +58,6 @@ def timing_data(t_max: int, d_model: int, run: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def divisors(n: int) -> tuple[int, ...]:
-    return tuple(d for d in range(1, n + 1) if n % d == 0)
-
-
-def kind(n_kv_heads: int, n_heads: int) -> str:
-    """The name of attention with g K/V heads for h query heads."""
-    return "MHA" if n_kv_heads == n_heads else "MQA" if n_kv_heads == 1 else "GQA"
-
-
 def fmt_int(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 

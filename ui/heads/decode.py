@@ -5,10 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_core.heads import attention_kind
 from figures.heads import decode_steps_figure, decode_timing_figure, kilo
 from ui import draw
 from ui.frame import talk
-from ui.heads.data import N_TOKENS, decode_data, kind, timing_data
+from ui.heads.data import N_TOKENS, decode_data, timing_data
 from ui.heads.gqa import kv_heads_control
 
 MEASURE_MAX = {kilo(t): t for t in (2048, 4096, 8192, 16384)}  # by what the slider shows
@@ -50,7 +51,7 @@ def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
          f"{2 * (step + 1) * g * d['d_k'] * 4} B in this one layer (float32)"),
         ("Token-by-token vs full causal", f"|Δ| ≤ {d['max_abs_diff']:.1e}", None,
          "Every decoded row against causal multi-head attention over the whole sentence."),
-        ("K/V heads in the cache", f"{g} of {n_heads}", kind(g, n_heads)),
+        ("K/V heads in the cache", f"{g} of {n_heads}", attention_kind(n_heads, g)),
         border=True,
     )  # fmt: skip
 

@@ -18,6 +18,7 @@ from torch.nn import functional as F
 from attention_core.heads import (
     attention_parameters,
     check_head_counts,
+    head_size,
     mean_pool_kv,
     multi_head_attention,
     multi_head_trace,
@@ -65,9 +66,7 @@ def example_weights(
     for a square matrix), W_q and W_k with :data:`QK_GAIN` times that, so each head's weights show a
     pattern; at 1/√d_model the scores are so small that every row is nearly uniform."""
     d_model = check_int("d_model", d_model, low=1, high=1024)
-    check_head_counts(n_heads)
-    if d_model % n_heads:
-        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    head_size(d_model, check_head_counts(n_heads)[0])
     gen = torch.Generator().manual_seed(check_int("seed", seed, low=0, high=2**31 - 1) + 7919)
     std = 1.0 / math.sqrt(d_model)
     w_q, w_k, w_v, w_o = (torch.randn(d_model, d_model, generator=gen) * std for _ in range(4))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from attention_core.heads import attention_kind, divisors
 from figures.heads import sharing_figure
 from ui import draw
 from ui.frame import talk
-from ui.heads.data import divisors, example_data, fmt_int, kind
+from ui.heads.data import example_data, fmt_int
 from ui.heads.side_by_side import grid_figure
 
 
@@ -38,7 +39,7 @@ def gqa_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     d = example_data(d_model, n_heads, g, seed, causal)
     st.latex(
         rf"\text{{query head }} i \text{{ reads K/V head }} \left\lfloor i \,/\, \tfrac{{h}}{{g}} \right\rfloor"
-        rf"\qquad h = {n_heads},\ g = {g}\ \text{{({kind(g, n_heads)})}}"
+        rf"\qquad h = {n_heads},\ g = {g}\ \text{{({attention_kind(n_heads, g)})}}"
     )
     draw.chart(draw.figure(sharing_figure, n_heads, g, talk()), "hd_share_fig", fit="heads.MHA → GQA → MQA")
     kv, kv_mha = 2 * g * d["d_k"] * 4, 2 * n_heads * d["d_k"] * 4  # float32 K and V of one token, one layer
