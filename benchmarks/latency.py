@@ -13,7 +13,7 @@ For every page of the navigation (read from app.py, so a new page is timed as so
    text for every timed change, so each one is computed afresh (no cache hit): goal ≤ 300 ms.
 2. **Cold start to first idle paint** (Chromium). A fresh ``streamlit run`` is started, the page
    opened in headless Chromium, and the clock stops when the app is idle (script finished, no
-   spinner). Median of ``--cold`` starts. Goal: ≤ 4 s.
+   spinner). The goal, ≤ 4 s, is judged on the median of ``--cold`` starts; the best is shown too.
 
 3. **Where a cold start's time goes**: the import cost of what the pages load (streamlit, torch,
    pandas, the core's parts), each in a fresh interpreter, median of ``--cold`` runs. A page's
@@ -349,18 +349,17 @@ def print_import_table(costs: dict[str, float]) -> None:
 
 def print_cold_table(results: dict[str, list[tuple[float, float, float]]]) -> None:
     print("\n## Cold start to first idle paint (fresh `streamlit run`, headless Chromium, s from launch)\n")
-    print(f"| {'page':12} | {'server healthy':>14} | {'title drawn':>11} | {'idle (median)':>13} | {'idle (max)':>10} "
-          f"| {'n':>2} | goal |")  # fmt: skip
-    print(f"|{'-' * 14}|{'-' * 16}|{'-' * 13}|{'-' * 15}|{'-' * 12}|{'-' * 4}|------|")
+    print(f"| {'page':12} | {'server healthy':>14} | {'title drawn':>11} | {'idle (best)':>11} | {'idle (median)':>13} "
+          f"| {'idle (max)':>10} | {'n':>2} | goal |")  # fmt: skip
+    print(f"|{'-' * 14}|{'-' * 16}|{'-' * 13}|{'-' * 13}|{'-' * 15}|{'-' * 12}|{'-' * 4}|------|")
     for name, runs in results.items():
         if not runs:
             continue
         healthy, title, idle = (statistics.median(r[i] for r in runs) for i in range(3))
-        worst = max(r[2] for r in runs)
+        best, worst = min(r[2] for r in runs), max(r[2] for r in runs)
         ok = "ok" if idle <= COLD_GOAL_S else "OVER"
-        print(
-            f"| {name:12} | {healthy:14.2f} | {title:11.2f} | {idle:13.2f} | {worst:10.2f} | {len(runs):2d} | {ok:4} |"
-        )
+        print(f"| {name:12} | {healthy:14.2f} | {title:11.2f} | {best:11.2f} | {idle:13.2f} | {worst:10.2f} "
+              f"| {len(runs):2d} | {ok:4} |")  # fmt: skip
 
 
 def decode_measurement_s() -> float:
