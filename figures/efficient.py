@@ -45,7 +45,7 @@ def pattern_figure(allowed: np.ndarray, states: np.ndarray, n: int, tile: int, *
     if allowed.ndim != 2 or states.ndim != 2:
         raise ValueError(f"allowed and states must be 2-D, got shapes {allowed.shape} and {states.shape}")
     z, skipped = allowed.shape[0], float(np.mean(states == 0))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.15, subplot_titles=(
         f"First {z} tokens", f"n = {n}: {skipped:.0%} of the tiles skipped"))
     fig.add_heatmap(z=allowed, colorscale=[[0, SKIPPED], [1, SCALED]], zmin=0, zmax=1, showscale=False, row=1, col=1,
                     hovertemplate="query %{y} → key %{x}: %{z}<extra>1 = may attend</extra>")  # fmt: skip
