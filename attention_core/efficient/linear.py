@@ -38,7 +38,7 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
 
 
 def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
-    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None)
+    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None, positive_scale=True, min_length=1)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
     if is_causal and phi_q.shape[-2] != phi_k.shape[-2]:
@@ -118,7 +118,7 @@ def linear_attention(
 
 def linear_weights(q: torch.Tensor, k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
     """The ``(N, ..., L, S)`` weights linear attention implies (materialised: for small n)."""
-    check_attention_args(q, k, k, None, 0.0, False, None)
+    check_attention_args(q, k, k, None, 0.0, False, None, positive_scale=True, min_length=1)
     return feature_weights(elu_feature_map(q), elu_feature_map(k), is_causal=is_causal)
 
 

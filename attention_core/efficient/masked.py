@@ -104,7 +104,7 @@ def masked_attention(
     The flex path is forward-only: its output carries no gradient.
     """
     backend = check_choice("backend", backend, BACKENDS)
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     n_q, n_k = check_pattern(mask_mod, q.shape[-2], k.shape[-2])
     fallback = None
     if backend == "flex":
@@ -136,7 +136,7 @@ def masked_attention(
 def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:
     """The attention weights under the pattern, ``(N, ..., L, S)``: rows sum to 1 over the allowed
     keys, 0 elsewhere (a row with no key is all zeros). Materialised: for small n."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
     mask = dense_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
     scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     return stable_softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # (N, ..., L, S)

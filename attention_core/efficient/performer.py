@@ -91,7 +91,7 @@ def favor_attention(
 ) -> torch.Tensor:  # fmt: skip
     """FAVOR+ with given random vectors ``w (m, E)`` (e.g. from :func:`orthogonal_features`, drawn
     once and reused, as a trained Performer keeps them): ``(N, ..., L, Ev)``."""
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     _check_features(q, k, v, is_causal)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
     phi_q, phi_k = _features(q, k, _check_w(w, q), s)
@@ -116,7 +116,7 @@ def performer_weights(
     q: torch.Tensor, k: torch.Tensor, *, features: int, seed: int, is_causal: bool = False, scale: float | None = None
 ) -> torch.Tensor:
     """The ``(N, ..., L, S)`` weights the Performer implies (materialised: for small n)."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
     _check_features(q, k, k, is_causal)
     w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype)  # (m, E)
     phi_q, phi_k = _features(q, k, w, s)

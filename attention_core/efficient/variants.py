@@ -79,7 +79,7 @@ def variant_attention(
     variant = check_choice("variant", variant, VARIANTS)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
-    check_attention_args(q, k, v, None, 0.0, False, scale)
+    check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     weights = None
     note = None
     if variant in PATTERNS:
