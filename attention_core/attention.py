@@ -202,7 +202,7 @@ def attention_trace(
     if mask is None:
         masked = scaled
     elif mask.dtype == torch.bool:
-        masked = scaled.masked_fill(~mask, float("-inf"))  # (N, ..., L, S)
+        masked = scaled.masked_fill(mask.logical_not(), float("-inf"))  # (N, ..., L, S)
     else:
         masked = scaled + mask.to(scaled.dtype)  # (N, ..., L, S)
     weights = stable_softmax(masked, dim=-1)  # (N, ..., L, S)
@@ -247,10 +247,10 @@ def scaled_dot_product_attention(
         # Fully masked rows are found from the mask (O(mask), not O(scores)) and left unmasked,
         # so softmax never sees a row of −inf (NaN, and NaN gradients); their output is zeroed below.
         if attn_mask.dtype == torch.bool:
-            blocked = ~attn_mask
+            blocked = attn_mask.logical_not()
             dead = blocked.all(dim=-1)  # (..., L)
             if any_true(dead):
-                blocked = blocked & ~dead.unsqueeze(-1)
+                blocked = blocked & dead.unsqueeze(-1).logical_not()
             fill = scores.masked_fill_ if in_place else scores.masked_fill
             scores = fill(blocked, float("-inf"))  # (N, ..., L, S)
         else:

@@ -65,14 +65,15 @@ def _textbook_attention(
     scores = q @ k.transpose(-2, -1) * scale  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     if is_causal:
         allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # (N, ..., L, S)
+        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))  # (N, ..., L, S)
     elif attn_mask is not None:
         if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))  # (N, ..., L, S)
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))  # (N, ..., L, S)
         else:
             scores = scores + attn_mask.to(scores.dtype)  # (N, ..., L, S)
     weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
     if attn_mask is not None:  # a fully masked row: softmax of all −inf is NaN, the answer is 0
-        blocked = ~attn_mask if attn_mask.dtype == torch.bool else torch.isneginf(attn_mask.to(scores.dtype))
+        is_bool = attn_mask.dtype == torch.bool
+        blocked = attn_mask.logical_not() if is_bool else torch.isneginf(attn_mask.to(scores.dtype))  # (..., L, S)
         weights = weights.masked_fill(blocked.all(dim=-1, keepdim=True), 0.0)  # (N, ..., L, S)
     return weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)

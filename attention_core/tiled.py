@@ -203,7 +203,7 @@ def _mask_tile(
     elif mask is not None:
         block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk), broadcasts
         if block_mask.dtype == torch.bool:
-            tile.masked_fill_(~block_mask, float("-inf"))
+            tile.masked_fill_(block_mask.logical_not(), float("-inf"))
         else:
             tile += block_mask
 

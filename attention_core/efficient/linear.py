@@ -89,7 +89,7 @@ def _attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal
     before_kv = torch.cat([torch.zeros_like(chunk_kv[..., :1, :, :]), chunk_kv.cumsum(dim=-3)[..., :-1, :, :]], dim=-3)
     before_z = torch.cat([torch.zeros_like(chunk_z[..., :1, :]), chunk_z.cumsum(dim=-2)[..., :-1, :]], dim=-2)
     inside = torch.ones(c, c, dtype=torch.bool, device=phi_q.device).tril()  # (C, C): j ≤ i within a chunk
-    local = (qc @ kc.transpose(-2, -1)).masked_fill(~inside, 0.0)  # (N, ..., nc, C, C)
+    local = (qc @ kc.transpose(-2, -1)).masked_fill(inside.logical_not(), 0.0)  # (N, ..., nc, C, C)
     num = local @ vc + qc @ before_kv  # (N, ..., nc, C, Ev)
     den = local.sum(dim=-1, keepdim=True) + qc @ before_z.unsqueeze(-1)  # (N, ..., nc, C, 1)
     return _safe_divide(num, den).flatten(-3, -2)[..., :n, :]  # (N, ..., L, Ev)
@@ -102,7 +102,7 @@ def feature_weights(phi_q: torch.Tensor, phi_k: torch.Tensor, *, is_causal: bool
     raw = phi_q @ phi_k.transpose(-2, -1)  # (N, ..., L, M) @ (N, ..., M, S) -> (N, ..., L, S)
     if is_causal:
         allowed = torch.ones(raw.shape[-2:], dtype=torch.bool, device=raw.device).tril()  # (L, S)
-        raw = raw.masked_fill(~allowed, 0.0)  # (N, ..., L, S)
+        raw = raw.masked_fill(allowed.logical_not(), 0.0)  # (N, ..., L, S)
     return _safe_divide(raw, raw.sum(dim=-1, keepdim=True))  # (N, ..., L, S)
 
 
