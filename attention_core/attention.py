@@ -273,6 +273,6 @@ def scaled_dot_product_attention(
     return output
 
 
-def overflow_error(dtype: torch.dtype) -> ValueError:
-    """The error every path raises when finite inputs give a score too large for ``dtype``."""
-    return ValueError(f"the scaled scores Q·Kᵀ·scale overflowed {dtype}; use a wider dtype, smaller inputs or scale")
+def overflow_error(dtype: torch.dtype, what: str = "the scaled scores Q·Kᵀ·scale") -> ValueError:
+    """The error every path raises when finite inputs give a number too large for ``dtype``."""
+    return ValueError(f"{what} overflowed {dtype}; use a wider dtype, smaller inputs or scale")

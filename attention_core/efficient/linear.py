@@ -26,8 +26,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args
-from ..validation import broadcast_shapes, check_int
+from ..attention import check_attention_args, overflow_error
+from ..validation import all_finite, broadcast_shapes, check_int
 
 DEFAULT_CHUNK = 64  # tokens per chunk of the causal form: a C×C square per chunk, n/C states
 
@@ -49,8 +49,12 @@ def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, i
 
 
 def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    # Features can underflow to 0 for very negative inputs; 0/0 there gives 0, not NaN.
-    return num / den.clamp_min(torch.finfo(den.dtype).tiny)
+    """``num / den``, the last step of every feature route. Features can underflow to 0 for very
+    negative inputs; 0/0 there gives 0, not NaN. A sum that overflowed the dtype raises."""
+    out = num / den.clamp_min(torch.finfo(den.dtype).tiny)
+    if not all_finite(out):
+        raise overflow_error(out.dtype, "a sum of the features φ(q)·φ(k) (or of φ(k) vᵀ)")
+    return out
 
 
 def feature_attention(

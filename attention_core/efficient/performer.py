@@ -33,9 +33,9 @@ from collections.abc import Sequence
 
 import torch
 
-from ..attention import check_attention_args
+from ..attention import check_attention_args, overflow_error
 from ..device import new_tensor_device
-from ..validation import check_choice, check_float, check_int, check_int_list, check_tensor
+from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
 from .linear import DEFAULT_CHUNK, _attend, _check_features, feature_weights
 
@@ -88,7 +88,10 @@ def favor_features(x: torch.Tensor, w: torch.Tensor, *, is_query: bool) -> torch
 
 def _features(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     half = math.sqrt(scale)  # q·k·scale = (q·√scale)·(k·√scale)
-    return favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
+    phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
+    if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
+        raise overflow_error(q.dtype, "the Performer's exponents w·x − |x|²/2")
+    return phi_q, phi_k
 
 
 def _check_w(w: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
