@@ -188,6 +188,8 @@ def tiled_attention(
 
 def _all_finite_tensor(x: torch.Tensor) -> torch.Tensor:
     """A 0-d bool tensor: whether ``x`` holds no NaN or ±inf, without reading it back (no device sync)."""
+    if x.numel() == 0:
+        return torch.ones((), dtype=torch.bool, device=x.device)
     lo, hi = torch.aminmax(x)
     return torch.isfinite(lo) & torch.isfinite(hi)
 
