@@ -268,11 +268,12 @@ def _backward(
     """
     L, S, E, Ev = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     lead = out.shape[:-2]
+    B = math.prod(lead)  # spelt out, not −1: a reshape cannot infer it when L or S is 0
     acc_dtype = lse.dtype  # float32 for 16-bit inputs, else the inputs' dtype
 
     def batches(x: torch.Tensor) -> torch.Tensor:
         """(N, ..., n, e) → (B, n, e) over the broadcast leading dims; copies only an input that broadcasts."""
-        return x.expand(*lead, *x.shape[-2:]).reshape(-1, *x.shape[-2:])
+        return x.expand(*lead, *x.shape[-2:]).reshape(B, *x.shape[-2:])
 
     # The scores are recomputed exactly as the forward computed them (q scaled in the accumulators' dtype,
     # float32 for 16-bit inputs), so exp(scores − lse) is the forward's P; every product runs in that dtype.
@@ -281,9 +282,8 @@ def _backward(
     kt = k_acc.transpose(1, 2)  # (B, E, S), a view
     d_out = batches(d_out).to(acc_dtype)  # (B, L, Ev)
     delta = (d_out * batches(out).to(acc_dtype)).sum(dim=-1, keepdim=True)  # (B, L, 1): D = rowsum(dO ∘ O)
-    lse = lse.reshape(-1, L, 1)  # (B, L, 1)
+    lse = lse.reshape(B, L, 1)  # (B, L, 1)
     mask = _full_size(attn_mask, L, S)
-    B = q_s_acc.shape[0]
     dq = torch.zeros((B, L, E), dtype=acc_dtype, device=q.device)  # (B, L, E), times scale at the end
     dk = torch.empty((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
     dv = torch.empty((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)

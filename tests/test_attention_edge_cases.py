@@ -81,3 +81,14 @@ def test_the_approximations_keep_a_positive_scale_and_a_key() -> None:
         performer_attention(q, k, v, features=8, seed=0, scale=-1.0)
     with pytest.raises(ValueError, match="at least 1 key"):
         performer_attention(*(t.float() for t in _qkv(S=0)), features=8, seed=0)
+
+
+@pytest.mark.parametrize("shape", [dict(L=0), dict(S=0), dict(batch=0)], ids=str)
+def test_empty_inputs_get_gradients_as_torch(shape: dict[str, int]) -> None:
+    def grads(attention: Callable[..., torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        leaves = [t.requires_grad_(True) for t in _qkv(**shape)]
+        out = attention(*leaves, scale=-0.7)
+        return torch.autograd.grad(out, leaves, torch.ones_like(out), allow_unused=True, materialize_grads=True)
+
+    for mine, theirs in zip(grads(ac.tiled_attention), grads(F.scaled_dot_product_attention), strict=True):
+        torch.testing.assert_close(mine, theirs)
