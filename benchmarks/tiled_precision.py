@@ -5,8 +5,8 @@ autograd) must be at most twice the error of the textbook code run in the same d
 The seeds ride along the batch axis, so one call checks a whole group of them; the shapes are odd
 on purpose: lengths that are no multiple of the block, L ≠ S, d from 16 to 128.
 
-    python -m benchmarks.tiled_precision            # 8 shapes × 32 seeds per dtype
-    python -m benchmarks.tiled_precision --seeds 64
+    python benchmarks/tiled_precision.py            # 8 shapes × 32 seeds per dtype
+    python benchmarks/tiled_precision.py --seeds 64
 
 It prints, per dtype and quantity, the worst ratio error ÷ (2 × baseline error + 1e-5): at most 1
 passes. The test (tests/test_tiled_precision.py) runs the same function on fewer shapes.
@@ -15,9 +15,13 @@ passes. The test (tests/test_tiled_precision.py) runs the same function on fewer
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attention_core.textbook import textbook_attention
 from attention_core.tiled import tiled_attention
