@@ -186,10 +186,14 @@ def attention_trace(
         k: ``(N, ..., S, E)`` keys.
         v: ``(N, ..., S, Ev)`` values.
         attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
-        dropout_p: probability of zeroing a weight; dropout runs only when > 0.
+        dropout_p: probability of zeroing a weight, in [0, 1]; dropout runs only when > 0, and 1 drops
+            every weight (the output is 0, as torch's).
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
-        scale: multiplier of the scores, default ``1/√E``.
+        scale: multiplier of the scores, any finite number (negative and 0 too, as torch's); default ``1/√E``.
         generator: seeds the dropout pattern, for reproducible pictures.
+
+    L or S may be 0, as in torch (no keys: a zero output). Scores that overflow the dtype raise a
+    ``ValueError`` naming the overflow.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
@@ -230,7 +234,7 @@ def scaled_dot_product_attention(
 ) -> torch.Tensor:
     """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path, ``(N, ..., L, Ev)``.
 
-    Arguments as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
+    Arguments and edge cases as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
     inputs are checked (O(L·E), plus a float mask), never the scores; the scale goes on ``q``; the
     mask and dropout work in place; fully masked rows are found from the mask and zeroed in the
     output; an overflowing score is caught from the output (O(L·Ev)).

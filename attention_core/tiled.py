@@ -43,7 +43,8 @@ DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-co
 # 256 (4096 tiles, about 50,000 launches) and 66–81 ms with blocks of 1024–8192. So on CUDA the block
 # is as large as a bounded tile allows: the loop stays one readable recurrence, with tens of tiles.
 # What it cannot reach is the fused kernel: each tile's scores still go out to GPU memory and back,
-# which a fused kernel keeps on chip (a separate issue writes that kernel).
+# which a fused kernel keeps on chip (a separate issue writes that kernel). Since the tiles of 16-bit inputs
+# are multiplied in float32 (issue 29: FlashAttention's accuracy), these GPU times have not been measured again.
 CUDA_MAX_BLOCK = 4096
 CUDA_MIN_BLOCK = 512
 CUDA_TILE_BUDGET_BYTES = 1 << 30  # one tile's scores (and their float32 copies) over every batch and head
@@ -97,7 +98,8 @@ def tiled_attention(
             It gets no gradient: a float mask that requires grad raises ``ValueError``.
         dropout_p: must be 0; the tiled kernel does not implement dropout.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); blocks above the diagonal are skipped.
-        scale: multiplier of the scores, default ``1/√E``.
+        scale: multiplier of the scores, any finite number, default ``1/√E`` (torch's rules, as
+            :mod:`.attention` says; L or S may be 0).
         block_size: rows of queries and columns of keys per tile, forward and backward; ``None`` picks it
             for the inputs' device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
         return_lse: also return each row's log-sum-exp ``lse = m + log l`` ``(N, ..., L)`` (``+inf``
@@ -105,8 +107,11 @@ def tiled_attention(
             The output then stays in the accumulators' dtype (float32 for 16-bit inputs), unrounded.
             Forward only: with inputs that require grad, the autograd node keeps lse itself.
 
-    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs keep
-    their running max, sum and output in float32, as FlashAttention does. When an input
+    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs are multiplied
+    in float32 tile by tile (scores, P·V, and the running max, sum and output), and the output is
+    rounded once at the end, as FlashAttention keeps its accumulators in float32: within its 2×
+    rule on every seed (tests/test_tiled_precision.py), and scores above float16's 65,504 give
+    torch's answer. A score beyond float32 raises a ``ValueError`` naming the overflow. When an input
     requires grad (and grad mode is on) the call goes through :class:`TiledAttentionFunction`,
     whose backward recomputes each tile's weights from the saved row log-sum-exp; otherwise
     it is the plain loop below, with no autograd bookkeeping.
