@@ -9,8 +9,12 @@
 Semantics follow ``torch.nn.functional.scaled_dot_product_attention``: shapes ``(N, ..., L, E)``,
 ``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast leading dims; a bool mask is ``True`` where
 attending is allowed, a float mask is added; ``is_causal`` is top-left aligned when L ≠ S; ``scale``
-is keyword-only. A query row whose keys are all masked gets zero weights and output (as torch's
-fused kernels give), never NaN.
+is keyword-only and may be any finite number: negative flips which keys win, 0 averages V. As in
+torch, ``dropout_p`` may be 1 (every weight dropped: the output is 0), and L, S or a batch dim may be
+0 (no keys: zeros; no queries: an empty output); only E = 0 is refused. A query row whose keys are
+all masked gets zero weights and output (as torch's fused kernels give), never NaN. Finite inputs
+whose scores overflow the dtype (float16 tops out near 65,504) raise a ``ValueError`` naming the
+overflow: a wrong number is never returned in silence.
 
 Two entry points compute the same thing: :func:`attention_trace`, the explained path, keeps and
 checks every intermediate for the walkthrough (several passes over ``(N, ..., L, S)``);
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from .masks import causal_mask
-from .validation import all_finite, broadcast_shapes, check_float, check_same_device, check_tensor
+from .validation import all_finite, any_true, broadcast_shapes, check_float, check_same_device, check_tensor
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,10 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     A slice that is entirely −inf (every key masked) gives zeros, not NaN.
     """
     check_tensor("x", x, min_dim=1, finite=False)
-    if bool(torch.isnan(x).any()) or bool(torch.isposinf(x).any()):
+    if any_true(torch.isnan(x)) or any_true(torch.isposinf(x)):
         raise ValueError("x must not contain NaN or +inf; −inf (a masked entry) is allowed")
+    if x.shape[dim] == 0:
+        return x.clone()  # a row with no entries: nothing to normalise
     row_max = x.amax(dim=dim, keepdim=True)
     row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
     e = torch.exp(x - row_max)  # every exponent ≤ 0, so e ∈ [0, 1]
@@ -87,10 +93,17 @@ def check_attention_args(
     dropout_p: float,
     is_causal: bool,
     scale: float | None,
+    *,
+    positive_scale: bool = False,
+    min_length: int = 0,
 ) -> tuple[float, float]:
     """Check the arguments of SDPA-style attention; return ``(scale, dropout_p)`` as floats.
 
     Every attention path calls it, so they all reject the same inputs with the same ``ValueError``.
+    The rules are torch's SDPA's (module docstring): any finite ``scale``, ``0 ≤ dropout_p ≤ 1``,
+    empty L, S and batch dims; only E = 0 is refused (the default scale 1/√E has no value there).
+    The approximations that need more ask for it: ``positive_scale`` (random features estimate
+    exp(scale·q·k) through √scale) and ``min_length`` (a route that needs at least one query and key).
     """
     check_tensor("q", q, min_dim=2)
     check_tensor("k", k, min_dim=2)
@@ -110,9 +123,10 @@ def check_attention_args(
         )
     if q.shape[-1] == 0:
         raise ValueError("the feature size E (d_k) must be > 0")
-    if q.shape[-2] == 0 or k.shape[-2] == 0:
+    if min_length and (q.shape[-2] < min_length or k.shape[-2] < min_length):
         raise ValueError(
-            f"q needs at least one query and k at least one key, got L={q.shape[-2]} and S={k.shape[-2]}"
+            f"q needs at least {min_length} query and k at least {min_length} key, "
+            f"got L={q.shape[-2]} and S={k.shape[-2]}"
         )
     try:
         batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -129,7 +143,7 @@ def check_attention_args(
         if attn_mask.dtype != torch.bool:
             if not attn_mask.dtype.is_floating_point:
                 raise ValueError(f"attn_mask must be bool (True = may attend) or float (added), got {attn_mask.dtype}")
-            if bool(torch.isnan(attn_mask).any()) or bool(torch.isposinf(attn_mask).any()):
+            if any_true(torch.isnan(attn_mask)) or any_true(torch.isposinf(attn_mask)):
                 raise ValueError("a float attn_mask must not contain NaN or +inf (−inf blocks a key)")
         target = (*batch, q.shape[-2], k.shape[-2])
         try:
@@ -140,9 +154,18 @@ def check_attention_args(
                 f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the scores' "
                 f"shape (..., L, S) = {target}"
             ) from None
-    p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
-    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_float("scale", scale, low=0.0, low_open=True)
+    p = check_float("dropout_p", dropout_p, low=0.0, high=1.0)
+    if scale is None:
+        s = 1.0 / math.sqrt(q.shape[-1])
+    else:
+        s = check_float("scale", scale, low=0.0 if positive_scale else None, low_open=positive_scale)
     return s, p
+
+
+def keep_scale(p: float) -> float:
+    """What dropout multiplies the surviving weights by: 1/(1 − p), and 0 at p = 1 (every weight dropped,
+    so the output is 0, as torch's)."""
+    return 1.0 / (1.0 - p) if p < 1.0 else 0.0
 
 
 def attention_trace(
@@ -163,10 +186,14 @@ def attention_trace(
         k: ``(N, ..., S, E)`` keys.
         v: ``(N, ..., S, Ev)`` values.
         attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
-        dropout_p: probability of zeroing a weight; dropout runs only when > 0.
+        dropout_p: probability of zeroing a weight, in [0, 1]; dropout runs only when > 0, and 1 drops
+            every weight (the output is 0, as torch's).
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
-        scale: multiplier of the scores, default ``1/√E``.
+        scale: multiplier of the scores, any finite number (negative and 0 too, as torch's); default ``1/√E``.
         generator: seeds the dropout pattern, for reproducible pictures.
+
+    L or S may be 0, as in torch (no keys: a zero output). Scores that overflow the dtype raise a
+    ``ValueError`` naming the overflow.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
@@ -174,12 +201,12 @@ def attention_trace(
 
     scores = q @ k.transpose(-2, -1)  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     scaled = scores * s  # (N, ..., L, S)
-    if not bool(torch.isfinite(scaled).all()):  # finite inputs can still overflow (float16 tops out near 65504)
-        raise _overflowed(scaled.dtype)
+    if not all_finite(scaled):  # finite inputs can still overflow (float16 tops out near 65504)
+        raise overflow_error(scaled.dtype)
     if mask is None:
         masked = scaled
     elif mask.dtype == torch.bool:
-        masked = scaled.masked_fill(~mask, float("-inf"))  # (N, ..., L, S)
+        masked = scaled.masked_fill(mask.logical_not(), float("-inf"))  # (N, ..., L, S)
     else:
         masked = scaled + mask.to(scaled.dtype)  # (N, ..., L, S)
     weights = stable_softmax(masked, dim=-1)  # (N, ..., L, S)
@@ -189,7 +216,7 @@ def attention_trace(
     if p > 0.0:
         draw = torch.rand(weights.shape, generator=generator, device=weights.device)
         keep = draw >= p  # (N, ..., L, S)
-        dropped = weights * keep / (1.0 - p)  # survivors rescaled so the expectation is unchanged
+        dropped = weights * keep * keep_scale(p)  # survivors rescaled so the expectation is unchanged
     output = dropped @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
     return AttentionTrace(scores, scaled, masked, weights, output, s, mask, p, keep, dropped)
 
@@ -207,7 +234,7 @@ def scaled_dot_product_attention(
 ) -> torch.Tensor:
     """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path, ``(N, ..., L, Ev)``.
 
-    Arguments as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
+    Arguments and edge cases as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
     inputs are checked (O(L·E), plus a float mask), never the scores; the scale goes on ``q``; the
     mask and dropout work in place; fully masked rows are found from the mask and zeroed in the
     output; an overflowing score is caught from the output (O(L·Ev)).
@@ -224,16 +251,16 @@ def scaled_dot_product_attention(
         # Fully masked rows are found from the mask (O(mask), not O(scores)) and left unmasked,
         # so softmax never sees a row of −inf (NaN, and NaN gradients); their output is zeroed below.
         if attn_mask.dtype == torch.bool:
-            blocked = ~attn_mask
+            blocked = attn_mask.logical_not()
             dead = blocked.all(dim=-1)  # (..., L)
-            if bool(dead.any()):
-                blocked = blocked & ~dead.unsqueeze(-1)
+            if any_true(dead):
+                blocked = blocked & dead.unsqueeze(-1).logical_not()
             fill = scores.masked_fill_ if in_place else scores.masked_fill
             scores = fill(blocked, float("-inf"))  # (N, ..., L, S)
         else:
             added = attn_mask.to(scores.dtype)  # a float64 −1e300 becomes −inf in float32, as in the trace
             dead = torch.isneginf(added).all(dim=-1)  # (..., L)
-            if bool(dead.any()):
+            if any_true(dead):
                 added = added.masked_fill(dead.unsqueeze(-1), 0.0)
             scores = scores.add_(added) if in_place else scores + added  # (N, ..., L, S)
     weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
@@ -241,14 +268,15 @@ def scaled_dot_product_attention(
     if p > 0.0:
         keep = torch.rand(weights.shape, generator=generator, device=weights.device) >= p  # (N, ..., L, S)
         # in place, unless autograd needs softmax's output as it was
-        weights = weights * keep / (1.0 - p) if weights.requires_grad else weights.mul_(keep).div_(1.0 - p)
+        weights = weights * keep * keep_scale(p) if weights.requires_grad else weights.mul_(keep).mul_(keep_scale(p))
     output = weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
-    if dead is not None and bool(dead.any()):
+    if dead is not None and any_true(dead):
         output = output.masked_fill(dead.unsqueeze(-1), 0.0)  # (N, ..., L, Ev)
     if not all_finite(output):
-        raise _overflowed(output.dtype)
+        raise overflow_error(output.dtype)
     return output
 
 
-def _overflowed(dtype: torch.dtype) -> ValueError:
-    return ValueError(f"the scaled scores Q·Kᵀ·scale overflowed {dtype}; use a wider dtype, smaller inputs or scale")
+def overflow_error(dtype: torch.dtype, what: str = "the scaled scores Q·Kᵀ·scale") -> ValueError:
+    """The error every path raises when finite inputs give a number too large for ``dtype``."""
+    return ValueError(f"{what} overflowed {dtype}; use a wider dtype, smaller inputs or scale")

@@ -58,9 +58,12 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 def new_tensor_device(device: str | torch.device | None = None) -> torch.device:
     """Where a function that makes tensors puts them: ``device`` when given (``"auto"``: :func:`default_device`),
-    else ``torch.get_default_device()``, exactly where ``torch.ones(3)`` would go."""
+    else ``torch.get_default_device()``, exactly where ``torch.ones(3)`` would go. ``"meta"`` (tensors with a
+    shape and no data, which the device tests run on) is taken as it is; other names as :func:`resolve_device`."""
     if device is None:
         return torch.get_default_device()
+    if device == "meta" or (isinstance(device, torch.device) and device.type == "meta"):
+        return torch.device("meta")
     return resolve_device(device)
 
 

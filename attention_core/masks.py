@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from .device import new_tensor_device
-from .validation import check_int
+from .validation import check_int, holds_data
 
 _MAX_SIDE = 1 << 20  # a guard against typos that would allocate terabytes
 
@@ -39,17 +39,22 @@ def padding_mask(
     """
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
     if isinstance(lengths, torch.Tensor):
-        if device is None:
-            device = lengths.device  # a function that takes a tensor computes on its device
         if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
             raise ValueError(
                 f"lengths must be a 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}"
             )
+        if not holds_data(lengths):  # a fake or meta tensor: compare on its device, nothing to read
+            if lengths.numel() == 0:
+                raise ValueError("lengths must be a non-empty sequence of integers")
+            keys = torch.arange(n_k, device=lengths.device)  # (n_k,)
+            return (keys < lengths.unsqueeze(-1)).unsqueeze(1).to(new_tensor_device(device or lengths.device))
+        if device is None:
+            device = lengths.device  # a function that takes a tensor computes on its device
         lengths = lengths.tolist()
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
         raise ValueError(f"lengths must be a non-empty sequence of integers, got {lengths!r}")
     lens = [check_int(f"lengths[{i}]", n, low=0, high=n_k) for i, n in enumerate(lengths)]
     dev = new_tensor_device(device)
     keys = torch.arange(n_k, device=dev)  # (n_k,)
-    lens_t = torch.tensor(lens, device=dev).unsqueeze(-1)  # (B, 1)
+    lens_t = torch.tensor(lens, device="cpu").to(dev).unsqueeze(-1)  # (B, 1): made on the CPU, then moved
     return (keys < lens_t).unsqueeze(1)  # (B, 1, n_k)

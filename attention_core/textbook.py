@@ -7,17 +7,20 @@ the answer every implementation is checked against.
 
 Shapes and mask semantics as torch's SDPA: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
 ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``; a bool mask is ``True`` where attending is allowed,
-a float mask is added; ``is_causal`` is top-left aligned. A fully masked row gives zeros, as the
-fused kernels do (``torch.softmax`` alone would give NaN); the zeroing runs only when a mask is
-given, since a causal row always keeps key 0.
+a float mask is added; ``is_causal`` is top-left aligned; ``scale`` is any finite number and L or S
+may be 0, as in :mod:`.attention` (torch's rules). A fully masked row gives zeros, as the fused kernels do
+(``torch.softmax`` alone would give NaN); such rows are found from the mask, and only when one is
+given, since a causal row always keeps key 0. Scores that overflow the dtype (float16 above 65,504)
+give NaN in the plain code; the public functions then raise a ``ValueError`` naming the overflow.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .attention import check_attention_args
+from .attention import check_attention_args, overflow_error
 from .masks import causal_mask
+from .validation import all_finite
 
 
 def textbook_attention(
@@ -31,7 +34,7 @@ def textbook_attention(
 ) -> torch.Tensor:
     """softmax(Q Kᵀ · scale + mask) V as tutorials write it; ``scale`` defaults to 1/√E."""
     s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
-    return _textbook_attention(q, k, v, attn_mask, is_causal, s)
+    return _checked(_textbook_attention(q, k, v, attn_mask, is_causal, s))
 
 
 def reference_attention(
@@ -45,7 +48,14 @@ def reference_attention(
 ) -> torch.Tensor:
     """:func:`textbook_attention` in float64 on the inputs' device: the answer to check others against."""
     s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
-    return _textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, s)
+    return _checked(_textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, s))
+
+
+def _checked(output: torch.Tensor) -> torch.Tensor:
+    """``output``, unless an overflowed score left NaN in it (a masked row is 0, never NaN)."""
+    if not all_finite(output):
+        raise overflow_error(output.dtype)
+    return output
 
 
 def _textbook_attention(
@@ -55,13 +65,15 @@ def _textbook_attention(
     scores = q @ k.transpose(-2, -1) * scale  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     if is_causal:
         allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-        scores = scores.masked_fill(~allowed, float("-inf"))  # (N, ..., L, S)
+        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))  # (N, ..., L, S)
     elif attn_mask is not None:
         if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))  # (N, ..., L, S)
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))  # (N, ..., L, S)
         else:
             scores = scores + attn_mask.to(scores.dtype)  # (N, ..., L, S)
     weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
-    if attn_mask is not None:
-        weights = weights.nan_to_num(0.0)  # a fully masked row: softmax of all −inf is NaN, the answer is 0
+    if attn_mask is not None:  # a fully masked row: softmax of all −inf is NaN, the answer is 0
+        is_bool = attn_mask.dtype == torch.bool
+        blocked = attn_mask.logical_not() if is_bool else torch.isneginf(attn_mask.to(scores.dtype))  # (..., L, S)
+        weights = weights.masked_fill(blocked.all(dim=-1, keepdim=True), 0.0)  # (N, ..., L, S)
     return weights @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)

@@ -32,8 +32,8 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .attention import check_attention_args
-from .validation import broadcast_shapes, check_int
+from .attention import check_attention_args, overflow_error
+from .validation import all_finite, broadcast_shapes, check_int, holds_data
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
@@ -43,16 +43,16 @@ DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-co
 # 256 (4096 tiles, about 50,000 launches) and 66–81 ms with blocks of 1024–8192. So on CUDA the block
 # is as large as a bounded tile allows: the loop stays one readable recurrence, with tens of tiles.
 # What it cannot reach is the fused kernel: each tile's scores still go out to GPU memory and back,
-# which a fused kernel keeps on chip (a separate issue writes that kernel).
+# which a fused kernel keeps on chip (a separate issue writes that kernel). Since the tiles of 16-bit inputs
+# are multiplied in float32 (issue 29: FlashAttention's accuracy), these GPU times have not been measured again.
 CUDA_MAX_BLOCK = 4096
 CUDA_MIN_BLOCK = 512
 CUDA_TILE_BUDGET_BYTES = 1 << 30  # one tile's scores (and their float32 copies) over every batch and head
 
 
 def _tile_bytes_per_score(itemsize: int) -> int:
-    """Bytes per entry of a score tile: the tile, plus for 16-bit inputs its float32 copy and the copy back."""
-    acc = max(itemsize, 4)
-    return itemsize + (acc + itemsize if acc != itemsize else 0)
+    """Bytes per entry of a score tile: it is held in the accumulators' dtype (float32 for 16-bit inputs)."""
+    return max(itemsize, 4)
 
 
 def pick_block_size(
@@ -98,7 +98,8 @@ def tiled_attention(
             It gets no gradient: a float mask that requires grad raises ``ValueError``.
         dropout_p: must be 0; the tiled kernel does not implement dropout.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); blocks above the diagonal are skipped.
-        scale: multiplier of the scores, default ``1/√E``.
+        scale: multiplier of the scores, any finite number, default ``1/√E`` (torch's rules, as
+            :mod:`.attention` says; L or S may be 0).
         block_size: rows of queries and columns of keys per tile, forward and backward; ``None`` picks it
             for the inputs' device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
         return_lse: also return each row's log-sum-exp ``lse = m + log l`` ``(N, ..., L)`` (``+inf``
@@ -106,8 +107,11 @@ def tiled_attention(
             The output then stays in the accumulators' dtype (float32 for 16-bit inputs), unrounded.
             Forward only: with inputs that require grad, the autograd node keeps lse itself.
 
-    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs keep
-    their running max, sum and output in float32, as FlashAttention does. When an input
+    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs are multiplied
+    in float32 tile by tile (scores, P·V, and the running max, sum and output), and the output is
+    rounded once at the end, as FlashAttention keeps its accumulators in float32: within its 2×
+    rule on every seed (tests/test_tiled_precision.py), and scores above float16's 65,504 give
+    torch's answer. A score beyond float32 raises a ``ValueError`` naming the overflow. When an input
     requires grad (and grad mode is on) the call goes through :class:`TiledAttentionFunction`,
     whose backward recomputes each tile's weights from the saved row log-sum-exp; otherwise
     it is the plain loop below, with no autograd bookkeeping.
@@ -118,7 +122,9 @@ def tiled_attention(
     L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if block_size is None:
-        block_size = pick_block_size(q.device, L, S, batch_heads=math.prod(lead), itemsize=q.dtype.itemsize)
+        block_size = pick_block_size(
+            q.device, max(L, 1), max(S, 1), batch_heads=max(math.prod(lead), 1), itemsize=q.dtype.itemsize
+        )
     block = check_int("block_size", block_size, low=1, high=1 << 16)
 
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
@@ -138,13 +144,16 @@ def tiled_attention(
     lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if return_lse else None  # (N, ..., L)
     kt = k.transpose(-2, -1)  # (N, ..., E, S), a view
     # Two buffers reused by every tile: allocating 2 MiB per tile costs more than the arithmetic around it.
+    # Both are in the accumulators' dtype: for 16-bit inputs the scores and each tile's P·V are never
+    # rounded to 16 bits (FlashAttention keeps them in float32 registers); only the output is, once.
     bq, bk = min(block, L), min(block, S)
-    scores = torch.empty((*lead, bq, bk), dtype=q.dtype, device=q.device)  # (N, ..., Bq, Bk)
-    pv = torch.empty((*lead, bq, Ev), dtype=v.dtype, device=q.device)  # (N, ..., Bq, Ev)
+    scores = torch.empty((*lead, bq, bk), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Bk)
+    pv = torch.empty((*lead, bq, Ev), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Ev)
 
+    finite = torch.ones((), dtype=torch.bool, device=q.device)  # every score finite so far; read once, at the end
     for i0 in range(0, L, block):
         i1 = min(i0 + block, L)
-        q_blk = q[..., i0:i1, :] * s  # (N, ..., Bq, E); scaling q is cheaper than scaling the tile
+        q_blk = q[..., i0:i1, :].to(acc_dtype, copy=True).mul_(s)  # (N, ..., Bq, E); cheaper than scaling the tile
         m = torch.full((*lead, i1 - i0, 1), float("-inf"), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, 1)
         l_sum = torch.zeros_like(m)  # (N, ..., Bq, 1)
         o = torch.zeros((*lead, i1 - i0, Ev), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Ev)
@@ -152,8 +161,9 @@ def tiled_attention(
         last_key = min(S, i1) if is_causal else S  # causal: row i1−1 sees keys up to i1−1 only
         for j0 in range(0, last_key, block):
             j1 = min(j0 + block, S)
-            tile = torch.matmul(q_blk, kt[..., j0:j1], out=scores[..., : i1 - i0, : j1 - j0])  # (N, ..., Bq, Bk)
-            tile = tile.to(acc_dtype)  # a float32 copy for 16-bit inputs, else the same tensor
+            k_blk = kt[..., j0:j1].to(acc_dtype)  # (N, ..., E, Bk): a float32 copy for 16-bit inputs, else a view
+            tile = torch.matmul(q_blk, k_blk, out=scores[..., : i1 - i0, : j1 - j0])  # (N, ..., Bq, Bk)
+            finite = finite & _all_finite_tensor(tile)  # an overflowed score must not pass for a masked one
             _mask_tile(tile, mask, is_causal, i0, i1, j0, j1)
 
             m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
@@ -163,18 +173,30 @@ def tiled_attention(
             tile.sub_(shift).exp_()  # tile is now exp(score − m'), each entry in [0, 1]
             rescale = (m - shift).exp_()  # exp(m − m') ∈ [0, 1]: re-weights what was gathered so far
             l_sum.mul_(rescale).add_(tile.sum(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
-            tile_v = torch.matmul(tile.to(v.dtype), v[..., j0:j1, :], out=pv[..., : i1 - i0, :])  # (N, ..., Bq, Ev)
+            v_blk = v[..., j0:j1, :].to(acc_dtype)  # (N, ..., Bk, Ev)
+            tile_v = torch.matmul(tile, v_blk, out=pv[..., : i1 - i0, :])  # (N, ..., Bq, Ev)
             o.mul_(rescale).add_(tile_v)
             m = m_new
 
-        # l = 0 only when every key of the row was masked: the row's output is 0.
-        done = torch.where(l_sum > 0, o / l_sum.clamp_min(torch.finfo(acc_dtype).tiny), 0.0)  # (N, ..., Bq, Ev)
+        # l = 0 only when every key of the row was masked: the row's output is 0. Otherwise l ≥ 1 (the
+        # row's largest score contributes exp(0)), and a NaN from an overflow stays NaN, to be caught below.
+        done = torch.where(l_sum == 0, 0.0, o / l_sum)  # (N, ..., Bq, Ev)
         out[..., i0:i1, :] = done
         if lse is not None:  # log Σ exp(score) = m + log l; +inf on an empty row, so the backward's P is 0 there
             lse[..., i0:i1] = torch.where(l_sum > 0, m + l_sum.log(), float("inf")).squeeze(-1)  # (N, ..., Bq)
+    if holds_data(out) and not (bool(finite) and all_finite(out)):
+        raise overflow_error(acc_dtype)
     if lse is not None:
         return out, lse
     return out
+
+
+def _all_finite_tensor(x: torch.Tensor) -> torch.Tensor:
+    """A 0-d bool tensor: whether ``x`` holds no NaN or ±inf, without reading it back (no device sync)."""
+    if x.numel() == 0:
+        return torch.ones((), dtype=torch.bool, device=x.device)
+    lo, hi = torch.aminmax(x)
+    return torch.isfinite(lo) & torch.isfinite(hi)
 
 
 def _mask_tile(
@@ -188,7 +210,7 @@ def _mask_tile(
     elif mask is not None:
         block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk), broadcasts
         if block_mask.dtype == torch.bool:
-            tile.masked_fill_(~block_mask, float("-inf"))
+            tile.masked_fill_(block_mask.logical_not(), float("-inf"))
         else:
             tile += block_mask
 
@@ -251,29 +273,29 @@ def _backward(
     """
     L, S, E, Ev = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     lead = out.shape[:-2]
+    B = math.prod(lead)  # spelt out, not −1: a reshape cannot infer it when L or S is 0
     acc_dtype = lse.dtype  # float32 for 16-bit inputs, else the inputs' dtype
 
     def batches(x: torch.Tensor) -> torch.Tensor:
         """(N, ..., n, e) → (B, n, e) over the broadcast leading dims; copies only an input that broadcasts."""
-        return x.expand(*lead, *x.shape[-2:]).reshape(-1, *x.shape[-2:])
+        return x.expand(*lead, *x.shape[-2:]).reshape(B, *x.shape[-2:])
 
-    # The scores are recomputed exactly as the forward computed them (scaled q, inputs' dtype), so
-    # exp(scores − lse) is the forward's P; the gradient products run in float32 for 16-bit inputs.
-    q_s, k_b, v_b = batches(q * s), batches(k), batches(v)  # (B, L, E), (B, S, E), (B, S, Ev)
-    kt = k_b.transpose(1, 2)  # (B, E, S), a view
-    q_s_acc, k_acc, v_acc = q_s.to(acc_dtype), k_b.to(acc_dtype), v_b.to(acc_dtype)
+    # The scores are recomputed exactly as the forward computed them (q scaled in the accumulators' dtype,
+    # float32 for 16-bit inputs), so exp(scores − lse) is the forward's P; every product runs in that dtype.
+    q_s_acc = batches(q).to(acc_dtype, copy=True).mul_(s)  # (B, L, E)
+    k_acc, v_acc = batches(k).to(acc_dtype), batches(v).to(acc_dtype)  # (B, S, E), (B, S, Ev)
+    kt = k_acc.transpose(1, 2)  # (B, E, S), a view
     d_out = batches(d_out).to(acc_dtype)  # (B, L, Ev)
     delta = (d_out * batches(out).to(acc_dtype)).sum(dim=-1, keepdim=True)  # (B, L, 1): D = rowsum(dO ∘ O)
-    lse = lse.reshape(-1, L, 1)  # (B, L, 1)
+    lse = lse.reshape(B, L, 1)  # (B, L, 1)
     mask = _full_size(attn_mask, L, S)
-    B = q_s.shape[0]
     dq = torch.zeros((B, L, E), dtype=acc_dtype, device=q.device)  # (B, L, E), times scale at the end
     dk = torch.empty((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
     dv = torch.empty((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)
     # Buffers reused by every tile. The accumulators are contiguous: torch's CPU baddbmm_ into a
     # row slice of dq or dk falls back to one small matmul per batch, about 1.5× slower.
     bq, bk = min(block, L), min(block, S)
-    scores = torch.empty((B, bq, bk), dtype=q.dtype, device=q.device)  # (B, Bq, Bk)
+    scores = torch.empty((B, bq, bk), dtype=acc_dtype, device=q.device)  # (B, Bq, Bk)
     dp_buf = torch.empty((B, bq, bk), dtype=acc_dtype, device=q.device)  # (B, Bq, Bk)
     dq_buf = torch.empty((B, bq, E), dtype=acc_dtype, device=q.device)  # (B, Bq, E)
 
@@ -284,8 +306,7 @@ def _backward(
         first_query = j0 if is_causal else 0  # causal: query blocks above key block j see none of its keys
         for i0 in range(first_query, L, block):
             i1 = min(i0 + block, L)
-            tile = torch.bmm(q_s[:, i0:i1], kt[:, :, j0:j1], out=scores[:, : i1 - i0, : j1 - j0])  # (B, Bq, Bk)
-            p = tile.to(acc_dtype)  # a float32 copy for 16-bit inputs, else the same tensor
+            p = torch.bmm(q_s_acc[:, i0:i1], kt[:, :, j0:j1], out=scores[:, : i1 - i0, : j1 - j0])  # (B, Bq, Bk)
             _mask_tile(p.view(*lead, i1 - i0, j1 - j0), mask, is_causal, i0, i1, j0, j1)
             p.sub_(lse[:, i0:i1]).exp_()  # P = exp(score − lse): the forward's weights, rebuilt; masked → 0
 
@@ -302,7 +323,10 @@ def _backward(
         """(B, n, e) → x's shape and dtype: a broadcast input gets the sum over the dims it was broadcast on."""
         return grad.view(*lead, *grad.shape[-2:]).sum_to_size(x.shape).to(x.dtype)
 
-    return back_to(dq, q), back_to(dk, k), back_to(dv, v)
+    grads = back_to(dq, q), back_to(dk, k), back_to(dv, v)
+    if holds_data(dq) and not all(all_finite(g) for g in grads):
+        raise ValueError(f"a gradient of tiled_attention overflowed {q.dtype}; use a wider dtype or smaller inputs")
+    return grads
 
 
 def _full_size(mask: torch.Tensor | None, n_q: int, n_k: int) -> torch.Tensor | None:
@@ -331,11 +355,11 @@ def tiled_extra_bytes(
 ) -> int:
     """Predicted peak memory of :func:`tiled_attention` beyond its inputs, in bytes.
 
-    The output ``(L, Ev)`` plus, for one query block: the scaled queries, the score
-    tile (and for 16-bit inputs its float32 copy and the copy back for the second
-    matmul), the tile's product with V, and the accumulator and its normalised copy.
-    Grows as ``n·block``, never ``n²``. ``block_size=None`` uses the block the kernel picks
-    on ``device`` (:func:`pick_block_size`).
+    The output ``(L, Ev)`` plus, for one query block: the scaled queries, the score tile,
+    the tile's product with V, and the accumulator and its normalised copy, all in the
+    accumulators' dtype (float32 for 16-bit inputs, which also get float32 copies of the
+    tile's keys and values). Grows as ``n·block``, never ``n²``. ``block_size=None`` uses the
+    block the kernel picks on ``device`` (:func:`pick_block_size`).
     """
     n_q = check_int("n_q", n_q, low=1)
     n_k = check_int("n_k", n_k, low=1)
@@ -350,9 +374,10 @@ def tiled_extra_bytes(
     bq, bk = min(block, n_q), min(block, n_k)
     output = n_q * d_v * itemsize
     per_block = (
-        bq * d_k * itemsize  # q_blk
-        + bq * bk * _tile_bytes_per_score(itemsize)  # the tile (16-bit: up to float32 and back)
-        + bq * d_v * (itemsize + 2 * acc)  # tile @ v, the accumulator o and o / l
+        bq * d_k * acc  # q_blk, scaled
+        + (bk * (d_k + d_v) * acc if acc != itemsize else 0)  # 16-bit: the tile's keys and values in float32
+        + bq * bk * _tile_bytes_per_score(itemsize)  # the score tile
+        + bq * d_v * 3 * acc  # tile @ v, the accumulator o and o / l
     )
     return batch_heads * (output + per_block)
 

@@ -61,7 +61,7 @@ def tiled_triton_attention(
     output are float32, and float32 inputs multiply in full float32 (``"ieee"``), never TF32.
     Forward only: inputs that require gradients (with grad mode on) raise ``ValueError``.
     """
-    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale, positive_scale=True, min_length=1)
     if attn_mask is not None:
         raise ValueError(
             "tiled_triton_attention implements no attn_mask (boolean or float); pass is_causal=True for the "

@@ -11,6 +11,7 @@ import numbers
 from collections.abc import Iterable
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -25,9 +26,25 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
         )
     if x.dim() < min_dim:
         raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
-    if finite and x.numel() and x.device.type != "meta" and not all_finite(x):
+    if finite and x.numel() and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf; every input value must be finite")
     return x
+
+
+def holds_data(x: torch.Tensor) -> bool:
+    """Whether ``x``'s values can be read: ``False`` for tensors that carry only a shape, dtype and device.
+
+    Those are meta tensors and the fakes of ``torch._subclasses.FakeTensorMode`` (which ``torch.compile``
+    traces with, and the device tests use to run on a "cuda" that is not there). Value checks (NaN, a
+    fully masked row, an overflow) have nothing to look at on them and are skipped; the shape, dtype
+    and device checks still run. This is the one seam every such check goes through.
+    """
+    return x.device.type != "meta" and not is_fake(x)
+
+
+def any_true(x: torch.Tensor) -> bool:
+    """``bool(x.any())``, and ``False`` on a tensor without data (:func:`holds_data`)."""
+    return holds_data(x) and bool(x.any())
 
 
 def all_finite(x: torch.Tensor) -> bool:
@@ -35,7 +52,10 @@ def all_finite(x: torch.Tensor) -> bool:
 
     ``aminmax`` propagates NaN and returns ±inf when present, so two scalars answer; it reads
     ``x`` once and allocates nothing of its size (``isfinite(x).all()`` writes a bool copy).
+    A tensor without data (:func:`holds_data`) has nothing to report: ``True``; so has an empty one.
     """
+    if not holds_data(x) or x.numel() == 0:
+        return True
     lo, hi = torch.aminmax(x.detach())  # a check, not a step of the caller's graph: autograd saves nothing
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
 

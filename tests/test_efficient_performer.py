@@ -29,10 +29,13 @@ def test_features_are_orthogonal_within_each_block_of_d():
         torch.testing.assert_close(gram - torch.diag(gram.diagonal()), torch.zeros_like(gram), atol=1e-10, rtol=0)
 
 
-def test_feature_lengths_are_those_of_gaussian_vectors():
+def test_chi_lengths_are_those_of_gaussian_vectors_and_fixed_ones_are_root_d():
     d = 16
-    lengths = orthogonal_features(20000, d, seed=1, dtype=torch.float64).norm(dim=-1)
+    lengths = orthogonal_features(20000, d, seed=1, dtype=torch.float64, lengths="chi").norm(dim=-1)
     assert float((lengths**2).mean()) == pytest.approx(d, rel=0.03)  # E|g|² = d for g ~ N(0, I_d)
+    assert float(lengths.std()) > 0.5  # chi with 16 degrees of freedom: spread ≈ 0.7
+    fixed = orthogonal_features(40, d, seed=1, dtype=torch.float64).norm(dim=-1)
+    torch.testing.assert_close(fixed, torch.full_like(fixed, math.sqrt(d)))
 
 
 def test_same_seed_same_features_on_every_device(device):
@@ -48,7 +51,7 @@ def test_the_estimate_of_the_softmax_kernel_is_unbiased():
     x = torch.randn(4, 8, generator=gen, dtype=torch.float64) * 0.25
     y = torch.randn(5, 8, generator=gen, dtype=torch.float64) * 0.25
     blocks = 2000
-    w = orthogonal_features(8 * blocks, 8, seed=0, dtype=torch.float64).view(blocks, 8, 8)  # independent blocks
+    w = orthogonal_features(8 * blocks, 8, seed=0, dtype=torch.float64, lengths="chi").view(blocks, 8, 8)  # independent
     # no shift here: the raw features, whose dot product estimates exp(x·y)
     raw_x = torch.exp(x @ w.transpose(-2, -1) - (x * x).sum(-1, keepdim=True) / 2)  # (blocks, 4, 8)
     raw_y = torch.exp(y @ w.transpose(-2, -1) - (y * y).sum(-1, keepdim=True) / 2)  # (blocks, 5, 8)
@@ -78,6 +81,17 @@ def test_large_inputs_stay_finite():
 def test_error_at_256_features_is_at_least_3x_smaller_than_at_16():
     curve = performer_error_curve([16, 256], n=128, d=64, heads=4, seeds=(0, 1, 2, 3, 4))
     assert curve.ratio(16, 256) >= 3.0, curve.mean
+
+
+def test_fixed_lengths_fall_3_5x_from_16_to_256_features_where_chi_falls_2_9x():
+    """Issue 29's inputs: n = 256, d = 32, 4 heads, q, k ~ N(0, 0.5²), 5 seeds. Chi lengths are unbiased but
+    heavy-tailed there (their 1/√m law starts past a few thousand features); fixed lengths √d are not."""
+    args = dict(n=256, d=32, heads=4, seeds=(0, 1, 2, 3, 4), std=0.5)
+    fixed = performer_error_curve([16, 256], **args)
+    chi = performer_error_curve([16, 256], **args, lengths="chi")
+    assert fixed.ratio(16, 256) >= 3.5, fixed.mean
+    assert chi.ratio(16, 256) < 3.2, chi.mean  # what the issue measured: 2.9×
+    assert all(f < c for f, c in zip(fixed.mean, chi.mean, strict=True))  # lower error at both sizes
 
 
 def test_error_falls_about_as_one_over_root_m():

@@ -173,18 +173,18 @@ def tiled_config_bytes(c: BenchConfig) -> int:
 def tiled_training_bytes(c: BenchConfig) -> int:
     """``TiledAttentionFunction`` keeps the output (float32 for 16-bit inputs) and each row's
     log-sum-exp (:func:`.tiled_saved_bytes`), and returns the output in the inputs' dtype. Its backward
-    (``_backward`` in tiled.py) holds q·scale, float32 copies of q·scale, k, v and dO for 16-bit
-    inputs, D per row, the dQ, dK, dV accumulators (and their casts back), and per tile the scores,
-    P and dP, dQ's tile buffer, and dK and dV of one key block: O(n·block), never n×n. Measured in
-    fresh processes (n = 1024, float32 and bfloat16) within 1 %."""
+    (``_backward`` in tiled.py) holds q·scale in the accumulators' dtype, float32 copies of k, v and
+    dO for 16-bit inputs, D per row, the dQ, dK, dV accumulators (and their casts back), and per tile
+    the scores (which become P in place) and dP, dQ's tile buffer, and dK and dV of one key block:
+    O(n·block), never n×n."""
     acc = max(c.itemsize, 4)
     widened = acc != c.itemsize
     bh, rows = c.batch_heads, c.batch_heads * c.n * c.d  # rows: elements of one (B, H, n, d) tensor
     block = pick_block_size(c.device, c.n, c.n, batch_heads=bh, itemsize=c.itemsize)
     b = min(block, c.n)
-    copies = rows * c.itemsize + (4 * rows * acc if widened else 0)  # q·scale; float32 q·scale, k, v, dO
+    copies = rows * acc + (3 * rows * acc if widened else 0)  # q·scale; float32 k, v, dO
     grads = 3 * rows * acc + (3 * rows * c.itemsize if widened else 0)  # accumulators; cast back
-    tiles = bh * b * b * (c.itemsize + acc + (acc if widened else 0)) + 3 * bh * b * c.d * acc
+    tiles = bh * b * b * 2 * acc + 3 * bh * b * c.d * acc  # scores (then P) and dP; dQ's buffer, dK and dV
     backward = copies + bh * c.n * acc + grads + tiles + _kept_copies(c, 2)
     if c.mode == "bwd":
         return backward

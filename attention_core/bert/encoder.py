@@ -25,7 +25,7 @@ from ..attention import attention_trace, scaled_dot_product_attention
 from ..device import one_thread
 from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
-from ..validation import check_int
+from ..validation import any_true, check_int, holds_data
 from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
 from .weights import MODEL_NAME, BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
 
@@ -91,7 +91,7 @@ def _check_inputs(bert: Bert, input_ids: torch.Tensor, attention_mask: torch.Ten
         raise ValueError(f"sequences are {L} tokens long; this model has {cfg.max_positions} positions")
     if input_ids.device != bert.device:
         raise ValueError(f"input_ids are on {input_ids.device} but the model is on {bert.device}")
-    if bool((input_ids < 0).any()) or bool((input_ids >= cfg.vocab_size).any()):
+    if any_true(input_ids < 0) or any_true(input_ids >= cfg.vocab_size):
         raise ValueError(f"every token id must lie in [0, {cfg.vocab_size})")
     if attention_mask is None:
         return (L,) * B
@@ -100,6 +100,8 @@ def _check_inputs(bert: Bert, input_ids: torch.Tensor, attention_mask: torch.Ten
     if attention_mask.device != input_ids.device:
         raise ValueError("attention_mask must be on the device of input_ids")
     mask = attention_mask.bool()
+    if not holds_data(mask):  # a fake or meta mask: no lengths to read; every row taken as full
+        return (L,) * B
     lengths = mask.sum(dim=1)  # (B,)
     prefix = torch.arange(L, device=mask.device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, L)
     if not bool((prefix == mask).all()) or bool((lengths == 0).any()):

@@ -26,8 +26,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args
-from ..validation import broadcast_shapes, check_int
+from ..attention import check_attention_args, overflow_error
+from ..validation import all_finite, broadcast_shapes, check_int
 
 DEFAULT_CHUNK = 64  # tokens per chunk of the causal form: a C×C square per chunk, n/C states
 
@@ -38,7 +38,7 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
 
 
 def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
-    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None)
+    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None, positive_scale=True, min_length=1)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
     if is_causal and phi_q.shape[-2] != phi_k.shape[-2]:
@@ -49,8 +49,12 @@ def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, i
 
 
 def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    # Features can underflow to 0 for very negative inputs; 0/0 there gives 0, not NaN.
-    return num / den.clamp_min(torch.finfo(den.dtype).tiny)
+    """``num / den``, the last step of every feature route. Features can underflow to 0 for very
+    negative inputs; 0/0 there gives 0, not NaN. A sum that overflowed the dtype raises."""
+    out = num / den.clamp_min(torch.finfo(den.dtype).tiny)
+    if not all_finite(out):
+        raise overflow_error(out.dtype, "a sum of the features φ(q)·φ(k) (or of φ(k) vᵀ)")
+    return out
 
 
 def feature_attention(
@@ -89,7 +93,7 @@ def _attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal
     before_kv = torch.cat([torch.zeros_like(chunk_kv[..., :1, :, :]), chunk_kv.cumsum(dim=-3)[..., :-1, :, :]], dim=-3)
     before_z = torch.cat([torch.zeros_like(chunk_z[..., :1, :]), chunk_z.cumsum(dim=-2)[..., :-1, :]], dim=-2)
     inside = torch.ones(c, c, dtype=torch.bool, device=phi_q.device).tril()  # (C, C): j ≤ i within a chunk
-    local = (qc @ kc.transpose(-2, -1)).masked_fill(~inside, 0.0)  # (N, ..., nc, C, C)
+    local = (qc @ kc.transpose(-2, -1)).masked_fill(inside.logical_not(), 0.0)  # (N, ..., nc, C, C)
     num = local @ vc + qc @ before_kv  # (N, ..., nc, C, Ev)
     den = local.sum(dim=-1, keepdim=True) + qc @ before_z.unsqueeze(-1)  # (N, ..., nc, C, 1)
     return _safe_divide(num, den).flatten(-3, -2)[..., :n, :]  # (N, ..., L, Ev)
@@ -102,7 +106,7 @@ def feature_weights(phi_q: torch.Tensor, phi_k: torch.Tensor, *, is_causal: bool
     raw = phi_q @ phi_k.transpose(-2, -1)  # (N, ..., L, M) @ (N, ..., M, S) -> (N, ..., L, S)
     if is_causal:
         allowed = torch.ones(raw.shape[-2:], dtype=torch.bool, device=raw.device).tril()  # (L, S)
-        raw = raw.masked_fill(~allowed, 0.0)  # (N, ..., L, S)
+        raw = raw.masked_fill(allowed.logical_not(), 0.0)  # (N, ..., L, S)
     return _safe_divide(raw, raw.sum(dim=-1, keepdim=True))  # (N, ..., L, S)
 
 
@@ -118,7 +122,7 @@ def linear_attention(
 
 def linear_weights(q: torch.Tensor, k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
     """The ``(N, ..., L, S)`` weights linear attention implies (materialised: for small n)."""
-    check_attention_args(q, k, k, None, 0.0, False, None)
+    check_attention_args(q, k, k, None, 0.0, False, None, positive_scale=True, min_length=1)
     return feature_weights(elu_feature_map(q), elu_feature_map(k), is_causal=is_causal)
 
 

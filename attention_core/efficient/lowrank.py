@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..attention import check_attention_args, scaled_dot_product_attention
+from ..attention import check_attention_args, overflow_error, scaled_dot_product_attention
 from ..device import new_tensor_device
-from ..validation import check_choice, check_float, check_int, check_int_list, check_tensor
+from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
 
 PROJECTIONS = ("gaussian", "pool")
@@ -95,7 +95,7 @@ def linformer_attention(
     """softmax(Q (E K)ᵀ · scale) (F V): ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``
     → ``(N, ..., L, Ev)``. ``projection``, when given, replaces the drawn ones: a pair ``(E, F)`` of
     ``(rank, S)`` tensors, or one tensor used as both."""
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     e, f = _projections(k, rank, seed, kind, projection)
     k_low = e @ k  # (rank, S) @ (N, ..., S, E) -> (N, ..., rank, E)
     v_low = f @ v  # (rank, S) @ (N, ..., S, Ev) -> (N, ..., rank, Ev)
@@ -112,9 +112,11 @@ def linformer_weights(
     With ``"pool"`` every row is a distribution; with ``"gaussian"`` entries can be negative, so
     they are coefficients, not attention weights.
     """
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
     e, f = _projections(k, rank, seed, kind, projection)
     scores = (q @ (e @ k).transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, rank) -> (N, ..., L, rank)
+    if not all_finite(scores):
+        raise overflow_error(scores.dtype)
     return torch.softmax(scores, dim=-1) @ f  # (N, ..., L, rank) @ (rank, S) -> (N, ..., L, S)
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args, scaled_dot_product_attention, stable_softmax
-from ..validation import broadcast_shapes, check_choice
+from ..attention import check_attention_args, overflow_error, scaled_dot_product_attention, stable_softmax
+from ..validation import all_finite, any_true, broadcast_shapes, check_choice
 from .flex import FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
 
@@ -76,9 +76,11 @@ def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
 
 def _sdpa_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (N, ..., L, Ev)
-    dead = ~mask.any(dim=-1)  # (L,): queries with no key
-    if bool(dead.any()):
+    dead = mask.any(dim=-1).logical_not()  # (L,): queries with no key
+    if any_true(dead):
         out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
+    if not all_finite(out):
+        raise overflow_error(out.dtype)
     return out
 
 
@@ -104,7 +106,7 @@ def masked_attention(
     The flex path is forward-only: its output carries no gradient.
     """
     backend = check_choice("backend", backend, BACKENDS)
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     n_q, n_k = check_pattern(mask_mod, q.shape[-2], k.shape[-2])
     fallback = None
     if backend == "flex":
@@ -136,7 +138,9 @@ def masked_attention(
 def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:
     """The attention weights under the pattern, ``(N, ..., L, S)``: rows sum to 1 over the allowed
     keys, 0 elsewhere (a row with no key is all zeros). Materialised: for small n."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale)
+    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
     mask = dense_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
     scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    return stable_softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # (N, ..., L, S)
+    if not all_finite(scores):
+        raise overflow_error(scores.dtype)
+    return stable_softmax(scores.masked_fill(mask.logical_not(), -math.inf), dim=-1)  # (N, ..., L, S)

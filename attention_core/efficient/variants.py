@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from ..attention import AttentionTrace, attention_trace, check_attention_args
-from ..validation import check_choice
+from ..validation import any_true, check_choice
 from .accuracy import Accuracy, compare
 from .linear import linear_attention, linear_weights
 from .lowrank import linformer_attention, linformer_weights
@@ -79,7 +79,7 @@ def variant_attention(
     variant = check_choice("variant", variant, VARIANTS)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
-    check_attention_args(q, k, v, None, 0.0, False, scale)
+    check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     weights = None
     note = None
     if variant in PATTERNS:
@@ -105,7 +105,7 @@ def variant_attention(
         out = linformer_attention(q, k, v, rank=rank, seed=seed, kind=kind, scale=scale)
         if with_weights:
             implied = linformer_weights(q, k, rank=rank, seed=seed, kind=kind, scale=scale)
-            if bool((implied < 0).any()):
+            if any_true(implied < 0):
                 note = "a random Gaussian projection mixes the values with signed coefficients, not weights"
             else:
                 weights = implied

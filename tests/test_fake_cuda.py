@@ -1,0 +1,292 @@
+"""Every public entry point of the core, on a "cuda" device that is not there.
+
+torch's ``FakeTensorMode`` makes tensors that carry a shape, a dtype and a device but no data, and
+it raises ``FakeTensorDeviceMismatchError`` when a tensor made on the CPU meets one on CUDA: the bug
+that made the last GPU run fail twenty tests. So this runs on any CI machine and catches it there.
+The core's value checks (NaN, overflow, fully masked rows) skip tensors without data
+(:func:`attention_core.validation.holds_data`); the shape, dtype and device checks still run.
+
+A CPU-only build of torch (CI's, the Cloud's) can make fake CUDA tensors but cannot index one
+(``x[:, :2]`` asks for a CUDA device guard it does not have), so there the table runs on the
+``meta`` device instead, under the same fake mode: a tensor made on the CPU meets a meta one with
+the same error as a CUDA one (0-d CPU scalars are allowed by both), and every result must land on
+meta. With a CUDA build of torch (a GPU box, GPU or not) the fake "cuda" run happens too.
+
+To cover a new entry point, add a line to :data:`ENTRY_POINTS`: a name and a function from the
+fake inputs (:class:`Fake`) to whatever the entry point returns. Every tensor in the result
+(inside tuples, lists, dicts and dataclasses too) must be on the inputs' device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import attention_core as ac
+import attention_core.efficient as eff
+from attention_core import backward, kv_cache, tiled, walkthrough
+from attention_core.bench import impls, passes
+from attention_core.bert import encoder, weights
+
+
+@dataclasses.dataclass(frozen=True)
+class Fake:
+    """Small fake-CUDA inputs, made inside the fake mode. q ``(2, 4, 9, 8)``, k, v ``(2, 4, 11, 8)``
+    (L ≠ S), x ``(2, 9, 16)`` and the weights of 4 heads of width 4 over d_model 16 (2 K/V heads)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    x: torch.Tensor
+    w_q: torch.Tensor
+    w_k: torch.Tensor
+    w_v: torch.Tensor
+    w_o: torch.Tensor
+    bool_mask: torch.Tensor  # (9, 11)
+    float_mask: torch.Tensor  # (2, 1, 9, 11)
+    device: str  # "cuda" or "meta": where every result must land
+
+
+def _make_fake(device: str) -> Fake:
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device=device)
+
+    return Fake(
+        q=randn(2, 4, 9, 8), k=randn(2, 4, 11, 8), v=randn(2, 4, 11, 8), x=randn(2, 9, 16),
+        w_q=randn(16, 16), w_k=randn(16, 8), w_v=randn(16, 8), w_o=randn(16, 16),
+        bool_mask=torch.ones(9, 11, dtype=torch.bool, device=device),
+        float_mask=torch.zeros(2, 1, 9, 11, device=device), device=device,
+    )  # fmt: skip
+
+
+def _square(f: Fake) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v with L = S (the causal routes of the efficient family need it)."""
+    return f.q, f.k[..., :9, :], f.v[..., :9, :]
+
+
+# Autograd cannot run on fake CUDA tensors in a CPU-only build of torch (its engine asks for a CUDA
+# device guard), so the backward passes are called directly: the work, and the device bugs, are there.
+def _tiled_backward(f: Fake) -> tuple[torch.Tensor, ...]:
+    out, lse = tiled.tiled_attention(f.q, f.k, f.v, f.bool_mask, block_size=4, return_lse=True)
+    return tiled._backward(f.q, f.k, f.v, out, lse, torch.ones_like(out), f.bool_mask, False, 0.35, 4)
+
+
+def _tiled_backward_causal(f: Fake) -> tuple[torch.Tensor, ...]:
+    out, lse = tiled.tiled_attention(f.q, f.k, f.v, is_causal=True, block_size=4, return_lse=True)
+    return tiled._backward(f.q, f.k, f.v, out, lse, torch.ones_like(out), None, True, 0.35, 4)
+
+
+def _attention_backward(f: Fake) -> backward.BackwardTrace:
+    trace = ac.attention_trace(f.q, f.k, f.v, f.bool_mask, dropout_p=0.1)
+    return backward.attention_backward(f.q, f.k, f.v, trace, torch.ones_like(trace.output))
+
+
+def _self_attention(f: Fake) -> Any:
+    with torch.device(f.device):  # parameters made on the device, as a user would with a real GPU
+        layer = ac.SelfAttention(16, 4, is_causal=True)
+    return layer(f.x), layer(f.x, need_weights=True)
+
+
+def _decode_with_cache(f: Fake) -> kv_cache.DecodeRun:
+    return kv_cache.decode_with_cache(f.x[0, :5], f.w_q, f.w_k, f.w_v, f.w_o, 4, 2)
+
+
+def _decode_step(f: Fake) -> torch.Tensor:
+    q_new = f.q[:, :, :1]  # (2, 4, 1, 8)
+    return kv_cache.decode_step(q_new, f.k[:, :2], f.v[:, :2])  # GQA: 2 K/V heads for 4 query heads
+
+
+def _bench_config(f: Fake) -> impls.BenchConfig:
+    config = impls.BenchConfig(impl="tiled", n=16, d=8, heads=2, batch=1, device="cpu")
+    object.__setattr__(config, "device", f.device)  # the config accepts only devices that are present
+    return config
+
+
+def _bench_inputs(f: Fake) -> tuple[torch.Tensor, ...]:
+    config = _bench_config(f)
+    return (*impls.make_inputs(config), passes.grad_out(config))
+
+
+def _bench_runs(f: Fake) -> dict[str, Any]:
+    """Each exact implementation of the benchmark that runs off the CPU (the Triton kernel needs a real GPU)."""
+    inputs = impls.make_inputs(_bench_config(f))
+    ran = {}
+    for name in ("naive", "explained", "tiled"):
+        ran[name] = impls.get_impl(name).run(inputs, True)
+    return ran
+
+
+def _bert(f: Fake) -> encoder.EncoderOutput:
+    cfg = weights.BertConfig(
+        n_layers=2, n_heads=4, d_model=16, d_ff=32, vocab_size=50, max_positions=12, type_vocab_size=2,
+        layer_norm_eps=1e-12, pad_id=0,
+    )  # fmt: skip
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device=f.device) * 0.1
+
+    def layer() -> weights.LayerWeights:
+        D, F = cfg.d_model, cfg.d_ff
+        return weights.LayerWeights(
+            r(D, D), r(D), r(D, D), r(D), r(D, D), r(D), r(D, D), r(D), r(D), r(D), r(F, D), r(F), r(D, F), r(D),
+            r(D), r(D),
+        )  # fmt: skip
+
+    w = weights.BertWeights(r(50, 16), r(12, 16), r(2, 16), r(16), r(16), (layer(), layer()))
+    bert = encoder.Bert(name="tiny", config=cfg, weights=w, tokenizer=None, folder="")
+    ids = torch.randint(0, 50, (2, 7), device=f.device)
+    mask = torch.ones(2, 7, dtype=torch.long, device=f.device)
+    return encoder.bert_forward(bert, ids, mask), encoder.bert_forward(bert, ids, None, trace=False)
+
+
+def _bigbird(f: Fake, n: int) -> eff.MaskMod:
+    """BigBird's random blocks are drawn from values (a seed's CPU draw), which fake tensors do not hold: the
+    fixture draws them before the fake mode starts, and the cached builder returns that pattern here."""
+    if f.device != "meta":
+        pytest.skip("the random blocks are drawn before the fake mode, on a device that must exist")
+    return eff.bigbird(2, 1, 1, 4, 0, n=n, device=f.device)
+
+
+def _walkthrough(f: Fake) -> Any:
+    mask, _ = walkthrough.build_mask("causal", 5, 5, 0, torch.device(f.device))
+    return mask
+
+
+# name → function from the fake inputs to the entry point's result
+ENTRY_POINTS: dict[str, Callable[[Fake], Any]] = {
+    # the attention of the core: explained, lean, textbook, reference, tiled
+    "attention_trace": lambda f: ac.attention_trace(f.q, f.k, f.v, f.bool_mask, dropout_p=0.1),
+    "attention_trace causal": lambda f: ac.attention_trace(f.q, f.k, f.v, is_causal=True),
+    "scaled_dot_product_attention": lambda f: ac.scaled_dot_product_attention(f.q, f.k, f.v, f.float_mask, 0.1),
+    "scaled_dot_product_attention causal": lambda f: ac.scaled_dot_product_attention(f.q, f.k, f.v, is_causal=True),
+    "stable_softmax": lambda f: ac.stable_softmax(f.q),
+    "row_entropy": lambda f: ac.row_entropy(torch.softmax(f.q, -1)),
+    "textbook_attention": lambda f: ac.textbook_attention(f.q, f.k, f.v, f.bool_mask),
+    "textbook_attention causal": lambda f: ac.textbook_attention(f.q, f.k, f.v, is_causal=True),
+    "reference_attention": lambda f: ac.reference_attention(f.q, f.k, f.v, f.float_mask),
+    "tiled_attention": lambda f: ac.tiled_attention(f.q, f.k, f.v, f.float_mask, block_size=4),
+    "tiled_attention causal": lambda f: ac.tiled_attention(f.q, f.k, f.v, is_causal=True, block_size=4),
+    "tiled_attention lse": lambda f: tiled.tiled_attention(f.q, f.k, f.v, block_size=4, return_lse=True),
+    "tiled_attention backward": _tiled_backward,
+    "tiled_attention backward causal": _tiled_backward_causal,
+    "attention_backward": _attention_backward,
+    # masks
+    "causal_mask": lambda f: ac.causal_mask(9, 11, device=f.device),
+    "padding_mask": lambda f: ac.padding_mask([3, 11], 11, device=f.device),
+    "padding_mask from a tensor": lambda f: ac.padding_mask(torch.tensor([3, 11], device=f.device), 11),
+    "walkthrough build_mask": _walkthrough,
+    # heads, layers and decoding
+    "split_heads / merge_heads": lambda f: ac.merge_heads(ac.split_heads(f.x, 4)),
+    "repeat_kv": lambda f: ac.repeat_kv(f.k[:, :2], 4),
+    "mean_pool_kv": lambda f: ac.mean_pool_kv(f.w_q, 4, 2),
+    "multi_head_attention": lambda f: ac.multi_head_attention(f.x, f.w_q, f.w_k, f.w_v, f.w_o, 4, 2, is_causal=True),
+    "multi_head_trace": lambda f: ac.multi_head_trace(
+        f.x, f.w_q, f.w_k, f.w_v, f.w_o, 4, 2, attn_mask=f.bool_mask[:, :9]
+    ),
+    "project_qkv": lambda f: ac.project_qkv(f.x, f.w_q, f.w_q, f.w_v),
+    "sinusoidal_positions": lambda f: ac.sinusoidal_positions(9, 16, device=f.device),
+    "SelfAttention": _self_attention,
+    "decode_step": _decode_step,
+    "decode_with_cache": _decode_with_cache,
+    # the efficient routes and their patterns
+    "random_qkv": lambda f: eff.random_qkv(9, 8, heads=2, device=f.device),
+    "exact_attention": lambda f: eff.exact_attention(f.q, f.k, f.v),
+    "performer_attention": lambda f: eff.performer_attention(f.q, f.k, f.v, features=16, seed=0),
+    "performer_attention causal": lambda f: eff.performer_attention(*_square(f), features=16, seed=0, is_causal=True),
+    "performer_weights": lambda f: eff.performer_weights(f.q, f.k, features=16, seed=0),
+    "orthogonal_features": lambda f: eff.orthogonal_features(16, 8, seed=0, device=f.device),
+    "linear_attention": lambda f: eff.linear_attention(f.q, f.k, f.v),
+    "linear_attention causal": lambda f: eff.linear_attention(*_square(f), is_causal=True),
+    "linear_attention_recurrent": lambda f: eff.linear_attention_recurrent(*_square(f)),
+    "linear_weights": lambda f: eff.linear_weights(f.q, f.k),
+    "linformer_attention": lambda f: eff.linformer_attention(f.q, f.k, f.v, rank=4, seed=0),
+    "linformer_weights": lambda f: eff.linformer_weights(f.q, f.k, rank=4, seed=0),
+    "dense_mask": lambda f: eff.dense_mask(eff.and_masks(eff.sliding_window(2), eff.causal()), 9, 11, device=f.device),
+    "bigbird dense_mask": lambda f: eff.dense_mask(_bigbird(f, 12), 12, 12, device=f.device),
+    "masked_attention": lambda f: eff.masked_attention(f.q, f.k, f.v, eff.sliding_window(2), backend="dense"),
+    "masked_weights": lambda f: eff.masked_weights(f.q, f.k, eff.dilated_window(2, 2)),
+    "variant_attention window": lambda f: eff.variant_attention(*_square(f), "window", window=2),
+    "variant_attention bigbird": lambda f: (
+        _bigbird(f, 9), eff.variant_attention(*_square(f), "bigbird", window=2, block=4)
+    ),
+    "variant_attention performer": lambda f: eff.variant_attention(*_square(f), "performer", features=16),
+    "variant_attention linformer": lambda f: eff.variant_attention(*_square(f), "linformer", rank=4),
+    "variant_attention linear": lambda f: eff.variant_attention(*_square(f), "linear", is_causal=True),
+    # the encoder and the benchmark's inputs and runs
+    "bert_forward": _bert,
+    "bench make_inputs / grad_out": _bench_inputs,
+    "bench runs": _bench_runs,
+}
+
+
+def _tensors(result: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor inside ``result``, with a path to it."""
+    if isinstance(result, torch.Tensor):
+        yield "", result
+    elif dataclasses.is_dataclass(result) and not isinstance(result, type):
+        for field in dataclasses.fields(result):
+            for path, t in _tensors(getattr(result, field.name)):
+                yield f".{field.name}{path}", t
+    elif isinstance(result, dict):
+        for key, value in result.items():
+            for path, t in _tensors(value):
+                yield f"[{key!r}]{path}", t
+    elif isinstance(result, (tuple, list)):
+        for i, value in enumerate(result):
+            for path, t in _tensors(value):
+                yield f"[{i}]{path}", t
+
+
+DEVICES = [
+    pytest.param("meta", id="meta"),
+    pytest.param(
+        "cuda",
+        id="fake-cuda",
+        marks=pytest.mark.skipif(
+            not torch.backends.cuda.is_built(), reason="a CPU-only torch cannot index a fake CUDA tensor"
+        ),
+    ),
+]
+
+
+_BUILDERS = [b for b in vars(eff).values() if callable(getattr(b, "cache_clear", None))]  # the cached patterns
+
+
+@pytest.fixture(params=DEVICES)
+def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
+    device = request.param
+    if device == "cuda":  # the device helper asks torch whether CUDA is there before it accepts "cuda"
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    # Pattern builders are cached with the tensors they hold: none may carry a fake from another test.
+    for builder in _BUILDERS:
+        builder.cache_clear()
+    if device == "meta":
+        for n in (9, 12):
+            eff.bigbird(2, 1, 1, 4, 0, n=n, device=device)  # see _bigbird
+    # allow_non_fake_inputs: a tensor made before the mode (the BigBird table) joins as a fake on its device,
+    # so it still raises if that device is the wrong one
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield _make_fake(device)
+    for builder in _BUILDERS:
+        builder.cache_clear()
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_every_result_lands_on_the_inputs_device(fake: Fake, name: str) -> None:
+    result = ENTRY_POINTS[name](fake)
+    found = list(_tensors(result))
+    assert found, f"{name} returned no tensor"
+    elsewhere = [f"{name}{path} on {t.device}" for path, t in found if t.device.type != fake.device]
+    assert not elsewhere, elsewhere
+
+
+def test_a_cpu_tensor_meeting_a_foreign_one_is_caught(fake: Fake) -> None:
+    """The test can fail: the fake mode does raise when two devices meet, so a silent pass means something."""
+    with pytest.raises(Exception, match="device"):
+        fake.q + torch.ones(8)
