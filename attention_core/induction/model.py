@@ -115,9 +115,7 @@ def init_weights(config: InductionConfig, seed: int = 0, device: str | torch.dev
 
     embed = normal(V, D, std=1.0)
     pos = normal(config.n_ctx, D, std=1.0)
-    layers = tuple(
-        LayerWeights(*(normal(D, D, std=1 / math.sqrt(D)) for _ in range(4))) for _ in range(config.layers)
-    )
+    layers = tuple(LayerWeights(*(normal(D, D, std=1 / math.sqrt(D)) for _ in range(4))) for _ in range(config.layers))
     return InductionWeights(config, embed, pos, layers, normal(D, V, std=1 / math.sqrt(D)))
 
 

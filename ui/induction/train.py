@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import torch
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core.device import default_device
-from attention_core.induction import Progress, forward, phase_change_step, train
+from attention_core.induction import Progress, eval_tokens, forward, phase_change_step, train
 from attention_core.induction.shipped import RUNS
 from figures.induction import head_name, loss_figure, patterns_figure, scores_figure
 from ui import draw
@@ -177,8 +178,8 @@ def train_tab() -> None:
     bar = st.empty()
     left, right = st.columns([1, 1.15], gap="medium")
     loss_slot, heads_slot = left.empty(), right.empty()
-    if pressed:
-        _train_live(variant, seed, steps, bar, loss_slot, heads_slot)
+    if pressed and _train_live(variant, seed, steps, bar, loss_slot, heads_slot):
+        st.rerun()  # the finished run becomes the one shown, with the buttons that go with it
     name = runs.current(variant)
     v = runs.view(name)
     bar.caption(_describe(name, v))
@@ -221,24 +222,22 @@ def _numbers(v: dict[str, Any]) -> None:
 
 
 def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_slot: DeltaGenerator,
-                heads_slot: DeltaGenerator) -> None:  # fmt: skip
+                heads_slot: DeltaGenerator) -> bool:  # fmt: skip
     """Train under the server's lock, redrawing the curves 4× a second and the heads once a second; keep the run,
-    also when Stop (a rerun) ends it early."""
+    also when Stop (a rerun) ends it early. True once a run has finished."""
     kw = {k: v for k, v in RUNS[variant].items() if k != "steps"}
     settings = {"seed": seed, "every": EVERY, "steps": steps, **kw}
     server, holding, records = server_lock(), Holding(), []
     try:
         if not wait_turn(server, holding):
-            return
+            return False
         server.describe(f"an induction model's training ({steps} steps)")
         device = default_device()
         gen = train(seed=seed, steps=steps, every=EVERY, device=device, **kw)
         first = next(gen)
         records.append(first)
         cfg = first.weights.config
-        settings["config"] = cfg.__dict__.copy()
-        from attention_core.induction import eval_tokens
-
+        settings["config"] = asdict(cfg)
         tokens = eval_tokens(cfg, seed, device)[:1]  # (1, 2·half): the sequence the heads are drawn on
         chance, drawn_curve, drawn_heads = math.log(cfg.vocab), 0.0, 0.0
         for p in gen:
@@ -254,6 +253,7 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
                 drawn_heads = now
                 heads_slot.plotly_chart(_live_heads(p, tokens, kw["causal"]), width="stretch",
                                         config=draw.PLOTLY_CONFIG)  # fmt: skip
+        return True
     finally:
         if holding.ours:  # also when Stop (a rerun) interrupted the loop at a Streamlit call
             server.release()
