@@ -119,19 +119,18 @@ def patterns_figure(
 
 
 def scores_figure(
-    steps: Sequence[float], previous: np.ndarray, prefix: np.ndarray, *, max_step: int, talk: bool = False,
-    height: int = 320,
+    steps: Sequence[float], previous: np.ndarray, prefix: np.ndarray, *, max_step: int, last_layer: int = 1,
+    talk: bool = False, height: int = 320,
 ) -> go.Figure:  # fmt: skip
     """Two panels over training: each layer-0 head's previous-token score, each last-layer head's prefix-matching
     score. ``previous (T, H)`` and ``prefix (T, H)`` hold one row per step of ``steps (T,)``."""
     x, prev, pm = as_array(steps), as_array(previous), as_array(prefix)
-    last = "last layer" if prev is pm else "layer 1"
     fig = make_subplots(
         rows=1,
         cols=2,
         horizontal_spacing=0.08,
         shared_yaxes=True,
-        subplot_titles=("Layer 0: previous-token score", f"{last.capitalize()}: prefix-matching (induction) score"),
+        subplot_titles=("L0: previous-token", f"L{last_layer}: prefix matching"),
     )
     for col, values in enumerate((prev, pm), start=1):
         for h in range(values.shape[1]):
@@ -195,7 +194,7 @@ def position_loss_figure(
 
 def sequence_figure(
     weights: np.ndarray, tokens: Sequence[int], predicted: Sequence[int], confidence: Sequence[float], *,
-    title: str, talk: bool = False, height: int = 460,
+    talk: bool = False, height: int = 460,
 ) -> go.Figure:  # fmt: skip
     """One head's pattern ``weights (L, L)`` on ``tokens (L,)``, with the model's next-token guess under each
     query: ``predicted (L,)`` with its probability ``confidence (L,)``."""
@@ -213,10 +212,11 @@ def sequence_figure(
     if show_cells:
         fig.update_traces(text=np.where(w >= 0.3, np.round(w, 2).astype(str), ""), texttemplate="%{text}",
                           textfont={"size": font_size(talk) - 6})  # fmt: skip
-    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks,
-                     side="top", showgrid=False, constrain="domain", scaleanchor="y")  # fmt: skip
-    fig.update_yaxes(title_text="query (token) → the model's guess", tickmode="array", tickvals=list(range(n)),
+    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, side="top", showgrid=False)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(n)),
                      ticktext=[f"{t} → {p}" for t, p in zip(tokens, predicted, strict=True)], autorange="reversed",
-                     showgrid=False, constrain="domain")  # fmt: skip
-    _fonts(fig, talk, height, top=70)
-    return fig.update_layout(title={"text": title, "font": {"size": font_size(talk)}, "y": 0.99, "yanchor": "top"})
+                     showgrid=False)  # fmt: skip
+    _fonts(fig, talk, height, top=10)
+    small = font_size(talk) - (7 if talk else 3)
+    fig.update_xaxes(tickfont={"size": small}, tickangle=-60)
+    return fig.update_yaxes(tickfont={"size": small}, title_font={"size": small})

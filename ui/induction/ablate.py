@@ -11,6 +11,7 @@ from figures.induction import head_name, patterns_figure, position_loss_figure
 from ui import draw
 from ui.frame import talk
 from ui.induction import runs
+from ui.induction.train import titles_of
 
 NONE = "none"
 
@@ -29,12 +30,11 @@ def parse_head(choice: str) -> tuple[int, int]:
 
 def _patterns(is_talk: bool, name: str, layer: int, head: int) -> Any:
     v, a = runs.view(name), runs.ablation(name, layer, head)
-    prev, pm = a["previous_token"], a["prefix_matching"]
-    titles = [[f"{head_name(i, h)}" + (" · zeroed" if (i, h) == (layer, head) else
-                                       f" · {'prev' if i == 0 else 'ind'} {(prev if i == 0 else pm)[i, h]:.2f}")
-               for h in range(v["heads"])] for i in range(v["layers"])]  # fmt: skip
-    return patterns_figure(a["example"]["patterns"], v["tokens"], titles, half=v["half"], talk=is_talk,
-                           height=400 if is_talk else 420)  # fmt: skip
+    titles, rows = titles_of(a["previous_token"], a["prefix_matching"], v["layers"] - 1)
+    if layer >= 0:
+        titles[layer][head] = f"H{head}  zeroed"
+    return patterns_figure(a["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
+                           talk=is_talk, height=400 if is_talk else 420)  # fmt: skip
 
 
 def _losses(is_talk: bool, name: str, layer: int, head: int) -> Any:

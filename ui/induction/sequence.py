@@ -41,10 +41,8 @@ def _figure(is_talk: bool, name: str, tokens: tuple[int, ...], labels: tuple[str
     r = runs.read_sequence(name, tokens, -1, -1)
     guess = [labels[tokens.index(p)] if p in tokens else "(new)" for p in r["predicted"]]
     n = len(tokens)
-    return sequence_figure(r["patterns"][layer, head], labels, guess, r["confidence"],
-                           title=f"Induction head {head_name(layer, head)}: where each word looks, and the model's "
-                           "guess for the next word", talk=is_talk,
-                           height=max(420, min(820, 160 + 20 * n)) if not is_talk else 470)  # fmt: skip
+    return sequence_figure(r["patterns"][layer, head], labels, guess, r["confidence"], talk=is_talk,
+                           height=max(420, min(820, 160 + 20 * n)) if not is_talk else 430)  # fmt: skip
 
 
 def sequence_controls(vocab: int, n_ctx: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -99,11 +97,26 @@ def sequence_tab() -> None:
     can = predictable(list(tokens))
     right = np.array(r["predicted"][:-1]) == np.array(tokens[1:])
     n_can = int(can.sum())
-    draw.metrics(
-        ("Copyable predictions", f"{int(right[can].sum())} of {n_can} right" if n_can else "none",
-         "the word occurred before, always followed by the same word"),
-        ("The others", f"{int(right[~can].sum())} of {int((~can).sum())} right", "nothing to copy: a guess"),
-        ("Mean loss on the copyable", f"{r['nll'][can].mean():.2f} nats" if n_can else "n/a",
-         f"chance: ln {v['vocab']} = {np.log(v['vocab']):.2f}"),
-    )  # fmt: skip
-    draw.chart(draw.figure(_figure, talk(), name, tokens, labels, layer, head), "in_sequence")
+    left, side = st.columns([2.2, 1], gap="medium")
+    with left:
+        st.markdown(f"**Induction head {head_name(layer, head)}**: where each word looks (rows), and the model's "
+                    "guess for the next word (after the arrow)")  # fmt: skip
+        draw.chart(draw.figure(_figure, talk(), name, tokens, labels, layer, head), "in_sequence")
+    with side:
+        side.metric(
+            "Copyable predictions",
+            f"{int(right[can].sum())} of {n_can} right" if n_can else "none",
+            help="The word occurred before, and every earlier copy was followed by the same word.",
+        )
+        side.metric(
+            "The others",
+            f"{int(right[~can].sum())} of {int((~can).sum())} right",
+            help="Nothing to copy: the model can only guess.",
+        )
+        side.metric(
+            "Mean loss on the copyable",
+            f"{r['nll'][can].mean():.2f} nats" if n_can else "n/a",
+            f"chance: ln {v['vocab']} = {np.log(v['vocab']):.2f}",
+            delta_color="off",
+            delta_arrow="off",
+        )

@@ -100,7 +100,7 @@ def _heights() -> tuple[int, int]:
     return (400, 400) if talk() else (440, 440)
 
 
-def _titles(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[list[str]], list[str]]:
+def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[list[str]], list[str]]:
     """Each panel's head and the score of its row's job, and the rows' names: previous-token score in layer 0,
     prefix matching (induction) in the last layer."""
     rows, names = [], []
@@ -122,7 +122,7 @@ def _loss(is_talk: bool, name: str) -> Any:
 def _heads(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
     prev, prefix = np.array(v["scores"]["previous_token"]), np.array(v["scores"]["prefix_matching"])
-    titles, rows = _titles(prev, prefix, v["layers"] - 1)
+    titles, rows = titles_of(prev, prefix, v["layers"] - 1)
     return patterns_figure(v["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
                            talk=is_talk, height=_heights()[1])  # fmt: skip
 
@@ -131,7 +131,8 @@ def _scores(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
     h = v["history"]
     return scores_figure(h["step"], h["previous_token"][:, 0], h["prefix_matching"][:, -1],
-                         max_step=int(h["step"][-1]), talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
+                         max_step=int(h["step"][-1]),
+        last_layer=v["layers"] - 1, talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
 
 
 def _describe(name: str, v: dict[str, Any]) -> str:
@@ -144,7 +145,7 @@ def _describe(name: str, v: dict[str, Any]) -> str:
     return f"Showing {who}: seed {s['seed']}, {s['steps']} steps{stopped}{took}."
 
 
-def _summary(v: dict[str, Any]) -> None:
+def _summary(v: dict[str, Any], shipped: bool) -> None:
     h, sc = v["history"], v["scores"]
     phase = v["phase"]
     at = int(np.searchsorted(h["step"], phase)) if phase is not None else None
@@ -154,7 +155,7 @@ def _summary(v: dict[str, Any]) -> None:
     last = v["layers"] - 1
     draw.metrics(
         ("Phase change", f"step {phase}" if phase is not None else "not yet",
-         f"{h['seconds'][at]:.1f} s into training" if at is not None and h["seconds"][at] > 0 else
+         f"{h['seconds'][at]:.1f} s into training" if at is not None and not shipped else
          "repeated half below ½·ln V", "The first step at which the repeated half's loss is below half of ln V "
          "(halfway from a uniform guess to perfect)."),
         ("Repeated half", f"{sc['loss_repeat']:.2f} nats", f"first half: {sc['loss_first']:.2f}"),
@@ -189,11 +190,14 @@ def train_tab() -> None:
         draw.chart(draw.figure(_heads, talk(), name), "in_heads")
     if talk():
         return
-    st.caption("Each head's weights on one held-out repeated sequence (queries down, keys across; the orange line "
-               "is where the repeat begins). A previous-token head is the stripe just below the diagonal; an "
-               "induction head is the stripe half a sequence further left: from each token of the repeat to the "
-               "token *after* its earlier copy.")  # fmt: skip
-    _summary(v)
+    st.caption(
+        "Each head's weights on one held-out repeated sequence (queries down, keys across; the orange line is where "
+        "the repeat begins). A previous-token head is the stripe just below the diagonal; an induction head is the "
+        "stripe half a sequence further left: from each token of the repeat to the token *after* its earlier copy. "
+        "The previous-token head looks back only in the first half: the induction head reads its keys there, and "
+        "nowhere else is that work used."
+    )
+    _summary(v, name.startswith("shipped:"))
     st.subheader("The heads' jobs over training")
     draw.chart(draw.figure(_scores, talk(), name), "in_scores")
     draw.prose(
@@ -273,6 +277,6 @@ def _live_heads(p: Progress, tokens: torch.Tensor, causal: bool) -> Any:
         fw = forward(p.weights, tokens, causal=causal, keep=True)
     assert fw.patterns is not None
     pats = torch.stack([w[0] for w in fw.patterns]).cpu().numpy()  # (layers, H, L, L)
-    titles, rows = _titles(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
+    titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
     return patterns_figure(pats, tokens[0].tolist(), titles, row_titles=rows, half=tokens.shape[1] // 2,
                            talk=talk(), height=_heights()[1])  # fmt: skip
