@@ -88,8 +88,7 @@ def patterns_figure(
     flat = [t for row in titles for t in row]
     fig = make_subplots(rows=layers, cols=heads, subplot_titles=flat, horizontal_spacing=0.025,
                         vertical_spacing=0.1 if talk else 0.08)  # fmt: skip
-    labels = np.array([f"{i} ({t})" for i, t in enumerate(tokens)])
-    hover = np.char.add(np.char.add(labels[:, None], " → "), labels[None, :])  # (L, L) "query → key"
+    labels = [f"{i} ({t})" for i, t in enumerate(tokens)]  # position (token): the axes' categories, in hovers
     for layer in range(layers):
         for h in range(heads):
             fig.add_heatmap(
@@ -98,8 +97,9 @@ def patterns_figure(
                 zmax=1,
                 colorscale=SEQUENTIAL,
                 showscale=False,
-                customdata=hover,
-                hovertemplate="%{customdata}: %{z:.2f}<extra></extra>",
+                x=labels,
+                y=labels,
+                hovertemplate="query %{y} → key %{x}: %{z:.2f}<extra></extra>",
                 row=layer + 1,
                 col=h + 1,
             )

@@ -114,25 +114,28 @@ def test_a_busy_server_queues_the_training_and_gives_up_without_an_exception(mon
     assert "Showing the shipped run" in text(at)
 
 
-def test_zeroing_the_previous_token_head_breaks_the_induction_head_and_another_head_does_not() -> None:
+def test_zeroing_the_previous_token_heads_breaks_the_induction_head_and_another_head_does_not() -> None:
     at = open_page({"in_tab": "Ablate a head"})
-    chosen = at.selectbox(key="in_ablate").value
-    assert chosen.startswith("L0 H")  # it opens on the previous-token head
+    chosen = at.multiselect(key="in_ablate").value
+    prev = load_run("induction").scores["previous_token"][0]
+    assert chosen == [f"L0 H{h}" for h in range(4) if prev[h] > 0.2]  # it opens on the previous-token heads
     broken = metrics(at)
-    assert float(broken["Repeated half"].split()[0]) > 2.0
-    at.selectbox(key="in_ablate").set_value("none").run()
+    assert float(broken["Repeated half"].split()[0]) > 3.0
+    assert float(next(v for k, v in broken.items() if "prefix matching" in k)) < 0.3
+    at.multiselect(key="in_ablate").set_value([]).run()
     intact = metrics(at)
     assert float(intact["Repeated half"].split()[0]) < 0.5
     assert float(next(v for k, v in intact.items() if "prefix matching" in k)) > 0.7
-    other = next(o for o in at.selectbox(key="in_ablate").options if o.startswith("L0") and o != chosen)
-    at.selectbox(key="in_ablate").set_value(other).run()
+    other = min(range(4), key=lambda h: prev[h])  # the layer-0 head least like a previous-token head
+    at.multiselect(key="in_ablate").set_value([f"L0 H{other}"]).run()
     assert float(metrics(at)["Repeated half"].split()[0]) < 1.0
 
 
-@pytest.mark.parametrize("head", ["none", "L0 H0", "L1 H3"])
-def test_every_ablation_edge_draws(head: str) -> None:
-    at = open_page({"in_tab": "Ablate a head", "in_ablate": head})
-    assert not at.error and len(charts(at)) == 2
+@pytest.mark.parametrize("heads", [[], ["L0 H0"], ["L1 H3"], [f"L{i} H{h}" for i in range(2) for h in range(4)]])
+def test_every_ablation_edge_draws(heads: list[str]) -> None:
+    at = open_page({"in_tab": "Ablate a head"})
+    at.multiselect(key="in_ablate").set_value(heads).run()
+    assert not at.error and not at.exception and len(charts(at)) == 2
 
 
 def test_your_words_are_read_and_the_copyable_ones_predicted() -> None:

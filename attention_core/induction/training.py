@@ -101,7 +101,7 @@ def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
 
 
 def train(
-    seed: int = 0, layers: int = 2, *, steps: int = 2000, batch: int = 64, lr: float = 3e-3,
+    seed: int = 0, layers: int = 2, *, steps: int = 2000, batch: int = 64, lr: float = 5e-3,
     weight_decay: float = 0.01, causal: bool = True, every: int = 10, config: InductionConfig | None = None,
     weights: InductionWeights | None = None, device: str | torch.device | None = None,
 ) -> Iterator[Progress]:  # fmt: skip

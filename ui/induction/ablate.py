@@ -1,4 +1,4 @@
-"""Ablate tab: zero one head of the two-layer model and see which jobs and which predictions go with it."""
+"""Ablate tab: zero heads of the two-layer model and see which jobs and which predictions go with them."""
 
 from __future__ import annotations
 
@@ -13,35 +13,36 @@ from ui.frame import talk
 from ui.induction import runs
 from ui.induction.train import titles_of
 
-NONE = "none"
+PREVIOUS = 0.2  # a layer-0 head with a previous-token score above this is opened zeroed
 
 
 def head_choices(layers: int, heads: int) -> tuple[str, ...]:
-    return (NONE, *(head_name(layer, h) for layer in range(layers) for h in range(heads)))
+    return tuple(head_name(layer, h) for layer in range(layers) for h in range(heads))
 
 
-def parse_head(choice: str) -> tuple[int, int]:
-    """``"L0 H2"`` → ``(0, 2)``; ``"none"`` → ``(-1, -1)``."""
-    if choice == NONE:
-        return -1, -1
-    layer, head = choice.split()
-    return int(layer[1:]), int(head[1:])
+def parse_heads(choices: list[str]) -> tuple[tuple[int, int], ...]:
+    """``["L0 H2", …]`` → ``((0, 2), …)``, sorted."""
+    out = []
+    for c in choices:
+        layer, head = c.split()
+        out.append((int(layer[1:]), int(head[1:])))
+    return tuple(sorted(out))
 
 
-def _patterns(is_talk: bool, name: str, layer: int, head: int) -> Any:
-    v, a = runs.view(name), runs.ablation(name, layer, head)
+def _patterns(is_talk: bool, name: str, cut: tuple[tuple[int, int], ...]) -> Any:
+    v, a = runs.view(name), runs.ablation(name, cut)
     titles, rows = titles_of(a["previous_token"], a["prefix_matching"], v["layers"] - 1)
-    if layer >= 0:
+    for layer, head in cut:
         titles[layer][head] = f"H{head}  zeroed"
     return patterns_figure(a["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
                            talk=is_talk, height=400 if is_talk else 420)  # fmt: skip
 
 
-def _losses(is_talk: bool, name: str, layer: int, head: int) -> Any:
+def _losses(is_talk: bool, name: str, cut: tuple[tuple[int, int], ...]) -> Any:
     v = runs.view(name)
-    curves = {"intact": runs.ablation(name, -1, -1)["per_position"]}
-    if layer >= 0:
-        curves[f"{head_name(layer, head)} zeroed"] = runs.ablation(name, layer, head)["per_position"]
+    curves = {"intact": runs.ablation(name, ())["per_position"]}
+    if cut:
+        curves[", ".join(head_name(*c) for c in cut) + " zeroed"] = runs.ablation(name, cut)["per_position"]
     return position_loss_figure(v["tokens"], curves, half=v["half"], talk=is_talk, height=300 if is_talk else 340)
 
 
@@ -50,39 +51,38 @@ def ablate_tab() -> None:
     v = runs.view(name)
     prev = np.array(v["scores"]["previous_token"])[0]
     pm = np.array(v["scores"]["prefix_matching"])[-1]
-    prev_head, ind_head = head_name(0, int(prev.argmax())), head_name(v["layers"] - 1, int(pm.argmax()))
-    choices = head_choices(v["layers"], v["heads"])
+    best = int(pm.argmax())
+    ind_head = head_name(v["layers"] - 1, best)
+    prev_heads = [head_name(0, h) for h in range(v["heads"]) if prev[h] > PREVIOUS] or [
+        head_name(0, int(prev.argmax()))
+    ]
     (c,) = draw.settings([2, 5])
-    choice = c[0].selectbox(
-        "Zero this head",
-        choices,
-        index=choices.index(prev_head),
-        key="in_ablate",
-        bind="query-params",
-        help="Its output is multiplied by 0; every other weight stays.",
-    )
-    layer, head = parse_head(choice)
+    chosen = c[0].multiselect("Zero these heads", head_choices(v["layers"], v["heads"]), default=prev_heads,
+                              key="in_ablate", bind="query-params", placeholder="none: the intact model",
+                              help="Their outputs are multiplied by 0; every other weight stays. It opens on the "
+                              f"layer-0 heads whose previous-token score is above {PREVIOUS}.")  # fmt: skip
+    cut = parse_heads(chosen)
     who = "the shipped two-layer model" if name.startswith("shipped:") else "your two-layer run"
-    c[1].markdown(f"On {who}. Its previous-token head is **{prev_head}** ({prev.max():.2f}); its best induction "
-                  f"head is **{ind_head}** ({pm.max():.2f}).")  # fmt: skip
+    named = ", ".join(f"**{h}** ({prev[int(h[-1])]:.2f})" for h in prev_heads)
+    c[1].markdown(f"On {who}. Its previous-token head{'s are' if len(prev_heads) > 1 else ' is'} {named}; its best "
+                  f"induction head is **{ind_head}** ({pm[best]:.2f}).")  # fmt: skip
     draw.prose(
         "An induction head cannot work alone: it matches the current token against *what came before each key*, "
         "and that is written there by the previous-token head. Zero the previous-token head and the induction head "
-        "loses its target: its stripe fades, and the repeated half becomes as hard as the first. Zero another "
-        "head and little changes."
+        "loses its target: its stripe fades, and the repeated half becomes nearly as hard as the first. Some runs "
+        "share that job between two heads: zero both. Zero another head and little changes."
     )
-    base, cut = runs.ablation(name, -1, -1), runs.ablation(name, layer, head)
-    best = int(pm.argmax())
+    base, out = runs.ablation(name, ()), runs.ablation(name, cut)
     draw.metrics(
-        ("Repeated half", f"{cut['loss_repeat']:.2f} nats", f"intact: {base['loss_repeat']:.2f}"),
-        ("First half", f"{cut['loss_first']:.2f} nats", f"intact: {base['loss_first']:.2f}"),
-        (f"{ind_head}'s prefix matching", f"{cut['prefix_matching'][-1, best]:.2f}",
+        ("Repeated half", f"{out['loss_repeat']:.2f} nats", f"intact: {base['loss_repeat']:.2f}"),
+        ("First half", f"{out['loss_first']:.2f} nats", f"intact: {base['loss_first']:.2f}"),
+        (f"{ind_head}'s prefix matching", f"{out['prefix_matching'][-1, best]:.2f}",
          f"intact: {base['prefix_matching'][-1, best]:.2f}"),
     )  # fmt: skip
     left, right = st.columns([1.15, 1], gap="medium") if not talk() else st.columns([1.2, 1], gap="small")
     with left:
-        draw.chart(draw.figure(_patterns, talk(), name, layer, head), "in_ablate_heads")
+        draw.chart(draw.figure(_patterns, talk(), name, cut), "in_ablate_heads")
     with right:
-        draw.chart(draw.figure(_losses, talk(), name, layer, head), "in_ablate_loss")
+        draw.chart(draw.figure(_losses, talk(), name, cut), "in_ablate_loss")
         if not talk():
             st.caption("The loss of each prediction, averaged over 32 held-out repeated sequences.")

@@ -134,11 +134,10 @@ def view(name: str) -> dict[str, Any]:
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def ablation(name: str, layer: int, head: int) -> dict[str, Any]:
-    """The run with head ``(layer, head)`` zeroed (``layer < 0``: none), on the held-out batch and the example."""
+def ablation(name: str, cut: tuple[tuple[int, int], ...]) -> dict[str, Any]:
+    """The run with the heads ``cut`` (``(layer, head)`` pairs) zeroed, on the held-out batch and the example."""
     run = run_of(name)
     cfg, causal = run.weights.config, run.settings["causal"]
-    cut = () if layer < 0 else ((layer, head),)
     batch = eval_tokens(cfg, run.settings["seed"], "cpu")
     with torch.no_grad():
         s = head_scores(run.weights, batch, causal=causal, ablate=cut)

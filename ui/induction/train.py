@@ -243,7 +243,8 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
         cfg = first.weights.config
         settings["config"] = asdict(cfg)
         tokens = eval_tokens(cfg, seed, device)[:1]  # (1, 2·half): the sequence the heads are drawn on
-        chance, drawn_curve, drawn_heads = math.log(cfg.vocab), 0.0, 0.0
+        live = _Live(cfg.vocab, steps, tokens, kw["causal"])
+        drawn_curve = drawn_heads = 0.0
         for p in gen:
             records.append(p)
             now = time.perf_counter()
@@ -251,12 +252,10 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
                 drawn_curve = now
                 bar.progress(p.step / steps, text=f"step {p.step} of {steps} · {p.seconds:.1f} s · repeated half "
                              f"{p.loss_repeat:.2f} nats · induction score {p.induction_score:.2f}")  # fmt: skip
-                loss_slot.plotly_chart(_live_loss(records, chance, steps, cfg.vocab), width="stretch",
-                                       config=draw.PLOTLY_CONFIG)  # fmt: skip
+                loss_slot.plotly_chart(live.loss(records), width="stretch", config=draw.PLOTLY_CONFIG)
             if now - drawn_heads >= HEADS_EVERY_S or p.step == steps:
                 drawn_heads = now
-                heads_slot.plotly_chart(_live_heads(p, tokens, kw["causal"]), width="stretch",
-                                        config=draw.PLOTLY_CONFIG)  # fmt: skip
+                heads_slot.plotly_chart(live.heads(p), width="stretch", config=draw.PLOTLY_CONFIG)
         return True
     finally:
         if holding.ours:  # also when Stop (a rerun) interrupted the loop at a Streamlit call
@@ -265,18 +264,44 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
             runs.keep(variant, runs.run_from(records, settings))
 
 
-def _live_loss(records: list[Progress], chance: float, steps: int, vocab: int) -> Any:
-    x = [p.step for p in records]
-    rep = [p.loss_repeat for p in records]
-    return loss_figure(x, [p.loss_first for p in records], rep, chance=chance, max_step=steps,
-                       phase_step=phase_change_step(x, rep, vocab), talk=talk(), height=_heights()[0])  # fmt: skip
+class _Live:
+    """A live run's two figures, built once and then updated in place: building a plotly figure costs tens of
+    milliseconds (the heads' grid, a hundred and more), which would come out of the training's time."""
 
+    def __init__(self, vocab: int, steps: int, tokens: torch.Tensor, causal: bool) -> None:
+        self.vocab, self.steps, self.tokens, self.causal = vocab, steps, tokens, causal
+        self._loss: Any = None
+        self._heads: Any = None
+        self._phase: int | None = None
 
-def _live_heads(p: Progress, tokens: torch.Tensor, causal: bool) -> Any:
-    with torch.no_grad():
-        fw = forward(p.weights, tokens, causal=causal, keep=True)
-    assert fw.patterns is not None
-    pats = torch.stack([w[0] for w in fw.patterns]).cpu().numpy()  # (layers, H, L, L)
-    titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
-    return patterns_figure(pats, tokens[0].tolist(), titles, row_titles=rows, half=tokens.shape[1] // 2,
-                           talk=talk(), height=_heights()[1])  # fmt: skip
+    def loss(self, records: list[Progress]) -> Any:
+        x = np.array([p.step for p in records])
+        first, rep = np.array([p.loss_first for p in records]), np.array([p.loss_repeat for p in records])
+        phase = phase_change_step(x, rep, self.vocab)
+        if self._loss is None or phase != self._phase:  # the marker is a shape: draw the figure anew, once
+            self._phase = phase
+            self._loss = loss_figure(x, first, rep, chance=math.log(self.vocab), max_step=self.steps,
+                                     phase_step=phase, talk=talk(), height=_heights()[0])  # fmt: skip
+            return self._loss
+        with self._loss.batch_update():
+            self._loss.data[0].update(x=x, y=first)
+            self._loss.data[1].update(x=x, y=rep)
+        return self._loss
+
+    def heads(self, p: Progress) -> Any:
+        with torch.no_grad():
+            fw = forward(p.weights, self.tokens, causal=self.causal, keep=True)
+        assert fw.patterns is not None
+        pats = torch.stack([w[0] for w in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
+        titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
+        if self._heads is None:
+            half, height = self.tokens.shape[1] // 2, _heights()[1]
+            self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, half=half,
+                                          talk=talk(), height=height)  # fmt: skip
+            return self._heads
+        flat, heads = [t for row in titles for t in row], pats.shape[1]
+        with self._heads.batch_update():
+            for k, trace in enumerate(self._heads.data):
+                trace.z = pats[k // heads, k % heads]
+                self._heads.layout.annotations[k].text = flat[k]
+        return self._heads
