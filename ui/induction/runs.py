@@ -62,11 +62,9 @@ def current(variant: str) -> str:
     return name if name is not None and store().get(name) is not None else f"shipped:{variant}"
 
 
-def keep(variant: str, run: Run) -> str:
-    """Put a viewer's run in the store and make it the session's current run of ``variant``."""
-    name = store().put(run)
-    st.session_state.setdefault(SESSION_RUNS, {})[variant] = name
-    return name
+def session_runs() -> dict[str, str]:
+    """The session's own runs, ``{variant: run name}``: a dict kept in the session, changed in place."""
+    return st.session_state.setdefault(SESSION_RUNS, {})
 
 
 def forget(variant: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import asdict
 from typing import Any
@@ -25,6 +26,7 @@ STEP_CHOICES = (200, 300, 500, 800, 1000, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
 CURVE_EVERY_S = 0.25  # redraw the curves at least 4 times a second
 HEADS_EVERY_S = 1.0  # the heads' patterns cost more to draw: once a second
+TRAINING = "in_training"  # session state: a threading.Event, set once a run that started is kept
 ABOUT = {
     "induction": "Two layers: a layer-1 head can read what a layer-0 head wrote, so the induction circuit can form.",
     "one_layer": "One layer only: a head can find the earlier copy of the current token, but nothing has written "
@@ -72,6 +74,12 @@ def train_controls(c: list[Any]) -> tuple[str, int, int]:
 
 
 def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
+    """Train, Stop and back to the shipped run; whether Train and Stop were pressed."""
+    pressed, stopped = st.session_state.pop("in_train_asked", False), st.session_state.pop("in_stop_asked", False)
+    training = st.session_state.get(TRAINING)
+    if stopped and training is not None:
+        # Stop reruns the page, possibly on a new thread while the old run is still being kept: wait for it.
+        training.wait(timeout=10.0)
     row.button(
         "Train",
         key="in_train",
@@ -92,7 +100,7 @@ def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
     shown = runs.current(variant)
     row.button("Show the shipped run", key="in_reset", icon=":material/restart_alt:", disabled=shown.startswith(
         "shipped:"), on_click=runs.forget, args=(variant,))  # fmt: skip
-    return st.session_state.pop("in_train_asked", False), st.session_state.pop("in_stop_asked", False)
+    return pressed, stopped
 
 
 def _heights() -> tuple[int, int]:
@@ -232,6 +240,8 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
     kw = {k: v for k, v in RUNS[variant].items() if k != "steps"}
     settings = {"seed": seed, "every": EVERY, "steps": steps, **kw}
     server, holding, records = server_lock(), Holding(), []
+    kept, shelf = runs.session_runs(), runs.store()  # fetched now: the finally below must not call Streamlit
+    done = st.session_state[TRAINING] = threading.Event()  # set once the run is kept (see train_tab)
     try:
         if not wait_turn(server, holding):
             return False
@@ -260,8 +270,11 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
     finally:
         if holding.ours:  # also when Stop (a rerun) interrupted the loop at a Streamlit call
             server.release()
-        if len(records) > 1:
-            runs.keep(variant, runs.run_from(records, settings))
+        try:
+            if len(records) > 1:  # no Streamlit call here: after Stop, the next one would raise again
+                kept[variant] = shelf.put(runs.run_from(records, settings))
+        finally:
+            done.set()
 
 
 class _Live:
