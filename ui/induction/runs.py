@@ -162,7 +162,7 @@ def run_from(records: list[Progress], settings: dict[str, Any]) -> Run:
     """A viewer's run from its records so far (the last holds the live weights, copied here)."""
     from attention_core.induction.shipped import scores_of, snapshot
 
-    w = snapshot(records[-1].weights)
+    w = snapshot(records[-1].weights, "cpu")  # the page reads runs on the CPU, wherever they trained
     return Run(w, settings, [history_row(p) for p in records], scores_of(w, settings["causal"], settings["seed"]))
 
 
