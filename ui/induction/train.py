@@ -22,7 +22,7 @@ from ui.frame import talk
 from ui.induction import runs
 from ui.runlock import Holding, server_lock, wait_turn
 
-STEP_CHOICES = (200, 300, 500, 800, 1000, 1500, 2000, 3000)
+STEP_CHOICES = (200, 300, 500, 800, 1000, 1200, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
 CURVE_EVERY_S = 0.25  # redraw the curves at least 4 times a second
 HEADS_EVERY_S = 1.0  # the heads' patterns cost more to draw: once a second
@@ -65,7 +65,7 @@ def train_controls(c: list[Any]) -> tuple[str, int, int]:
     steps = c[2].select_slider(
         "Steps",
         STEP_CHOICES,
-        1500,
+        1000,
         key="in_steps",
         bind="query-params",
         help="Training steps of 64 sequences each. Stop ends a run early and keeps it.",
