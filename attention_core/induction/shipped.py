@@ -6,7 +6,7 @@ compose with) and ``no_mask.`` (two layers without the causal mask: the answer i
 metadata records, for each run, its settings, its training history (one row per record) and the scores
 its final weights reach on the held-out batch, so a test can check the weights against them.
 
-Remake it (about a minute on a 2-core CPU) with::
+Remake it (a few minutes on a 2-core CPU) with::
 
     python -m attention_core.induction --out attention_core/induction/trained.safetensors
 """

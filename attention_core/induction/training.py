@@ -33,8 +33,8 @@ class Progress:
 
     step: int  # optimiser steps taken so far
     seconds: float  # wall-clock time since training began (setup excluded)
-    loss_first: float  # mean cross-entropy on the first half (this step's batch): nothing to look up
-    loss_repeat: float  # on the repeated half: what an induction head can predict
+    loss_first: float  # mean cross-entropy on the held-out batch's first half: nothing to look up
+    loss_repeat: float  # on its repeated half: what an induction head can predict
     induction_score: float  # the best last-layer head's prefix-matching score
     previous_token: tuple[tuple[float, ...], ...]  # per head, on the held-out batch
     prefix_matching: tuple[tuple[float, ...], ...]
@@ -107,14 +107,21 @@ def train(
 ) -> Iterator[Progress]:  # fmt: skip
     """Train the attention-only decoder on repeated random tokens; yield a :class:`Progress` every ``every`` steps.
 
+    Each step's batch repeats blocks of one random length between ``half // 2`` and ``half``, so the distance
+    to the earlier copy changes from batch to batch and no head can find it by position alone (with one fixed
+    length, a single layer learns "look ``half − 1`` back" and solves the task without an induction head).
+    The losses and scores of each record are measured on a fixed held-out batch of full-length sequences
+    (:func:`eval_tokens`), so records are comparable from step to step and from run to run.
+
     The first record is step 0 (before any update), the last is ``steps``. ``config`` defaults to
     :class:`InductionConfig` with ``layers`` layers; ``weights`` continues from given weights (trained in
     place) instead of a fresh start. ``causal=False`` trains without the causal mask: each position can
     read the token it is asked to predict. The same ``seed`` (and device) gives the same records, except
     ``seconds``. Stop early by leaving the loop (``break``) or closing the generator.
 
-    On the CPU the loop runs on one intra-op thread: its tensors hold a few thousand numbers, which
-    two threads split for more than they save.
+    On the CPU the loop runs on one intra-op thread (the project's :func:`attention_core.device.one_thread`):
+    its tensors are small (the largest, the scores, 64 × 4 × 48 × 48), and a second thread costs about as
+    much in hand-offs as it saves, on a 2-core machine it also shares with the page and the server.
     """
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     steps = check_int("steps", steps, low=0, high=1_000_000)
