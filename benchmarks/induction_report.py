@@ -12,8 +12,8 @@
 
     python benchmarks/induction_report.py [--seeds 0 1 2] [--reruns 20]
 
-The CPU's load per core is printed before and after: on a shared machine the wall times move with it. The
-training runs on one intra-op thread, so its process CPU time (printed too) is about what an idle core takes.
+The CPU's load per core is printed before and after: on a shared machine the wall times move with it, so the
+training process's CPU time is printed too.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
 
 from attention_core.induction import train
 
@@ -106,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ind = statistics.median(r[2] for r in rows)
     cpu = statistics.median(r[3] for r in rows)
     print(f"   median: {secs:.1f} s (goal ≤ 10 s), step {step}; induction score {ind:.2f} (goal > 0.7)")
-    print(f"   median CPU time of the training process: {cpu:.1f} s (one intra-op thread: what an idle core would "
-          "take; on a busy machine the wall time above is longer)")
+    print(f"   median CPU time of the training process: {cpu:.1f} s (over its {torch.get_num_threads()} intra-op "
+          "threads; on a machine others load, the wall time above stretches)")
 
     print(f"\n2. One layer, the same seeds, for 3× as long ({3 * step} steps and {3 * secs:.0f} s): "
           f"the repeated half must stay above {CONTROL}")

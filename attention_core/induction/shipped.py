@@ -65,14 +65,14 @@ def make_runs(device: str | torch.device | None = None, log: Any = None) -> dict
     out = {}
     for name, kw in RUNS.items():
         history, weights = [], None
-        for p in train(seed=SEED, every=EVERY, device=device, **kw):
+        for p in train(seed=SEED, every=EVERY, device=device, single_thread=True, **kw):
             history.append(history_row(p))
             weights = p.weights
             if log is not None:
                 log(name, p)
         assert weights is not None
         frozen = snapshot(weights)
-        settings = {"seed": SEED, "every": EVERY, **kw, "config": asdict(weights.config)}
+        settings = {"seed": SEED, "every": EVERY, **kw, "config": asdict(weights.config), "single_thread": True}
         out[name] = Run(frozen, settings, history, scores_of(frozen, kw["causal"]))
     return out
 

@@ -31,7 +31,8 @@ ABOUT = {
     "induction": "Two layers: a layer-1 head can read what a layer-0 head wrote, so the induction circuit can form.",
     "one_layer": "One layer only: a head can find the earlier copy of the current token, but nothing has written "
     "*which token came before each position*, so nothing can point at the token after it. No induction head "
-    "can form, and the repeated half stays about as hard as the first.",
+    "can form. The repeated half stays far harder than with two layers: one layer only finds weaker tricks, such as "
+    "favouring the tokens of the first half that have not come back yet, and slowly.",
     "no_mask": "No causal mask: every position can read the whole sequence, the token it must predict included. "
     "The loss falls on **both** halves, towards zero: the model reads the answer instead of working it out. "
     "This is why a decoder needs the mask.",
