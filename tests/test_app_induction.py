@@ -10,6 +10,7 @@ import pytest
 from conftest import open_app_page
 from streamlit.testing.v1 import AppTest
 
+import attention_core.induction.training as training
 import ui.induction.train as train_tab
 from attention_core.induction.shipped import load_run
 from ui.runlock import RunLock
@@ -89,7 +90,8 @@ def test_train_trains_live_and_keeps_the_run_and_the_shipped_one_comes_back() ->
     assert "Showing the shipped run" in text(at)
 
 
-def test_a_run_is_deterministic_under_its_seed() -> None:
+def test_a_run_is_deterministic_under_its_seed(monkeypatch) -> None:
+    monkeypatch.setattr(training, "busy_cpu", lambda: True)  # the same thread count for both runs
     def trained(seed: str) -> dict[str, str]:
         at = open_page({"in_steps": "20", "in_seed": seed})
         at.button(key="in_train").click().run()

@@ -213,7 +213,8 @@ def test_half_losses_split_the_predictions_at_the_repeat() -> None:
 
 def records(seed: int, device: torch.device | str = "cpu", **kw) -> list:
     return [(p.step, p.loss_first, p.loss_repeat, p.induction_score, p.previous_token, p.prefix_matching, p.copying)
-            for p in train(seed=seed, steps=4, every=2, batch=8, config=SMALL, device=device, **kw)]  # fmt: skip
+            for p in train(seed=seed, steps=4, every=2, batch=8, config=SMALL, device=device, single_thread=True,
+                           **kw)]  # fmt: skip
 
 
 def test_the_training_loop_is_deterministic_under_a_seed(device: torch.device) -> None:

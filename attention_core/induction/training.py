@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -103,7 +104,8 @@ def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
 def train(
     seed: int = 0, layers: int = 2, *, steps: int = 2000, batch: int = 64, lr: float = 5e-3,
     weight_decay: float = 0.01, causal: bool = True, every: int = 10, config: InductionConfig | None = None,
-    weights: InductionWeights | None = None, device: str | torch.device | None = None, single_thread: bool = False,
+    weights: InductionWeights | None = None, device: str | torch.device | None = None,
+    single_thread: bool | None = None,
 ) -> Iterator[Progress]:  # fmt: skip
     """Train the attention-only decoder on repeated random tokens; yield a :class:`Progress` every ``every`` steps.
 
@@ -116,14 +118,15 @@ def train(
     The first record is step 0 (before any update), the last is ``steps``. ``config`` defaults to
     :class:`InductionConfig` with ``layers`` layers; ``weights`` continues from given weights (trained in
     place) instead of a fresh start. ``causal=False`` trains without the causal mask: each position can
-    read the token it is asked to predict. The same ``seed`` (and device) gives the same records, except
-    ``seconds``. Stop early by leaving the loop (``break``) or closing the generator.
+    read the token it is asked to predict. The same ``seed`` (and device and thread choice) gives the same
+    records, except ``seconds``. Stop early by leaving the loop (``break``) or closing the generator.
 
-    On the CPU the loop uses torch's intra-op threads as configured: its largest tensors (the scores,
-    64 × 4 × 48 × 48) are big enough to share. Measured on a 2-core machine, one training step took 13 ms on
-    two threads against 26 ms on one (median of 3 alternating runs of 60 steps). ``single_thread=True`` runs
-    it on one (:func:`attention_core.device.one_thread`), whose sums do not depend on the machine's core count:
-    the shipped runs are made so.
+    Threads, on the CPU: measured on a 2-core machine, one step took 13 ms on two intra-op threads against
+    26 ms on one when the second core was free (median of 3 alternating runs of 60 steps), but two threads
+    took about twice as long as one while other processes kept the cores busy (they wait on each other).
+    ``single_thread=None`` therefore picks at the start: one thread (:func:`attention_core.device.one_thread`)
+    when the 1-minute load average leaves less than one core free, else torch's configured count. ``True``
+    always uses one, whose sums do not depend on the core count (the shipped runs are made so).
     """
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     steps = check_int("steps", steps, low=0, high=1_000_000)
@@ -141,7 +144,17 @@ def train(
             raise ValueError(f"config must be an InductionConfig or None, got {type(config).__name__}")
         dev = new_tensor_device(device)
         weights = init_weights(config, seed, dev)
+    if single_thread is None:
+        single_thread = busy_cpu()
     return _loop(weights, seed, steps, batch, lr, weight_decay, causal, every, dev, bool(single_thread))
+
+
+def busy_cpu() -> bool:
+    """Whether the 1-minute load average leaves less than one core free (False where the OS does not say)."""
+    try:
+        return os.getloadavg()[0] > (os.cpu_count() or 1) - 1
+    except (AttributeError, OSError):
+        return False
 
 
 def _loop(
@@ -152,7 +165,7 @@ def _loop(
     data = seeded_generator(seed, dev)
     held_out = eval_tokens(cfg, seed, dev)
     opt = AdamW(weights.parameters(), lr, wd)
-    threads = one_thread(dev) if single_thread else contextlib.nullcontext()
+    threads = one_thread(dev) if single_thread else contextlib.nullcontext()  # one_thread: no-op off the CPU
     lo = max(2, cfg.half // 2)
     start = time.perf_counter()
     with threads:
