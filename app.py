@@ -13,6 +13,7 @@ nav = st.navigation([
     st.Page("app_pages/heads.py", title="Heads & KV cache", icon=":material/view_week:", url_path="heads"),
     st.Page("app_pages/model.py", title="Real attention", icon=":material/psychology:", url_path="model"),
     st.Page("app_pages/efficient.py", title="Beyond n²", icon=":material/bolt:", url_path="efficient"),
+    st.Page("app_pages/induction.py", title="Watch it learn", icon=":material/school:", url_path="induction"),
 ])  # fmt: skip
 slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
 nav.run()
