@@ -151,10 +151,14 @@ def decoder_grid(
         pad = max(0.5, gap / 2)
         fig.add_shape(type="rect", x0=layer * step - pad, x1=layer * step + n - 1 + pad, y0=head * step - pad,
                       y1=head * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
-    ticks = [layer_tick(layer, layer in global_layers) for layer in range(n_layers)]
-    ticks = [f"<span style='color:{GLOBAL}'>{t}</span>" if "global" in t else t for t in ticks]
+    # On a projector the labels are large: the layer's number alone, global ones in vermillion (the axis says so).
+    ticks = [str(layer) if talk else layer_tick(layer, layer in global_layers) for layer in range(n_layers)]
+    ticks = [f"<span style='color:{GLOBAL}'>{t}</span>" if layer in global_layers else t
+             for layer, t in enumerate(ticks)]  # fmt: skip
+    title = f"layer (<span style='color:{GLOBAL}'>global</span>: full causal; the others: a window of 512)"
     fig.update_xaxes(tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=ticks, side="top",
-                     range=[-gap, n_layers * step], tickfont={"size": size - 2}, fixedrange=True)  # fmt: skip
+                     range=[-gap, n_layers * step], tickfont={"size": size - 2}, fixedrange=True, tickangle=0,
+                     title={"text": title if talk else None, "font": {"size": size - 4}})  # fmt: skip
     fig.update_yaxes(tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
                      autorange="reversed", tickfont={"size": size}, fixedrange=True)  # fmt: skip
     base_layout(fig, talk=talk, height=height or (330 if talk else 300), grid=False)

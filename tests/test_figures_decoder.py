@@ -83,6 +83,8 @@ def test_each_grid_tile_holds_its_heads_weights_layers_across() -> None:
     chosen = frames[-1]
     assert chosen.line.color == HIGHLIGHT and chosen.x0 < 1 * step < chosen.x1 and chosen.y0 < 1 * step < chosen.y1
     assert "global" in fig.layout.xaxis.ticktext[2] and "global" not in fig.layout.xaxis.ticktext[1]
+    talk = decoder_grid(w, global_layers=(2,), talk=True).layout.xaxis
+    assert GLOBAL in talk.ticktext[2] and GLOBAL not in talk.ticktext[1] and "global" in talk.title.text
 
 
 def test_the_grid_refuses_bad_input() -> None:

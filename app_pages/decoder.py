@@ -1,0 +1,73 @@
+"""A model that writes: gemma-3-270m, a trained decoder, through attention_core's own five steps."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.decoder.controls import prompt_controls
+from ui.decoder.data import prompt_data
+from ui.decoder.reading import heads_tab, next_token_tab, shared_kv_tab, sinks_tab, window_tab
+from ui.decoder.snippet import decoder_snippet
+from ui.decoder.writing import write_tab
+from ui.frame import talk
+
+TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Sinks")
+TERMS = "https://ai.google.dev/gemma/terms"
+SHOWN_TOKENS = 48  # the token strip: the first ones, then how many more
+
+
+def token_strip(tokens: list[str]) -> str:
+    from figures.decoder import token_label
+
+    shown = " · ".join(f"`{token_label(t, 20)}`" for t in tokens[:SHOWN_TOKENS])
+    more = f" · … and {len(tokens) - SHOWN_TOKENS} more" if len(tokens) > SHOWN_TOKENS else ""
+    return f"**{len(tokens)} tokens:** {shown}{more}"
+
+
+def decoder_page() -> None:
+    if not talk():
+        st.title("A model that writes: gemma-3-270m")
+        st.caption(
+            "Google's gemma-3-270m, a decoder of 18 layers × 4 query heads (one shared key/value head per layer, "
+            "head size 256), its trained weights read from the installed package. Every weight on this page comes "
+            "from attention_core's own five steps, checked against transformers in the tests. "
+            f"The model is used under the [Gemma terms of use]({TERMS})."
+        )
+    box = st.popover("Prompt", icon=":material/edit:") if talk() else st.container(border=True)
+    text = prompt_controls(box)
+    try:
+        d = prompt_data(text)
+    except ValueError as exc:
+        st.error(f"This prompt can't be read: {exc}.")
+        return
+    if not talk():
+        st.markdown(token_strip(d["tokens"]))
+    tabs = st.tabs(list(TABS), key="dc_tab", bind="query-params", on_change="rerun")
+    name, tab = next((name, tab) for name, tab in zip(TABS, tabs, strict=True) if tab.open)
+    with tab:
+        try:
+            if name == "Next token":
+                next_token_tab(text)
+            elif name == "Write":
+                write_tab(text)
+            elif name == "Every head":
+                heads_tab(text, d)
+            elif name == "Shared K/V":
+                shared_kv_tab(text, d)
+            elif name == "Local & global":
+                window_tab(text, d)
+            else:
+                sinks_tab(text, d)
+        except ValueError as exc:
+            st.error(f"These settings cannot be computed: {exc}")
+    if talk():
+        st.caption(f"gemma-3-270m · [Gemma terms of use]({TERMS})")
+        return
+    code = st.expander("Reproduce these numbers with attention_core", key="dc_code", on_change="rerun")
+    if code.open:
+        s = st.session_state
+        code.code(decoder_snippet(text, float(s.get("dc_temp", 1.0)), int(s.get("dc_layer", 5)),
+                                  int(s.get("dc_head", 0))), language="python")  # fmt: skip
+
+
+decoder_page()
