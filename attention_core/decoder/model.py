@@ -66,7 +66,7 @@ def rope_cos_sin(positions: torch.Tensor, dim: int, base: float, dtype: torch.dt
     """cos and sin ``(m, dim)`` of RoPE's angles pos · base^(−2i/dim), each frequency written twice
     (rotate-half layout), computed in float32 on ``positions``' device."""
     inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, device=positions.device).float() / dim))  # (dim/2,)
-    angles = positions.float()[:, None] * inv_freq[None, :]  # (m, dim/2)
+    angles = positions.float().unsqueeze(1) * inv_freq.unsqueeze(0)  # (m, dim/2)
     angles = torch.cat([angles, angles], dim=-1)  # (m, dim)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
@@ -88,8 +88,8 @@ def decoder_mask(n_q: int, n_k: int, *, window: int | None, device: torch.device
     offset = n_k - n_q
     if n_q == 1 and (window is None or n_k <= window):
         return None
-    i = torch.arange(offset, n_k, device=device)[:, None]  # (n_q, 1): the queries' positions
-    j = torch.arange(n_k, device=device)[None, :]  # (1, n_k)
+    i = torch.arange(offset, n_k, device=device).unsqueeze(1)  # (n_q, 1): the queries' positions
+    j = torch.arange(n_k, device=device).unsqueeze(0)  # (1, n_k)
     ok = j <= i  # (n_q, n_k)
     if window is not None:
         ok &= (i - j) < window
@@ -133,11 +133,12 @@ class _Record:
 
 
 def _attention_layer(
-    x: torch.Tensor, lw: LayerWeights, cfg: DecoderConfig, layer: int, cache: KVCache | None, p0: int,
-    cos: torch.Tensor, sin: torch.Tensor, window: bool, trace: bool, keep_input: bool,
+    x: torch.Tensor, lw: LayerWeights, cfg: DecoderConfig, layer: int, cache: KVCache | None,
+    positions: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, window: bool, trace: bool, keep_input: bool,
 ) -> tuple[torch.Tensor, _Record | None]:  # fmt: skip
     """One layer's attention block on new positions ``p0 .. p0 + m − 1``; returns the residual stream after it."""
     B, m, _ = x.shape
+    p0 = cache.length if cache is not None else 0
     h, g, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     hx = rms_norm(x, lw.attn_norm, cfg.rms_eps)  # (1, m, D)
     q, k, v = F.linear(hx, lw.w_qkv).split([h * d, g * d, g * d], dim=-1)  # (1, m, h·d), (1, m, g·d) × 2
@@ -148,22 +149,25 @@ def _attention_layer(
     k = apply_rope(rms_norm(k, lw.k_norm, cfg.rms_eps), cos, sin)  # (1, g, m, d)
     n = p0 + m
     if cache is not None:
-        cache.k[layer][:, :, p0:n] = k
-        cache.v[layer][:, :, p0:n] = v
-        k, v = cache.k[layer][:, :, :n], cache.v[layer][:, :, :n]  # (1, g, n, d)
-    elif p0:
-        raise ValueError("positions after the first need a KV cache")
-    if g not in (1, h):  # grouped-query: query head i reads K/V head i // (h/g); g = 1 broadcasts
-        k, v = k.repeat_interleave(h // g, dim=1), v.repeat_interleave(h // g, dim=1)  # (1, h, n, d)
-    mask = decoder_mask(m, n, window=None if cfg.is_global(layer) or not window else cfg.window, device=x.device)
+        # index_copy_ and narrow rather than [...] = and [...]: plain ops, which a fake device runs too
+        cache.k[layer].index_copy_(2, positions, k)
+        cache.v[layer].index_copy_(2, positions, v)
+        k, v = cache.k[layer].narrow(2, 0, n), cache.v[layer].narrow(2, 0, n)  # (1, g, n, d)
+    span = None if cfg.is_global(layer) or not window else cfg.window
+    # A prompt no longer than the window is plain causal: is_causal builds that mask inside the core.
+    causal = p0 == 0 and m > 1 and (span is None or n <= span)
+    mask = None if causal else decoder_mask(m, n, window=span, device=x.device)  # (m, n) or None
     qf, kf, vf = q.float(), k.float(), v.float()  # attention in float32, whatever the weights' dtype
+    ka, va = kf, vf  # (1, g, n, d): g = 1 broadcasts over the query heads
+    if g not in (1, h):  # grouped-query: query head i reads K/V head i // (h/g)
+        ka, va = kf.repeat_interleave(h // g, dim=1), vf.repeat_interleave(h // g, dim=1)  # (1, h, n, d)
     record = None
     if trace:
-        tr = attention_trace(qf, kf, vf, mask, scale=cfg.scale)  # the five steps
+        tr = attention_trace(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # the five steps
         out = tr.output  # (1, h, m, d)
         record = _Record(qf, kf, vf, tr.weights, hx.float() if keep_input else None, tr if keep_input else None)
     else:
-        out = scaled_dot_product_attention(qf, kf, vf, mask, scale=cfg.scale)  # (1, h, m, d)
+        out = scaled_dot_product_attention(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # (1, h, m, d)
     out = out.to(x.dtype).transpose(1, 2).reshape(B, m, h * d)  # (1, m, h·d): heads side by side
     x = x + rms_norm(F.linear(out, lw.w_o), lw.post_attn_norm, cfg.rms_eps)  # (1, m, D)
     return x, record
@@ -201,7 +205,7 @@ def forward(
     for i, lw in enumerate(w.layers):
         cos, sin = ropes[cfg.rope_base(i)]
         traced = trace or keep_input_of == i
-        x, rec = _attention_layer(x, lw, cfg, i, cache, p0, cos, sin, window, traced, keep_input_of == i)
+        x, rec = _attention_layer(x, lw, cfg, i, cache, positions, cos, sin, window, traced, keep_input_of == i)
         x = _mlp(x, lw, cfg)
         if rec is not None:
             records.append(rec)
