@@ -84,7 +84,7 @@ def next_tokens(text: str, temperature: float, k: int) -> dict[str, Any]:
     top = np.argsort(-p)[:k]
     nz = p[p > 0]
     return {"ids": top.tolist(), "tokens": decoder().tokenizer.token_strings(top.tolist()), "probs": p[top].tolist(),
-            "entropy": float(-(nz * np.log2(nz)).sum()), "rest": float(1.0 - p[top].sum())}  # fmt: skip
+            "entropy": max(0.0, float(-(nz * np.log2(nz)).sum())), "rest": float(1.0 - p[top].sum())}  # fmt: skip
 
 
 @st.cache_data(max_entries=4, show_spinner="Running the model again with the window switched off…")
