@@ -240,6 +240,8 @@ def shared_kv_figure(
              "showticklabels": m <= 24}  # fmt: skip
     fig.update_xaxes(**ticks, tickangle=-60)
     fig.update_yaxes(**ticks, autorange="reversed")
+    for col in range(2, n_heads + 1):  # the rows are the same tokens in every panel: labelled once, at the left
+        fig.update_yaxes(showticklabels=False, row=1, col=col)
     fig.update_annotations(font={"size": size})
     base_layout(fig, talk=talk, height=height or (360 if talk else 330), grid=False)
     return fig.update_layout(margin={"t": 40})

@@ -37,6 +37,7 @@ PAGES = {
     "walkthrough": ("/walkthrough", "The five steps of attention"),
     "scaling": ("/scaling", "√d_k explorer"),
     "benchmark": ("/benchmark", "Benchmark"),
+    "decoder": ("/decoder", "A model that writes"),
 }
 
 # A sweep that takes a few seconds: two implementations at the smallest n, one small head.
