@@ -8,7 +8,7 @@ from ui.decoder.controls import prompt_controls
 from ui.decoder.data import prompt_data
 from ui.decoder.reading import heads_tab, next_token_tab, shared_kv_tab, sinks_tab, window_tab
 from ui.decoder.snippet import decoder_snippet
-from ui.decoder.writing import write_tab
+from ui.decoder.writing import shown, write_tab
 from ui.frame import talk
 
 TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Sinks")
@@ -33,8 +33,12 @@ def decoder_page() -> None:
             "from attention_core's own five steps, checked against transformers in the tests. "
             f"The model is used under the [Gemma terms of use]({TERMS})."
         )
-    box = st.popover("Prompt", icon=":material/edit:") if talk() else st.container(border=True)
-    text = prompt_controls(box)
+    if talk():  # the prompt in one line, its controls folded beside it
+        top = st.columns([1, 7], vertical_alignment="center")
+        text = prompt_controls(top[0].popover("Prompt", icon=":material/edit:", width="stretch"))
+        top[1].markdown("**Prompt:** " + shown(text if len(text) <= 90 else "…" + text[-89:]).replace("  \n", " ↵ "))
+    else:
+        text = prompt_controls(st.container(border=True))
     try:
         d = prompt_data(text)
     except ValueError as exc:

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .model import head_label
-from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
+from .style import HIGHLIGHT, MASKED, SEQUENTIAL, THEORY, base_layout, font_size
 
 LOCAL = "#0072B2"  # blue: a sliding-window layer
 GLOBAL = "#D55E00"  # vermillion: a full-causal layer
@@ -206,8 +206,8 @@ def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool
     fig = go.Figure(go.Bar(x=x, y=t, marker={"color": LOCAL}, hovertemplate="%{x}: %{y:.1f} ms<extra></extra>"))
     if len(t):
         fig.add_hline(y=float(np.median(t)), line={"color": THEORY, "dash": "dash"},
-                      annotation={"text": f"median {np.median(t):.0f} ms", "xanchor": "right"},
-                      annotation_position="top right")  # fmt: skip
+                      annotation={"text": f"median {np.median(t):.0f} ms", "bgcolor": "white"},
+                      annotation_position="top left")  # fmt: skip
     fig.update_xaxes(type="category", tickangle=-45, fixedrange=True, tickfont={"size": font_size(talk) - 4})
     fig.update_yaxes(title={"text": "ms per token"}, rangemode="tozero", fixedrange=True)
     return base_layout(fig, talk=talk, height=300 if talk else 260)
@@ -264,7 +264,10 @@ def window_figure(
     fig = make_subplots(1, 2, horizontal_spacing=0.08, subplot_titles=titles)
     pos = [i * block for i in range(m)]
     # Weights of a long row are small; a square-root scale keeps the band visible (said on the colour bar).
+    # Blocked cells (NaN) get a grey layer under the weights, so "may not look" differs from "looks little".
     for col, z in ((1, a), (2, b)):
+        fig.add_heatmap(z=np.where(np.isnan(z), 1.0, np.nan), x=pos, y=pos, colorscale=[[0, MASKED], [1, MASKED]],
+                        showscale=False, hoverinfo="skip", row=1, col=col)  # fmt: skip
         fig.add_heatmap(
             z=np.sqrt(z), x=pos, y=pos, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, showscale=col == 2,
             colorbar={"thickness": 12, "len": 0.9, "title": {"text": "√weight", "side": "right"}},

@@ -150,10 +150,14 @@ def test_shared_kv_draws_one_panel_per_query_head() -> None:
 def test_window_figure_puts_local_and_global_side_by_side_with_the_edge() -> None:
     a, b = np.full((4, 4), 0.25), np.full((4, 4), 0.16)
     fig = window_figure(a, b, local_layer=4, global_layer=5, window=256, block=128)
-    assert np.allclose(np.asarray(fig.data[0].customdata, dtype=float), a)
-    assert np.allclose(np.asarray(fig.data[0].z, dtype=float), np.sqrt(a))  # drawn on a square-root scale
-    assert list(fig.data[0].x) == [0, 128, 256, 384]
-    edge = fig.data[2]
+    a[0, 1:] = np.nan  # blocked
+    fig = window_figure(a, b, local_layer=4, global_layer=5, window=256, block=128)
+    grey, weights = fig.data[0], fig.data[1]
+    assert np.allclose(np.asarray(weights.customdata, dtype=float), a, equal_nan=True)
+    assert np.allclose(np.asarray(weights.z, dtype=float), np.sqrt(a), equal_nan=True)  # on a square-root scale
+    assert np.array_equal(~np.isnan(np.asarray(grey.z, dtype=float)), np.isnan(a))  # grey exactly where blocked
+    assert list(weights.x) == [0, 128, 256, 384]
+    edge = fig.data[4]
     assert list(edge.y) == [256, 384] and list(edge.x) == [1, 129]  # query i's oldest key: i − w + 1
     assert "local" in fig.layout.annotations[0].text and "global" in fig.layout.annotations[1].text
     with pytest.raises(ValueError, match="same"):

@@ -100,7 +100,7 @@ def next_token_tab(text: str) -> None:
     temperature = temperature_control(box[0])
     k = box[1].select_slider("Top k shown", TOP_K, 10, key="dc_k", bind="query-params")
     d = next_tokens(text, temperature, k)
-    c = st.columns([3, 2], vertical_alignment="top") if not talk() else [st.container(), st.container()]
+    c = st.columns([3, 2], vertical_alignment="top")
     with c[0]:
         draw.chart(draw.figure(next_figure, text, temperature, k, talk()), "dc_next")
     with c[1]:

@@ -102,7 +102,7 @@ def _tail(g: dict[str, Any]) -> str:
     return g["text"]
 
 
-def _shown(s: str) -> str:
+def shown(s: str) -> str:
     """Text in markdown as written: markup characters escaped, newlines kept as line breaks."""
     for ch in "\\`*_{}[]<>()#+-.!|$~:":
         s = s.replace(ch, "\\" + ch)
@@ -115,14 +115,14 @@ def _bold(s: str) -> str:
     for line in s.split("\n"):
         core = line.strip()
         lead, trail = line[: len(line) - len(line.lstrip())], line[len(line.rstrip()) :]
-        out.append(f"{_shown(lead)}**{_shown(core)}**{_shown(trail)}" if core else _shown(line))
+        out.append(f"{shown(lead)}**{shown(core)}**{shown(trail)}" if core else shown(line))
     return "  \n".join(out)
 
 
 def written_text(g: dict[str, Any], keep: int = 400) -> str:
     """The prompt (its last ``keep`` characters), then what the model wrote, in bold."""
     prompt = g["prompt"] if len(g["prompt"]) <= keep else "…" + g["prompt"][-keep:]
-    text = _shown(prompt) + _bold(_tail(g))
+    text = shown(prompt) + _bold(_tail(g))
     return re.sub(r"(?m)^ +", lambda m: "\u00a0" * len(m.group()), text)  # indentation kept (code)
 
 
@@ -162,7 +162,7 @@ def write_tab(text: str) -> None:
     first = ms[0] if ms else 0.0
     later = ms[1:] or ms
     draw.metrics(
-        ("Per token, median", f"{statistics.median(later):.0f} ms", f"{1e3 / statistics.median(later):.0f} tokens/s"),
+        ("Per token, median", f"{statistics.median(later):.0f} ms", f"{1e3 / statistics.median(later):.3g} tokens/s"),
         ("First token", f"{first:.0f} ms", "includes reading the prompt"),
         ("Context at the end", f"{len(g['prompt_tokens']) + len(g['tokens']) - 1} tokens", None),
         border=True,
