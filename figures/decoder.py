@@ -192,9 +192,10 @@ def generation_figure(
     fig.update_xaxes(type="category", side="top", tickangle=-60, tickfont={"size": size - 4}, fixedrange=True,
                      showgrid=False, nticks=60)  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size - 2}, fixedrange=True,
-                     showgrid=False)  # fmt: skip
+                     showgrid=False, nticks=24)  # fmt: skip
     per_row = 26 if talk else 20
-    return base_layout(fig, talk=talk, height=height or max(220, 130 + per_row * len(written)), grid=False)
+    natural = min(520 if talk else 700, max(220, 130 + per_row * len(written)))  # a long run: thinner rows
+    return base_layout(fig, talk=talk, height=height or natural, grid=False)
 
 
 def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool = False) -> go.Figure:
@@ -279,7 +280,8 @@ def window_figure(
         fig.add_scatter(x=[p - window + 1 for p in edge], y=edge, mode="lines", row=1, col=1, showlegend=False,
                         line={"color": HIGHLIGHT, "dash": "dash", "width": 2}, hoverinfo="skip")  # fmt: skip
     fig.update_xaxes(title={"text": "key position"}, fixedrange=True, showgrid=False, range=[-block / 2, m * block])
-    fig.update_yaxes(title={"text": "query position"}, autorange="reversed", fixedrange=True, showgrid=False)
+    fig.update_yaxes(title={"text": "query position"}, range=[m * block - block / 2, -block / 2], fixedrange=True,
+                     showgrid=False)  # fmt: skip
     fig.update_annotations(font={"size": size})
     base_layout(fig, talk=talk, height=height or 420, grid=False)
     return fig.update_layout(margin={"t": 50})

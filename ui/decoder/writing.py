@@ -127,17 +127,21 @@ def written_text(g: dict[str, Any], keep: int = 400) -> str:
 
 
 def write_tab(text: str) -> None:
-    a, b = draw.settings([2, 2, 1], [1, 1, 1, 1])
+    a, b = draw.settings([2, 2, 1], [1, 1, 2])
     temperature = temperature_control(a[0])
     n_new = a[1].slider("New tokens", 1, MAX_NEW, 16, key="dc_new", bind="query-params",
                         help="How many tokens to write (each one is a forward of one token through the cache).")
     seed = a[2].number_input("Seed", 0, 9999, 0, key="dc_seed", bind="query-params", disabled=temperature == 0,
                              help="Seeds the sampler; T = 0 needs none (it always takes the most likely token).")
     layer, head = layer_control(b[0]), head_control(b[1])
-    b[2].button("Write", key="dc_write", type="primary", icon=":material/edit:", width="stretch", on_click=_flag,
+    c = st.columns([1, 1, 4] if not talk() else [1, 1, 3], vertical_alignment="center")  # never folded away
+    c[0].button("Write", key="dc_write", type="primary", icon=":material/edit:", width="stretch", on_click=_flag,
                 args=("dc_write_asked",))  # fmt: skip
-    b[3].button("Stop", key="dc_stop", icon=":material/stop:", width="stretch", on_click=_flag,
+    c[1].button("Stop", key="dc_stop", icon=":material/stop:", width="stretch", on_click=_flag,
                 args=("dc_stop_asked",), help="Stops the writing between two tokens; what was written stays.")
+    if talk():
+        how = "greedy" if temperature == 0 else f"T = {temperature:.1f}, seed {seed}"
+        c[2].markdown(f"{n_new} tokens, {how} · rows of {head_label(layer, head)}")
     if st.session_state.pop("dc_stop_asked", False):
         st.toast("Stopped.", icon=":material/stop:")
     if st.session_state.pop("dc_write_asked", False):
