@@ -72,7 +72,8 @@ FORMULAS = [
     r"A_{ij} = \frac{e^{S''_{ij} - m_i}}{\sum_{j'} e^{S''_{ij'} - m_i}},\quad m_i = \max_j S''_{ij}",
     r"O = AV,\qquad o_i = \sum_j A_{ij}\, v_j",
 ]
-DECODER_QKV = r"Q = \mathrm{RoPE}(\mathrm{norm}(XW_Q)),\ K = \mathrm{RoPE}(\mathrm{norm}(XW_K)),\ V = XW_V"
+DECODER_QKV = (r"\begin{aligned} Q &= \mathrm{RoPE}(\mathrm{norm}(XW_Q)) \\ K &= \mathrm{RoPE}(\mathrm{norm}(XW_K)),"
+               r"\quad V = XW_V \end{aligned}")  # a decoder head: QK-norm and RoPE before the scores
 EXPLAIN = [
     "Each token's vector x is multiplied by three learned matrices. The **query** says what a token is "
     "looking for, the **key** what it offers, the **value** what it hands over when chosen.",
