@@ -199,19 +199,23 @@ def generation_figure(
 
 
 def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool = False) -> go.Figure:
-    """Milliseconds of each generated token, as bars in order, with their median dashed."""
+    """Milliseconds of each generated token, as bars in order. The first token's time includes reading the
+    prompt (grey); the dashed median is of the others, the cost of one step through the cache."""
     t = np.asarray(ms, dtype=float)
     if t.shape != (len(written),) or (len(t) and (not np.isfinite(t).all() or t.min() < 0)):
         raise ValueError(f"ms must hold one finite, non-negative time per token ({len(written)}), got {t.shape}")
     x = [f"{i + 1}: {token_label(s)}" for i, s in enumerate(written)]
-    fig = go.Figure(go.Bar(x=x, y=t, marker={"color": LOCAL}, hovertemplate="%{x}: %{y:.1f} ms<extra></extra>"))
-    if len(t):
-        fig.add_hline(y=float(np.median(t)), line={"color": THEORY, "dash": "dash"},
-                      annotation={"text": f"median {np.median(t):.0f} ms", "bgcolor": "white"},
-                      annotation_position="top left")  # fmt: skip
+    colours = [WINDOW_OFF] + [LOCAL] * (len(t) - 1) if len(t) else []
+    fig = go.Figure(go.Bar(x=x, y=t, marker={"color": colours}, hovertemplate="%{x}: %{y:.1f} ms<extra></extra>"))
+    steps = t[1:] if len(t) > 1 else t
+    if len(steps):
+        median = float(np.median(steps))
+        fig.add_hline(y=median, line={"color": THEORY, "dash": "dash"}, annotation_position="right",
+                      annotation={"text": f"median<br>{median:.0f} ms", "xanchor": "left"})  # fmt: skip
     fig.update_xaxes(type="category", tickangle=-45, fixedrange=True, tickfont={"size": font_size(talk) - 4})
     fig.update_yaxes(title={"text": "ms per token"}, rangemode="tozero", fixedrange=True)
-    return base_layout(fig, talk=talk, height=300 if talk else 260)
+    base_layout(fig, talk=talk, height=300 if talk else 260)
+    return fig.update_layout(margin={"r": 110 if talk else 90})
 
 
 def shared_kv_figure(

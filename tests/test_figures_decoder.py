@@ -127,10 +127,11 @@ def test_generation_rows_are_steps_by_context_with_the_prompt_marked() -> None:
         generation_figure(rows, ["a", "b", "c"], ["x", "y"], n_prompt=1)
 
 
-def test_step_times_show_each_token_and_the_median() -> None:
-    fig = step_times_figure(["a", "b", "c"], [40.0, 50.0, 45.0])
-    assert list(fig.data[0].y) == [40.0, 50.0, 45.0]
-    assert fig.layout.shapes[0].y0 == pytest.approx(45.0)
+def test_step_times_show_each_token_and_the_median_of_the_steps_after_the_first() -> None:
+    fig = step_times_figure(["a", "b", "c", "d"], [400.0, 50.0, 40.0, 45.0])
+    assert list(fig.data[0].y) == [400.0, 50.0, 40.0, 45.0]
+    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1]  # the first one read the prompt too
+    assert fig.layout.shapes[0].y0 == pytest.approx(45.0)  # the median of 50, 40, 45
     with pytest.raises(ValueError, match="one finite"):
         step_times_figure(["a"], [float("nan")])
 

@@ -134,7 +134,8 @@ def write_tab(text: str) -> None:
     seed = a[2].number_input("Seed", 0, 9999, 0, key="dc_seed", bind="query-params", disabled=temperature == 0,
                              help="Seeds the sampler; T = 0 needs none (it always takes the most likely token).")
     layer, head = layer_control(b[0]), head_control(b[1])
-    c = st.columns([1, 1, 4] if not talk() else [1, 1, 3], vertical_alignment="center")  # never folded away
+    # The buttons are never folded away: beside the head's controls here, in a row of their own in talk mode.
+    c = st.columns([1, 1, 3], vertical_alignment="center") if talk() else b[2].columns(2)
     c[0].button("Write", key="dc_write", type="primary", icon=":material/edit:", width="stretch", on_click=_flag,
                 args=("dc_write_asked",))  # fmt: skip
     c[1].button("Stop", key="dc_stop", icon=":material/stop:", width="stretch", on_click=_flag,
