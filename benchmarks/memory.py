@@ -41,6 +41,12 @@ VISITS = [
     "/model",
     "/model?md_ex=Wide+street&md_tok=3",  # an index: the page names it by its token
     "/walkthrough?preset=Trained+model&layer=3&head=1&view=One+query",
+    "/decoder",  # loads gemma-3-270m
+    "/decoder?dc_tab=Every+head",
+    "/decoder?dc_tab=Shared+K%2FV",
+    "/decoder?dc_tab=Local+%26+global&dc_ex=Long+diary+%28over+512+tokens%29&dc_nowin=true",  # 627 tokens, twice
+    "/decoder?dc_tab=Sinks",
+    "/walkthrough?preset=Gemma+decoder&mask=Causal&view=One+query",
 ]
 
 
