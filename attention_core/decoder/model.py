@@ -16,6 +16,7 @@ runs the layers on that token alone. Inference only.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -23,9 +24,12 @@ import torch
 from torch.nn import functional as F
 
 from ..attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from ..device import one_thread
 from ..validation import check_int
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
 from .weights import MODEL_NAME, DecoderConfig, DecoderWeights, LayerWeights, load_weights
+
+FEW_TOKENS = 16  # up to this many new tokens, the layers run on one intra-op thread (the output layer never)
 
 
 @dataclass(frozen=True)
@@ -202,15 +206,17 @@ def forward(
              for base in (cfg.rope_base_local, cfg.rope_base_global)}  # fmt: skip
     x = F.embedding(ids, w.embed) * _embed_scale(cfg, w.dtype)  # (1, m, D)
     records = []
-    for i, lw in enumerate(w.layers):
-        cos, sin = ropes[cfg.rope_base(i)]
-        traced = trace or keep_input_of == i
-        x, rec = _attention_layer(x, lw, cfg, i, cache, positions, cos, sin, window, traced, keep_input_of == i)
-        x = _mlp(x, lw, cfg)
-        if rec is not None:
-            records.append(rec)
-        if stop_after == i:
-            break
+    # A few tokens' matrices are small: thread barriers cost more than they save (see one_thread).
+    with one_thread(ids.device) if m <= FEW_TOKENS else contextlib.nullcontext():
+        for i, lw in enumerate(w.layers):
+            cos, sin = ropes[cfg.rope_base(i)]
+            traced = trace or keep_input_of == i
+            x, rec = _attention_layer(x, lw, cfg, i, cache, positions, cos, sin, window, traced, keep_input_of == i)
+            x = _mlp(x, lw, cfg)
+            if rec is not None:
+                records.append(rec)
+            if stop_after == i:
+                break
     if cache is not None:
         cache.length = p0 + m
     return rms_norm(x, w.final_norm, cfg.rms_eps), records

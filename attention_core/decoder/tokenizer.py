@@ -50,8 +50,14 @@ class GemmaTokenizer:
         whole = [i for i in kept if pieces[i].strip(" ")]
         self._special = {pieces[i]: i for i in whole}
         self._control = frozenset(np.flatnonzero(types == CONTROL).tolist())
-        by_length = sorted(self._special, key=len, reverse=True)
-        self._special_re = re.compile("|".join(re.escape(p) for p in by_length)) if by_length else None
+        # Leftmost-longest matching of those pieces: jump to each character that starts one, then try
+        # the lengths of the pieces starting with it, longest first (a regex alternation of 6,400
+        # pieces would take a second to compile).
+        lengths: dict[str, set[int]] = {}
+        for p in self._special:
+            lengths.setdefault(p[0], set()).add(len(p))
+        self._lengths = {c: sorted(ls, reverse=True) for c, ls in lengths.items()}
+        self._starts = re.compile("[" + "".join(re.escape(c) for c in lengths) + "]") if lengths else None
         self._byte_ids = [self._ids.get(f"<0x{b:02X}>", unk_id) for b in range(256)]
         self._byte_of = {i: b for b, i in enumerate(self._byte_ids) if _BYTE_PIECE.match(self.pieces[i])}
 
@@ -62,11 +68,18 @@ class GemmaTokenizer:
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         ids = [self.bos_id]
         start = 0
-        if self._special_re is not None:
-            for m in self._special_re.finditer(text):
-                ids += self._bpe(text[start : m.start()])
-                ids.append(self._special[m.group()])
-                start = m.end()
+        if self._starts is not None:
+            for m in self._starts.finditer(text):
+                i = m.start()
+                if i < start:
+                    continue  # inside the piece just matched
+                for n in self._lengths[text[i]]:
+                    found = self._special.get(text[i : i + n])
+                    if found is not None:
+                        ids += self._bpe(text[start:i])
+                        ids.append(found)
+                        start = i + n
+                        break
         ids += self._bpe(text[start:])
         return ids
 
