@@ -2,7 +2,7 @@
 
 Starts ``streamlit run app.py`` on a free port, opens every page (every view of the walkthrough,
 and the Real attention page, which loads the pretrained model) in headless Chromium, waits for each
-to go idle, then reads the server process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 600 MB.
+to go idle, then reads the server process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 1.6 GB.
 
     python benchmarks/memory.py
 """
@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.browser import goto, launch_chromium, start_server  # noqa: E402
 
-GOAL_MB = 600
+GOAL_MB = 1600  # issue 26: with the decoder's 511 MB of bfloat16 weights; Community Cloud gives ~2.7 GB
 VISITS = [
     "/",
     "/walkthrough",
