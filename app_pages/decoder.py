@@ -13,7 +13,7 @@ from ui.frame import talk
 
 TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Sinks")
 TERMS = "https://ai.google.dev/gemma/terms"
-SHOWN_TOKENS = 48  # the token strip: the first ones, then how many more
+SHOWN_TOKENS = 32  # the token strip: the first ones, then how many more (a phone shows them in a few lines)
 
 
 def token_strip(tokens: list[str]) -> str:

@@ -100,11 +100,6 @@ def _check_grid(weights: np.ndarray, global_layers: Sequence[int]) -> np.ndarray
     return w
 
 
-def layer_tick(layer: int, is_global: bool) -> str:
-    """A layer's name on the axes: global layers are marked, as the page's prose calls them."""
-    return f"L{layer}<br>global" if is_global else f"L{layer}"
-
-
 def decoder_grid(
     weights: np.ndarray, *, global_layers: Sequence[int] = (), selected: tuple[int, int] | None = None,
     block: int = 1, talk: bool = False, height: int | None = None,
@@ -151,14 +146,13 @@ def decoder_grid(
         pad = max(0.5, gap / 2)
         fig.add_shape(type="rect", x0=layer * step - pad, x1=layer * step + n - 1 + pad, y0=head * step - pad,
                       y1=head * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
-    # On a projector the labels are large: the layer's number alone, global ones in vermillion (the axis says so).
-    ticks = [str(layer) if talk else layer_tick(layer, layer in global_layers) for layer in range(n_layers)]
-    ticks = [f"<span style='color:{GLOBAL}'>{t}</span>" if layer in global_layers else t
-             for layer, t in enumerate(ticks)]  # fmt: skip
-    title = f"layer (<span style='color:{GLOBAL}'>global</span>: full causal; the others: a window of 512)"
+    # The layer's number alone (18 labels must fit a phone too), global ones in vermillion, as the title says.
+    ticks = [f"<span style='color:{GLOBAL}'><b>{layer}</b></span>" if layer in global_layers else str(layer)
+             for layer in range(n_layers)]  # fmt: skip
+    title = f"layer (<span style='color:{GLOBAL}'>global</span> = full causal)"
     fig.update_xaxes(tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=ticks, side="top",
                      range=[-gap, n_layers * step], tickfont={"size": size - 2}, fixedrange=True, tickangle=0,
-                     title={"text": title if talk else None, "font": {"size": size - 4}})  # fmt: skip
+                     title={"text": title, "font": {"size": size - 3}})  # fmt: skip
     fig.update_yaxes(tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
                      autorange="reversed", tickfont={"size": size}, fixedrange=True)  # fmt: skip
     base_layout(fig, talk=talk, height=height or (330 if talk else 300), grid=False)
@@ -265,7 +259,7 @@ def window_figure(
         raise ValueError("block and window must be positive")
     m = a.shape[0]
     size = font_size(talk)
-    titles = [f"L{local_layer}, local: window {window}", f"L{global_layer}, global: full causal"]
+    titles = [f"L{local_layer}, local:<br>window {window}", f"L{global_layer}, global:<br>full causal"]
     fig = make_subplots(1, 2, horizontal_spacing=0.08, subplot_titles=titles)
     pos = [i * block for i in range(m)]
     # Weights of a long row are small; a square-root scale keeps the band visible (said on the colour bar).
@@ -284,11 +278,11 @@ def window_figure(
         fig.add_scatter(x=[p - window + 1 for p in edge], y=edge, mode="lines", row=1, col=1, showlegend=False,
                         line={"color": HIGHLIGHT, "dash": "dash", "width": 2}, hoverinfo="skip")  # fmt: skip
     fig.update_xaxes(title={"text": "key position"}, fixedrange=True, showgrid=False, range=[-block / 2, m * block])
-    fig.update_yaxes(title={"text": "query position"}, range=[m * block - block / 2, -block / 2], fixedrange=True,
-                     showgrid=False)  # fmt: skip
+    fig.update_yaxes(range=[m * block - block / 2, -block / 2], fixedrange=True, showgrid=False)
+    fig.update_yaxes(title={"text": "query position"}, row=1, col=1)
     fig.update_annotations(font={"size": size})
-    base_layout(fig, talk=talk, height=height or 420, grid=False)
-    return fig.update_layout(margin={"t": 50})
+    base_layout(fig, talk=talk, height=height or 440, grid=False)
+    return fig.update_layout(margin={"t": 80 if talk else 70})
 
 
 def sink_figure(

@@ -127,7 +127,9 @@ def written_text(g: dict[str, Any], keep: int = 400) -> str:
 
 
 def write_tab(text: str) -> None:
-    a, b = draw.settings([2, 2, 1], [1, 1, 2])
+    row = st.columns([1.3, 1.3, 1.3, 4], vertical_alignment="center") if talk() else None
+    with row[0] if row else st.container():  # talk mode: the settings' popover shares the buttons' row
+        a, b = draw.settings([2, 2, 1], [1, 1, 2])
     temperature = temperature_control(a[0])
     n_new = a[1].slider("New tokens", 1, MAX_NEW, 16, key="dc_new", bind="query-params",
                         help="How many tokens to write (each one is a forward of one token through the cache).")
@@ -135,7 +137,7 @@ def write_tab(text: str) -> None:
                              help="Seeds the sampler; T = 0 needs none (it always takes the most likely token).")
     layer, head = layer_control(b[0]), head_control(b[1])
     # The buttons are never folded away: beside the head's controls here, in a row of their own in talk mode.
-    c = st.columns([1, 1, 3], vertical_alignment="center") if talk() else b[2].columns(2)
+    c = row[1:] if row else b[2].columns(2)
     c[0].button("Write", key="dc_write", type="primary", icon=":material/edit:", width="stretch", on_click=_flag,
                 args=("dc_write_asked",))  # fmt: skip
     c[1].button("Stop", key="dc_stop", icon=":material/stop:", width="stretch", on_click=_flag,
