@@ -31,13 +31,14 @@ def _q8_0(b: torch.Tensor) -> torch.Tensor:  # b: (n_blocks, 34)
 
 
 def _q5_0(b: torch.Tensor) -> torch.Tensor:  # b: (n_blocks, 22)
+    n = b.shape[0]
     d = _f16(b[:, :2])  # (n, 1)
-    qh = b[:, 2:6].to(torch.int64)  # (n, 4): the 32 fifth bits, little-endian
-    qh = qh[:, 0] | (qh[:, 1] << 8) | (qh[:, 2] << 16) | (qh[:, 3] << 24)  # (n,)
-    bits = (qh.unsqueeze(1) >> torch.arange(32, device=b.device)) & 1  # (n, 32): element j's fifth bit
-    qs = b[:, 6:].to(torch.int64)  # (n, 16)
-    low = torch.cat([qs & 0x0F, qs >> 4], dim=1)  # (n, 32): elements 0..15 then 16..31
-    return d * ((low | (bits << 4)) - 16).to(torch.float32)  # (n, 32)
+    shifts = torch.arange(8, dtype=torch.uint8, device=b.device)
+    # element j's fifth bit is bit j of the little-endian u32: bit j % 8 of byte j // 8
+    fifth = ((b[:, 2:6].unsqueeze(-1) >> shifts) & 1).reshape(n, 32)  # (n, 32) uint8
+    qs = b[:, 6:]  # (n, 16): element j in the low nibble, element j + 16 in the high one
+    low = torch.cat([qs & 0x0F, qs >> 4], dim=1)  # (n, 32) uint8
+    return d * ((low | (fifth << 4)).to(torch.float32) - 16.0)  # (n, 32)
 
 
 def _scale_min_k4(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -85,7 +85,9 @@ def run_decoder(model: Decoder, text: str, *, sliding_window: bool = True, all_l
     x = torch.tensor([ids], device=model.device)  # (1, n)
     with torch.inference_mode():
         hidden, records = forward(model, x, trace=True, window=bool(sliding_window))  # (1, n, D)
-        logits = logits_of(model, hidden[0] if all_logits else hidden[0, -1:])  # (rows, vocab)
+        logits = (
+            logits_of(model, hidden[0]) if all_logits else logits_of(model, hidden[0, -1]).unsqueeze(0)
+        )  # (rows, vocab)
     cfg = model.config
     attentions = [
         LayerAttention(layer=i, is_global=cfg.is_global(i), q=r.q, k=r.k, v=r.v, weights=r.weights)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..device import resolve_device
+from ..device import one_thread, resolve_device
 from .gguf_file import GGUFFile, read_gguf
 from .quants import dequantize
 
@@ -247,7 +247,8 @@ def load_weights(
         tensors = _read_cache(cached)
         if tensors is not None:
             return f, cfg, _assemble_weights(tensors, cfg, dev)
-    tensors = _gguf_tensors(f, cfg, dtype)
+    with one_thread(torch.device("cpu")):  # elementwise work: on a busy machine one thread is far faster
+        tensors = _gguf_tensors(f, cfg, dtype)
     if dtype == torch.bfloat16:
         _write_cache(cached, tensors)
     return f, cfg, _assemble_weights(tensors, cfg, dev)
