@@ -21,6 +21,7 @@ from attention_core.kv_cache import kv_cache_bytes
 from figures.decoder import token_label
 from ui.decoder.controls import GLOBAL_LAYERS, N_HEADS, N_LAYERS
 from ui.decoder.prompts import EXAMPLES, LONG, LONG_NAME, OWN
+from ui.decoder.reading import HEAD_DIM, WINDOW
 
 CAPITAL = EXAMPLES["Capital"]
 TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Sinks")
@@ -66,6 +67,7 @@ def test_the_controls_match_the_model(model) -> None:
     cfg = model.config
     assert (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads) == (N_LAYERS, N_HEADS, 1)
     assert tuple(i for i in range(cfg.n_layers) if cfg.is_global(i)) == GLOBAL_LAYERS
+    assert (cfg.head_dim, cfg.window) == (HEAD_DIM, WINDOW)
     assert 512 < len(model.tokenizer.encode(LONG)) <= cfg.max_tokens  # the long preset is past the window
 
 

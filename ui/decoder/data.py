@@ -22,16 +22,6 @@ GRID_SIDE = 24  # a grid tile is about 55 px wide: more cells would not show
 LAYER_SIDE = 128  # one layer's heads, drawn large
 
 
-def config() -> Any:
-    return decoder().config
-
-
-def window_of(layer: int) -> int | None:
-    """The sliding window of ``layer`` (None on a global layer)."""
-    cfg = config()
-    return None if cfg.is_global(layer) else cfg.window
-
-
 def first_token_share(w: np.ndarray, window: int | None) -> np.ndarray:
     """Each head's mean weight on token 0, over the query rows that may see it (row 0 sees nothing else, and a
     row past a local layer's window cannot see it at all). ``w``: ``(H, n, n)``; returns ``(H,)``."""

@@ -40,11 +40,6 @@ LOCAL_LAYERS = tuple(i for i in range(N_LAYERS) if i not in GLOBAL_LAYERS)
 TOP_K = (5, 10, 15, 20)
 
 
-def tok(s: str) -> str:
-    """A token in prose: in code, spaces made visible (“`␣Paris`”)."""
-    return f"`{token_label(s, 24)}`"
-
-
 # --------------------------------------------------------------------------------------------
 # Figures from plain values, each built once (draw.figure)
 
