@@ -235,3 +235,13 @@ def test_the_forward_makes_its_tensors_on_the_inputs_device(monkeypatch: pytest.
         assert logits.device == cuda and logits.shape == (len(PIECES),)
         assert cache.k[0].device == cuda
         assert decoder_mask(3, 9, window=4, device=cuda).device == cuda
+
+
+def test_an_unwritable_cache_folder_is_a_plain_value_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from attention_core.decoder import gguf_path
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ATTENTION_DECODER_CACHE", str(blocker / "cache"))
+    with pytest.raises(ValueError, match="ATTENTION_DECODER_CACHE"):
+        gguf_path()

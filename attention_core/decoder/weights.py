@@ -180,7 +180,13 @@ def gguf_path(folder: str | Path | None = None) -> Path:
     target = Path(folder or cache_dir()) / pkg.MODEL_NAME
     expected = sum(p.stat().st_size for p in pkg.chunk_paths())
     if not (target.is_file() and target.stat().st_size == expected):
-        pkg.assemble(output_path=target, overwrite=target.exists())
+        try:
+            pkg.assemble(output_path=target, overwrite=target.exists())
+        except OSError as exc:
+            raise ValueError(
+                f"cannot write the model file to {target.parent} ({exc.strerror or exc}); "
+                f"point ${CACHE_ENV} at a writable folder"
+            ) from exc
     return target
 
 
