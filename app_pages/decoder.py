@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui.decoder.controls import prompt_controls
 from ui.decoder.data import prompt_data
+from ui.decoder.model import decoder
 from ui.decoder.reading import heads_tab, next_token_tab, shared_kv_tab, sinks_tab, window_tab
 from ui.decoder.snippet import decoder_snippet
 from ui.decoder.writing import shown, write_tab
@@ -33,6 +34,7 @@ def decoder_page() -> None:
             "from attention_core's own five steps, checked against transformers in the tests. "
             f"The model is used under the [Gemma terms of use]({TERMS})."
         )
+    decoder()  # the first visit to this server says it is loading the model (its spinner), then it is kept
     if talk():  # the prompt in one line, its controls folded beside it
         top = st.columns([1, 7], vertical_alignment="center")
         text = prompt_controls(top[0].popover("Prompt", icon=":material/edit:", width="stretch"))
