@@ -199,6 +199,10 @@ def test_sampling_repeats_with_its_seed_and_follows_the_temperature() -> None:
         (lambda m: generate(m, "abc", 3, temperature=-0.5), "temperature"),
         (lambda m: generate(m, "abc", 3, temperature=float("nan")), "temperature"),
         (lambda m: run_decoder(m, "abc").next_token_probs(-1.0), "temperature"),
+        (lambda m: forward(m, torch.tensor([2, 5])), "torch.long"),
+        (lambda m: forward(m, torch.tensor([[2.0, 5.0]])), "torch.long"),
+        (lambda m: forward(m, torch.zeros(1, 0, dtype=torch.long)), "at least one"),
+        (lambda m: forward(m, torch.tensor([[2, 5, 6]]), KVCache.empty(m, 2)), "KV cache"),
     ],
 )
 def test_bad_input_raises_a_plain_value_error(call, message: str) -> None:

@@ -197,6 +197,10 @@ def forward(
     The cache, when given, is filled and its ``length`` moved on.
     """
     cfg, w = model.config, model.weights
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() != 2 or ids.shape[0] != 1:
+        raise ValueError("ids must be a (1, m) torch.long tensor of token ids")
+    if ids.shape[1] == 0 or ids.device != model.device:
+        raise ValueError(f"ids must hold at least one token, on the model's device {model.device}")
     p0 = 0 if cache is None else cache.length
     m = ids.shape[1]
     if cache is not None and p0 + m > cache.capacity:
