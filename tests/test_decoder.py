@@ -37,6 +37,8 @@ from attention_core.decoder.gguf_file import read_gguf
 from attention_core.decoder.quants import dequantize
 from attention_core.decoder.texts import LONG_TEXT
 
+pytestmark = pytest.mark.slow  # the reference takes tens of seconds to load; CI runs these all the same
+
 TOL = 1e-4
 SHORT = "The capital of France is"
 SENTENCES = [
