@@ -54,7 +54,8 @@ def kept_figure(g: dict[str, Any], name: str, *args: Any) -> go.Figure:
     figs = g.setdefault("figs", {})
     key = (name, len(g["tokens"]), *args)
     if key not in figs:
-        figs.clear()  # only the current view's figures are worth keeping
+        while len(figs) >= 12:  # the heads looked at last are kept; the oldest goes
+            figs.pop(next(iter(figs)))
         build = {"rows": lambda layer, head, talk: rows_figure(g, layer, head, talk),
                  "times": lambda talk: step_times_figure(g["tokens"], [1e3 * s for s in g["seconds"]], talk=talk)}
         figs[key] = build[name](*args)
