@@ -261,3 +261,17 @@ def test_the_snippet_reproduces_the_shown_probabilities(model) -> None:
     probs = torch.softmax(run_decoder(model, CAPITAL).logits[-1].double(), -1)
     assert f"{float(probs.max()):.4f}" in printed[1]
     assert np.isclose(float(printed[1].split()[-1]), float(probs.max()), atol=1e-4)
+
+
+def test_the_walkthroughs_decoder_snippet_reproduces_the_heads_weights(model) -> None:
+    from ui.decoder.snippet import decoder_head_snippet
+
+    code = decoder_head_snippet(CAPITAL, 11, 2)
+    namespace: dict[str, object] = {"print": lambda *a, **k: None, "load_decoder": lambda: model}
+    exec(code.replace("from attention_core.decoder import head_inputs, load_decoder",
+                      "from attention_core.decoder import head_inputs"), namespace)  # fmt: skip
+    expected = run_decoder(model, CAPITAL).attentions[11].weights[0, 2]  # from the forward, not from head_inputs
+    # The forward runs in bfloat16; the snippet redoes the five steps in float32 from the same Q, K, V: they
+    # agree to bfloat16's resolution (2⁻⁸ relative), not to float32's.
+    shown = namespace["weights"]
+    assert torch.allclose(shown, expected.to(shown.dtype), atol=2**-8)  # type: ignore[union-attr, arg-type]
