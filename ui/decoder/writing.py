@@ -24,6 +24,7 @@ from .model import decoder
 
 RESULT = "dc_written"  # the session's last generation (kept across reruns, replaced by the next)
 MAX_NEW = 64
+TALK_ROWS_HEIGHT = 320
 
 
 def _flag(name: str) -> None:
@@ -45,7 +46,9 @@ def rows_of(g: dict[str, Any], layer: int, head: int) -> np.ndarray:
 def rows_figure(g: dict[str, Any], layer: int, head: int, talk: bool) -> go.Figure:
     rows = rows_of(g, layer, head)
     context = (g["prompt_tokens"] + g["tokens"])[: rows.shape[1]]
-    return generation_figure(rows, context, g["tokens"], n_prompt=len(g["prompt_tokens"]), talk=talk)
+    # Talk mode: what is left of a 720-px screen under the buttons and the written text.
+    return generation_figure(rows, context, g["tokens"], n_prompt=len(g["prompt_tokens"]), talk=talk,
+                             height=TALK_ROWS_HEIGHT if talk else None)  # fmt: skip
 
 
 def kept_figure(g: dict[str, Any], name: str, *args: Any) -> go.Figure:
@@ -163,8 +166,9 @@ def write_tab(text: str) -> None:
     ended = "" if g["done"] else " (stopped)"
     settings = "greedy" if g["temperature"] == 0 else f"T = {g['temperature']:.1f}, seed {g['seed']}"
     st.markdown(written_text(g))
-    st.caption(f"{len(g['tokens'])} tokens written{ended}, {settings}. The bold part is the model's.")
-    st.markdown(f"**Each written token's attention: {head_label(layer, head)}**")
+    if not talk():  # on a projector the buttons' row says it, and the figure needs the room
+        st.caption(f"{len(g['tokens'])} tokens written{ended}, {settings}. The bold part is the model's.")
+        st.markdown(f"**Each written token's attention: {head_label(layer, head)}**")
     draw.chart(kept_figure(g, "rows", layer, head, talk()), "dc_rows")
     ms = [1e3 * s for s in g["seconds"]]
     first = ms[0] if ms else 0.0
