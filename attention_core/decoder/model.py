@@ -29,7 +29,7 @@ from ..validation import check_int
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
 from .weights import MODEL_NAME, DecoderConfig, DecoderWeights, LayerWeights, load_weights
 
-FEW_TOKENS = 16  # up to this many new tokens, the layers run on one intra-op thread (the output layer never)
+FEW_TOKENS = 64  # up to this many new tokens, the layers run on one intra-op thread (the output layer never)
 
 
 @dataclass(frozen=True)
