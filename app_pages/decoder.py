@@ -20,9 +20,18 @@ SHOWN_TOKENS = 32  # the token strip: the first ones, then how many more (a phon
 def token_strip(tokens: list[str]) -> str:
     from figures.decoder import token_label
 
-    shown = " · ".join(f"`{token_label(t, 20)}`" for t in tokens[:SHOWN_TOKENS])
+    strip = " · ".join(f"`{token_label(t, 20)}`" for t in tokens[:SHOWN_TOKENS])
     more = f" · … and {len(tokens) - SHOWN_TOKENS} more" if len(tokens) > SHOWN_TOKENS else ""
-    return f"**{len(tokens)} tokens:** {shown}{more}"
+    return f"**{len(tokens)} tokens:** {strip}{more}"
+
+
+def current(key: str, default: float) -> float:
+    """A control's value where its tab is closed: from the session, else the link, else its default."""
+    value = st.session_state.get(key, st.query_params.get(key, default))
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def decoder_page() -> None:
@@ -71,9 +80,9 @@ def decoder_page() -> None:
         return
     code = st.expander("Reproduce these numbers with attention_core", key="dc_code", on_change="rerun")
     if code.open:
-        s = st.session_state
-        code.code(decoder_snippet(text, float(s.get("dc_temp", 1.0)), int(s.get("dc_layer", 5)),
-                                  int(s.get("dc_head", 0))), language="python")  # fmt: skip
+        layer, head = int(current("dc_layer", 5)), int(current("dc_head", 0))
+        code.code(decoder_snippet(text, min(2.0, max(0.0, current("dc_temp", 1.0))), min(17, max(0, layer)),
+                                  min(3, max(0, head))), language="python")  # fmt: skip
 
 
 decoder_page()

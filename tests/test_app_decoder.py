@@ -275,3 +275,10 @@ def test_the_walkthroughs_decoder_snippet_reproduces_the_heads_weights(model) ->
     # agree to bfloat16's resolution (2⁻⁸ relative), not to float32's.
     shown = namespace["weights"]
     assert torch.allclose(shown, expected.to(shown.dtype), atol=2**-8)  # type: ignore[union-attr, arg-type]
+
+
+def test_the_snippet_takes_the_links_values_while_their_tab_is_closed() -> None:
+    at = open_page({"dc_tab": "Sinks", "dc_temp": "0.5", "dc_layer": "11", "dc_head": "2"})
+    at.session_state["dc_code"] = True
+    code = next(c.value for c in at.run().code if c.language == "python")
+    assert "temperature=0.5" in code and "run.attentions[11]" in code and "weights[0, 2]" in code

@@ -11,6 +11,7 @@ import streamlit as st
 
 from attention_core.bench.measure import format_bytes
 from attention_core.kv_cache import kv_cache_bytes
+from attention_core.presets import DECODER_MAX_TOKENS
 from figures.decoder import (
     decoder_grid,
     next_token_figure,
@@ -32,7 +33,7 @@ from .prompts import EXAMPLES, LONG_NAME
 
 WALKTHROUGH = "app_pages/walkthrough.py"
 DECODER_PRESET = "Gemma decoder"  # the walkthrough's name for its decoder preset, as links write it
-WALK_MAX = 128  # the walkthrough draws one head's n × n matrices with numbers: at most this many tokens
+WALK_MAX = DECODER_MAX_TOKENS  # the walkthrough writes every number of a head's n × n matrices
 WINDOW = 512
 HEAD_DIM, BF16 = 256, "bfloat16"
 MAX_CONTEXT = 32_768  # gemma-3-270m's context length (its file's context_length)
