@@ -87,8 +87,12 @@ def test_the_default_shows_the_models_next_token_probabilities(model) -> None:
 
 def test_temperature_zero_is_greedy_and_two_flattens() -> None:
     at = open_page()
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     at.slider(key="dc_temp").set_value(0.0).run()
     assert metrics(at)["Entropy"] == "0.00 bits" and "greedy" in text_of(at)
+    greedy = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert greedy["y"] == bars["y"]  # the same candidates, in the same order: all the weight on the first
+    assert greedy["text"] == ["100.0%"] + ["0.0%"] * 9
     hot = float(open_page({"dc_temp": "2"}).metric[1].value.split()[0])
     warm = float(open_page().metric[1].value.split()[0])
     assert hot > warm > 0

@@ -70,8 +70,9 @@ def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
 @st.cache_data(max_entries=64, show_spinner=False)
 def next_tokens(text: str, temperature: float, k: int) -> dict[str, Any]:
     """The ``k`` most likely next tokens at ``temperature``, their probabilities, the entropy in bits."""
-    p = softmax_t(prompt_data(text)["logits"], temperature)
-    top = np.argsort(-p)[:k]
+    logits = prompt_data(text)["logits"]
+    p = softmax_t(logits, temperature)
+    top = np.argsort(-logits, kind="stable")[:k]  # by logit: the same order at any T, and at T = 0 (ties at p = 0)
     nz = p[p > 0]
     return {"ids": top.tolist(), "tokens": decoder().tokenizer.token_strings(top.tolist()), "probs": p[top].tolist(),
             "entropy": max(0.0, float(-(nz * np.log2(nz)).sum())), "rest": float(1.0 - p[top].sum())}  # fmt: skip
