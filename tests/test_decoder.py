@@ -19,6 +19,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from attention_core.decoder import (
@@ -105,6 +107,12 @@ def test_the_tokenizer_matches_the_reference(ours, reference_tokenizer) -> None:
         expected = reference_tokenizer(text)["input_ids"]
         assert ours.tokenizer.encode(text) == expected, text
         assert expected[0] == ours.config.bos_id
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40))
+def test_the_tokenizer_matches_the_reference_on_any_text(ours, reference_tokenizer, text: str) -> None:
+    assert ours.tokenizer.encode(text) == reference_tokenizer(text)["input_ids"]
 
 
 def test_decoding_gives_the_text_back(ours) -> None:
