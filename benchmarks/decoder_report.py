@@ -2,7 +2,8 @@
 
     python benchmarks/decoder_report.py [--threads 2] [--rounds 15] [--first-load]
 
-bfloat16 weights, CPU, ``--threads`` intra-op threads. Prints, with the goal beside each number:
+bfloat16 weights, CPU, ``--threads`` intra-op threads (with two or fewer, the decoder itself runs on one:
+see ``attention_core.decoder.model._threads``). Prints, with the goal beside each number:
 
 1. load, file to first probabilities, in a fresh process (goal ≤ 5 s): ``load_decoder()`` reading the
    cached bfloat16 copy, then one short prompt's next-token probabilities; the process's resident
