@@ -12,6 +12,7 @@ nav = st.navigation([
     st.Page("app_pages/benchmark.py", title="Benchmark", icon=":material/speed:", url_path="benchmark"),
     st.Page("app_pages/heads.py", title="Heads & KV cache", icon=":material/view_week:", url_path="heads"),
     st.Page("app_pages/model.py", title="Real attention", icon=":material/psychology:", url_path="model"),
+    st.Page("app_pages/decoder.py", title="A model that writes", icon=":material/edit_note:", url_path="decoder"),
     st.Page("app_pages/efficient.py", title="Beyond n²", icon=":material/bolt:", url_path="efficient"),
     st.Page("app_pages/induction.py", title="Watch it learn", icon=":material/school:", url_path="induction"),
 ])  # fmt: skip

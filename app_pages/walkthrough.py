@@ -9,7 +9,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.device import default_device
-from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, PRESETS, WalkthroughInputs
+from attention_core.presets import (
+    DECODER_HEAD,
+    DECODER_LAYER,
+    DECODER_MAX_TOKENS,
+    MODEL_HEAD,
+    MODEL_LAYER,
+    MODEL_TEXT,
+    PRESETS,
+    WalkthroughInputs,
+)
 from attention_core.walkthrough import (
     MASK_KINDS,
     STEP_NAMES,
@@ -23,12 +32,14 @@ from attention_core.walkthrough import (
 from figures.style import PLOTLY_CONFIG
 from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import draw, links
+from ui.decoder.snippet import decoder_head_snippet
 from ui.frame import talk
 from ui.snippets import walkthrough_snippet
 
 DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 # Choices are shown, and written in the link, by these names: short, so the link stays readable.
-PRESET_NAMES = {"tiny": "Tiny example", "sentence": "Sentence", "random": "Random", "model": "Trained model"}
+PRESET_NAMES = {"tiny": "Tiny example", "sentence": "Sentence", "random": "Random", "model": "Trained model",
+                "decoder": "Gemma decoder"}  # fmt: skip
 MASK_NAMES = {"none": "No mask", "causal": "Causal", "padding": "Padding", "cross": "Cross-attention"}
 VIEW_NAMES = {
     "steps": "Step by step", "all": "All steps", "query": "One query", "compare": "Causal vs none",
@@ -61,6 +72,8 @@ FORMULAS = [
     r"A_{ij} = \frac{e^{S''_{ij} - m_i}}{\sum_{j'} e^{S''_{ij'} - m_i}},\quad m_i = \max_j S''_{ij}",
     r"O = AV,\qquad o_i = \sum_j A_{ij}\, v_j",
 ]
+DECODER_QKV = (r"\begin{aligned} Q &= \mathrm{RoPE}(\mathrm{norm}(XW_Q)) \\ K &= \mathrm{RoPE}(\mathrm{norm}(XW_K)),"
+               r"\quad V = XW_V \end{aligned}")  # a decoder head: QK-norm and RoPE before the scores
 EXPLAIN = [
     "Each token's vector x is multiplied by three learned matrices. The **query** says what a token is "
     "looking for, the **key** what it offers, the **value** what it hands over when chosen.",
@@ -107,6 +120,16 @@ def note(inp: WalkthroughInputs, params: dict[str, Any]) -> str:
         )
     if inp.name == "random":
         return f"Gaussian inputs from seed {seed}; projections scaled by 1/√d_model."
+    if inp.name == "decoder":
+        kind = "global: full causal" if layer in (5, 11, 17) else "local: a window of 512, wider than this text"
+        return (
+            f"Real weights: gemma-3-270m, layer {layer} ({kind}), query head {head} (counted from 0), which reads "
+            f"the layer's one key/value head with its three other query heads. X is what layer {layer}'s attention "
+            "reads, after its RMSNorm. Q and K are X·W, then RMS-normalised (QK-norm) and rotated by position "
+            "(RoPE): step 0 shows the Q and K the scores use, so Q ≠ X·W_Q here."
+            + ("" if params["mask"] == "causal" else " The model itself uses the causal mask: choose it to see "
+               "the weights it computes.")
+        )  # fmt: skip
     reads = "the embeddings" if layer == 0 else f"the output of layer {layer - 1}"
     text = (
         f"Real weights: all-MiniLM-L6-v2, layer {layer}, head {head} (counted from 0). X is what layer {layer} "
@@ -126,6 +149,10 @@ def run(
         from ui.model import encoder
 
         model = encoder()
+    elif preset == "decoder":  # the trained decoder, likewise
+        from ui.decoder.model import decoder
+
+        model = decoder()
     return run_walkthrough(
         preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, mask=mask, pad=pad,
         scaled=scaled, positions=pos, dropout_p=drop, text=text, layer=layer, head=head, model=model, device=DEVICE,
@@ -151,7 +178,9 @@ def walkthrough_data(**params: Any) -> dict[str, Any]:
         "keep": cpu(t.dropout_keep) if t.dropout_keep is not None else None,
         "blocked": blocked, "scale": t.scale, "valid": r.valid_keys, "fully_masked": r.fully_masked,
         "delta_core": r.delta_core, "delta_torch": r.delta_torch,
-        "row_sum_error": r.row_sum_error, "snippet": walkthrough_snippet(r),
+        "row_sum_error": r.row_sum_error, "preset": params["preset"],
+        "snippet": walkthrough_snippet(r) if params["preset"] != "decoder" else decoder_head_snippet(
+            params["text"], params["layer"], params["head"]),
         "top": [top_sources(t.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
         "d_k": inp.d_k, "d_v": inp.d_v, "d_model": inp.d_model,
     }  # fmt: skip
@@ -174,7 +203,7 @@ def controls(box: Any) -> dict[str, Any]:
         preset = c[0].selectbox("Input", PRESETS, format_func=PRESET_NAMES.__getitem__, key="preset",
                                 bind="query-params", help="Tiny: small integers to check by hand. Sentence: “The "
                                 "animal didn't cross the street because it was too tired”. Trained model: one head "
-                                "of all-MiniLM-L6-v2.")
+                                "of all-MiniLM-L6-v2. Gemma decoder: one head of gemma-3-270m.")
         mask = c[1].selectbox("Mask", MASK_KINDS, format_func=MASK_NAMES.__getitem__, key="mask", bind="query-params",
                               help="No mask: encoder self-attention. Causal: decoder self-attention. Padding: keys "
                               "that only fill a batch. Cross-attention: queries from a second sequence (n_q ≠ n_k).")
@@ -182,10 +211,11 @@ def controls(box: Any) -> dict[str, Any]:
             "preset": preset, "mask": mask,
             "scaled": c[2].toggle("Divide by √d_k", True, key="scaled", bind="query-params",
                                   help="Off shows the raw, unscaled scores."),
-            "pos": c[3].toggle("Positional encodings", key="pos", bind="query-params", disabled=preset == "model",
+            "pos": c[3].toggle("Positional encodings", key="pos", bind="query-params",
+                               disabled=preset in ("model", "decoder"),
                                help="Add sinusoidal position codes to X."),  # the model's X holds learned positions
         }  # fmt: skip
-        sized = preset not in ("tiny", "model")
+        sized = preset not in ("tiny", "model", "decoder")
         c = st.columns(7)
         p |= {
             "n": c[0].slider("Tokens n", 2, 16, 6, key="n", bind="query-params", disabled=preset != "random",
@@ -211,6 +241,15 @@ def controls(box: Any) -> dict[str, Any]:
                                         help="Up to 128 tokens. Press Enter to run."),
                 "layer": c[1].selectbox("Layer", range(6), MODEL_LAYER, key="layer", bind="query-params"),
                 "head": c[2].selectbox("Head", range(12), MODEL_HEAD, key="head", bind="query-params"),
+            }  # fmt: skip
+        if preset == "decoder":  # the decoder's: 18 layers of 4 query heads
+            c = st.columns([4, 1, 1])
+            p |= {
+                "text": c[0].text_input("Sentence", MODEL_TEXT, max_chars=1000, key="text", bind="query-params",
+                                        help=f"Up to {DECODER_MAX_TOKENS} tokens. Press Enter to run."),
+                "layer": c[1].selectbox("Layer", range(18), DECODER_LAYER, key="dlayer", bind="query-params",
+                                        help="5, 11 and 17 are global; the others have a window of 512."),
+                "head": c[2].selectbox("Query head", range(4), DECODER_HEAD, key="dhead", bind="query-params"),
             }  # fmt: skip
     return p
 
@@ -269,7 +308,8 @@ def show_step(step: int, d: dict[str, Any]) -> None:
     head = st.columns([2, 3], vertical_alignment="center")
     head[0].subheader(f"{step}. {STEP_NAMES[step]}")
     with head[1]:
-        st.latex(FORMULAS[step] if step != 2 or d["scale"] != 1.0 else r"S' = S \quad(\text{scaling off})")
+        st.latex(DECODER_QKV if step == 0 and d["preset"] == "decoder" else FORMULAS[step] if step != 2 or
+                 d["scale"] != 1.0 else r"S' = S \quad(\text{scaling off})")  # fmt: skip
     shape = [
         f"X: {n_k}×{d['d_model']} → Q: {n_q}×{d['d_k']}, K: {n_k}×{d['d_k']}, V: {n_k}×{d['d_v']}",
         f"{n_q}×{d['d_k']} · ({n_k}×{d['d_k']})ᵀ → {n_q}×{n_k}",

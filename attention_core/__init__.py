@@ -3,8 +3,8 @@
 Re-exported here: the attention a library user reaches for first, each from its own module
 (torch only, so ``import attention_core`` costs what ``import torch`` costs). The heavier parts
 are imported from their own path: ``attention_core.bench`` (the benchmark), ``.scaling`` (the
-√d_k statistics, pandas), ``.bert`` (a trained model), ``.kv_cache``, ``.tiled_triton``, and the
-walkthrough's data (``.presets``, ``.walkthrough``).
+√d_k statistics, pandas), ``.bert`` (a trained encoder), ``.decoder`` (a trained decoder),
+``.kv_cache``, ``.tiled_triton``, and the walkthrough's data (``.presets``, ``.walkthrough``).
 """
 
 from .accuracy import AccuracyCheck, flash_rule

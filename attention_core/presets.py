@@ -8,7 +8,9 @@ Four presets:
   look alike) and, optionally, sinusoidal positions;
 * ``random``: seeded Gaussian inputs of a chosen size;
 * ``model``: one head of a pretrained encoder (all-MiniLM-L6-v2) on a sentence you type: its
-  real X, W_Q, W_K, W_V and so its real Q, K and V.
+  real X, W_Q, W_K, W_V and so its real Q, K and V;
+* ``decoder``: one query head of a pretrained decoder (gemma-3-270m) on a text you type: its real
+  Q, K and V (after QK-norm and RoPE), with the X and W they start from.
 
 The first three have a cross-attention variant in which the queries come from a second sequence
 (so n_q ≠ n_k), as in an encoder-decoder's cross-attention.
@@ -27,7 +29,7 @@ from .device import new_tensor_device
 from .layers import project_qkv, sinusoidal_positions
 from .validation import check_int
 
-PRESETS = ("tiny", "sentence", "random", "model")
+PRESETS = ("tiny", "sentence", "random", "model", "decoder")
 MAX_TOKENS = 16
 MAX_DIM = 64
 
@@ -35,6 +37,8 @@ SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it"
 # A French rendering for the cross-attention variant: 13 query tokens over 11 keys.
 MODEL_TEXT = "The animal didn't cross the street because it was too tired."
 MODEL_LAYER, MODEL_HEAD = 3, 1  # the head that links "it" to "animal" in MODEL_TEXT
+DECODER_LAYER, DECODER_HEAD = 5, 0  # gemma-3-270m's first global layer
+DECODER_MAX_TOKENS = 128  # the walkthrough writes every number of a head's n × n matrices
 SENTENCE_FR = ["L'", "animal", "n'", "a", "pas", "traversé", "la", "rue", "car", "il", "était", "trop", "fatigué"]
 
 
@@ -241,3 +245,39 @@ def model_example(
         positions=False, cross=False, device=device if model is None else x.device,
         unknown=tuple(batch.items[0].unknown),
     )
+
+
+def decoder_example(
+    *,
+    text: str = MODEL_TEXT,
+    layer: int = DECODER_LAYER,
+    head: int = DECODER_HEAD,
+    cross: bool = False,
+    model: object | None = None,
+    device: str | torch.device | None = None,
+) -> WalkthroughInputs:
+    """One query head of gemma-3-270m on ``text`` (``<bos>`` first, at most :data:`DECODER_MAX_TOKENS` tokens).
+
+    X is what the layer's attention reads (the residual stream after its RMSNorm), W_Q this head's slice of the
+    query projection, W_K and W_V the layer's one key/value head, which its four query heads share (d_k = d_v =
+    256, no biases). Q and K are the ones the scores use: X·W, then RMS-normalised (QK-norm) and rotated by
+    position (RoPE), so here Q ≠ X·W_Q. Pass a loaded ``model`` to avoid loading it again.
+    """
+    if cross:
+        raise ValueError(
+            "gemma-3-270m is a decoder: it only has (causal) self-attention, so there is no cross-attention "
+            "to show; pick another mask"
+        )
+    from .decoder import head_inputs, load_decoder
+
+    dec = model if model is not None else load_decoder(device=device)
+    n = len(dec.tokenizer.encode(text)) if text.strip() else 0
+    if n > DECODER_MAX_TOKENS:
+        raise ValueError(f"the walkthrough shows at most {DECODER_MAX_TOKENS} tokens of a decoder, got {n}")
+    h = head_inputs(dec, text, layer, head)  # validates the text, the layer and the head
+    tokens = list(h["tokens"])
+    return WalkthroughInputs(
+        name="decoder", query_tokens=tuple(_unique(tokens)), key_tokens=tuple(_unique(tokens)),
+        x_q=h["x"], x_kv=h["x"], w_q=h["w_q"], w_k=h["w_k"], w_v=h["w_v"], q=h["q"], k=h["k"], v=h["v"],
+        positions=False, cross=False,
+    )  # fmt: skip

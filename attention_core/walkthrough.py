@@ -23,6 +23,7 @@ from .presets import (
     MODEL_TEXT,
     PRESETS,
     WalkthroughInputs,
+    decoder_example,
     model_example,
     random_example,
     sentence_example,
@@ -84,17 +85,17 @@ def run_walkthrough(
     *,
     n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = True,
     mask: str = "none", pad: int = 0, scaled: bool = True, dropout_p: float = 0.0,
-    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: Bert | None = None,
+    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: Bert | object | None = None,
     device: str | torch.device | None = None,
 ) -> WalkthroughResult:  # fmt: skip
     """Everything the walkthrough needs, from plain values: the inputs of ``preset`` (one of
     :data:`~.presets.PRESETS`), the mask, the trace and the checks.
 
     ``tiny`` ignores the sizes and the seed; ``sentence`` ignores ``n`` (and takes d_model ≥ 4, which its
-    shared features need); ``model`` reads only ``text``, ``layer`` and ``head`` (and reuses ``model``, a
-    loaded encoder, when given). ``mask="cross"`` switches to the preset's cross-attention inputs
-    (n_q ≠ n_k) with the last ``pad`` source keys padded. With ``scaled=False`` the scale is 1, to show
-    the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
+    shared features need); ``model`` and ``decoder`` read only ``text``, ``layer`` and ``head`` (and reuse
+    ``model``, a loaded encoder or decoder, when given). ``mask="cross"`` switches to the preset's
+    cross-attention inputs (n_q ≠ n_k) with the last ``pad`` source keys padded. With ``scaled=False``
+    the scale is 1, to show the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
     """
     check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
@@ -102,6 +103,8 @@ def run_walkthrough(
     cross = mask == "cross"
     if preset == "model":
         inputs = model_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
+    elif preset == "decoder":
+        inputs = decoder_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
     elif preset == "tiny":
         inputs = tiny_example(positions=positions, cross=cross, device=device)
     elif preset == "sentence":

@@ -2,7 +2,7 @@
 
 Starts ``streamlit run app.py`` on a free port, opens every page (every view of the walkthrough,
 and the Real attention page, which loads the pretrained model) in headless Chromium, waits for each
-to go idle, then reads the server process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 600 MB.
+to go idle, then reads the server process's VmRSS and VmHWM (peak) from /proc. No benchmark is run. Goal: ≤ 1.6 GB.
 
     python benchmarks/memory.py
 """
@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.browser import goto, launch_chromium, start_server  # noqa: E402
 
-GOAL_MB = 600
+GOAL_MB = 1600  # issue 26: with the decoder's 511 MB of bfloat16 weights; Community Cloud gives ~2.7 GB
 VISITS = [
     "/",
     "/walkthrough",
@@ -41,6 +41,12 @@ VISITS = [
     "/model",
     "/model?md_ex=Wide+street&md_tok=3",  # an index: the page names it by its token
     "/walkthrough?preset=Trained+model&layer=3&head=1&view=One+query",
+    "/decoder",  # loads gemma-3-270m
+    "/decoder?dc_tab=Every+head",
+    "/decoder?dc_tab=Shared+K%2FV",
+    "/decoder?dc_tab=Local+%26+global&dc_ex=Long+diary+%28over+512+tokens%29&dc_nowin=true",  # 627 tokens, twice
+    "/decoder?dc_tab=Sinks",
+    "/walkthrough?preset=Gemma+decoder&mask=Causal&view=One+query",
 ]
 
 

@@ -38,6 +38,9 @@ def _colorbar_labels(colour: dict) -> list[str]:
     return [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
 
 
+MAX_NAMED_COLUMNS = 64  # past this, the column labels would be too small to read: they show on hover only
+
+
 def matrix_heatmap(
     values: np.ndarray,
     row_labels: Sequence[str],
@@ -113,9 +116,10 @@ def matrix_heatmap(
     fig.update_yaxes(
         autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
     )
+    many = len(col_labels) > MAX_NAMED_COLUMNS  # a Gemma head's 256 features: the title says the range instead
     fig.update_xaxes(
-        title_text=col_title, type="category", side="top", dtick=1, tickangle=geo.tick_angle,
-        tickfont={"size": geo.col_font},
+        title_text=f"{col_title or 'column'} 0…{len(col_labels) - 1}" if many else col_title, type="category",
+        side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
     )
     base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
     fig.update_layout(

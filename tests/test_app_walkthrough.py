@@ -44,8 +44,10 @@ def shown_text(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
-# A trained encoder has self-attention only: (model, cross) shows a message, tested in test_app_model.py.
-PAIRS = [(p, m) for p, m in itertools.product(PRESETS, MASK_KINDS) if (p, m) != ("model", "cross")]
+# A trained encoder or decoder has self-attention only: (model, cross) shows a message, tested in
+# test_app_model.py, and so does (decoder, cross), in test_app_decoder.py.
+PAIRS = [(p, m) for p, m in itertools.product(PRESETS, MASK_KINDS) if (p, m) not in (("model", "cross"),
+                                                                                      ("decoder", "cross"))]
 
 
 @pytest.mark.parametrize(("preset", "mask"), PAIRS)

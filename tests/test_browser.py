@@ -37,6 +37,7 @@ PAGES = {
     "walkthrough": ("/walkthrough", "The five steps of attention"),
     "scaling": ("/scaling", "√d_k explorer"),
     "benchmark": ("/benchmark", "Benchmark"),
+    "decoder": ("/decoder", "A model that writes"),
     "induction": ("/induction", "Watch it learn"),
 }
 

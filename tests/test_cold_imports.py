@@ -29,7 +29,7 @@ def loaded_after(code: str) -> set[str]:
     ("code", "absent"),
     [
         ("import ui.frame, ui.links, ui.draw", {"torch", "pandas", "attention_core.device"}),
-        (WALKTHROUGH, {"pandas", "torch.utils.benchmark", "attention_core.bench"}),
+        (WALKTHROUGH, {"pandas", "torch.utils.benchmark", "attention_core.bench", "attention_core.decoder"}),
         ("import figures.walkthrough", {"torch", "pandas"}),
     ],
 )
@@ -49,5 +49,6 @@ def test_importing_the_core_costs_what_importing_torch_costs() -> None:
     extra = loaded_after("import attention_core") - loaded_after("import torch")
     assert extra, "the check is vacuous: attention_core loaded nothing"
     assert all(name.startswith("attention_core") for name in extra), sorted(extra)
-    heavy = {"attention_core.bench", "attention_core.scaling", "attention_core.bert", "attention_core.kv_cache"}
+    heavy = {"attention_core.bench", "attention_core.scaling", "attention_core.bert", "attention_core.kv_cache",
+             "attention_core.decoder"}  # fmt: skip
     assert not heavy & extra, sorted(heavy & extra)

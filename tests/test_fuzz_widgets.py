@@ -68,10 +68,11 @@ START = {
     "heads": {"hd_tmax": "2048", "hd_tdm": "64"},  # the decode tab's live timing at its smallest
     # Run measures linear beside SDPA at n = 128 (no FlexAttention: no compile of seconds).
     "efficient": {"ef_routes": "linear", "ef_nmin": "128", "ef_nmax": "128", "ef_budget": "5"},
+    "decoder": {"dc_new": "2"},  # Write (clicked with the others at their start) writes two tokens
     "induction": {"in_steps": "200"},  # Train: 200 steps, a few seconds
 }  # fmt: skip
 # Never pressed in the random phase: Run with random settings could measure for minutes.
-NOT_RANDOM = {"bm_run", "hd_measure", "ef_run", "in_train"}
+NOT_RANDOM = {"bm_run", "hd_measure", "ef_run", "in_train", "dc_write"}
 
 _SHOWN = re.compile(r"(?<![A-Za-z_])[-+−]?(?:nan|inf)(?![A-Za-z_])")
 _CUE = re.compile(r"overflow|nan|not a number|infinit|∞|\\infty|undefined", re.IGNORECASE)

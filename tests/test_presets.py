@@ -123,7 +123,7 @@ def test_the_walkthrough_builds_each_preset() -> None:
     def inputs(preset: str, **kw) -> WalkthroughInputs:
         return run_walkthrough(preset, **kw).inputs
 
-    assert PRESETS == ("tiny", "sentence", "random", "model")
+    assert PRESETS == ("tiny", "sentence", "random", "model", "decoder")
     assert torch.equal(inputs("tiny", positions=False).q, tiny_example().q)
     assert torch.equal(inputs("sentence", d_k=3, seed=2).k, sentence_example(d_model=8, d_k=3, d_v=4, seed=2).k)
     r = inputs("random", n=5, d_model=6, d_k=3, d_v=2, seed=9, positions=False, mask="cross")

@@ -1,0 +1,100 @@
+"""The page's readings of the model, cached on plain values (the prompt's text, a temperature, k).
+
+A prompt's forward keeps every layer's weights, ``(18, 4, n, n)``: 300 MB in float32 at 1024 tokens. What the
+page keeps of it is small: each layer shrunk to at most 128 cells a side in float16 (2.4 MB), the grid's 24,
+the first-token shares and the last position's logits (1 MB). So 8 prompts cost the server about 30 MB.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attention_core.decoder import run_decoder
+from figures.decoder import blank_blocked, shrink
+
+from .model import decoder
+
+GRID_SIDE = 24  # a grid tile is about 55 px wide: more cells would not show
+LAYER_SIDE = 128  # one layer's heads, drawn large
+
+
+def first_token_share(w: np.ndarray, window: int | None) -> np.ndarray:
+    """Each head's mean weight on token 0, over the query rows that may see it (row 0 sees nothing else, and a
+    row past a local layer's window cannot see it at all). ``w``: ``(H, n, n)``; returns ``(H,)``."""
+    n = w.shape[-1]
+    last = n if window is None else min(n, window)
+    if last < 2:
+        return np.zeros(w.shape[0], dtype=np.float32)
+    return w[:, 1:last, 0].mean(axis=-1)  # (H, rows) -> (H,)
+
+
+@st.cache_data(max_entries=8, show_spinner="Running the model on this prompt…")
+def prompt_data(text: str) -> dict[str, Any]:
+    """Tokens, the last position's logits, every layer's weights shrunk for drawing, and the first-token shares."""
+    model = decoder()
+    run = run_decoder(model, text)  # validates: ValueError for empty or too long text
+    n_layers = len(run.attentions)
+    grid, layers, sinks = [], [], []
+    for att in run.attentions:
+        w = att.weights[0].detach().to("cpu", torch.float32).numpy()  # (H, n, n)
+        window = None if att.is_global else model.config.window
+        sinks.append(first_token_share(w, window))
+        shown = blank_blocked(w, window=window)
+        small, block = shrink(shown, LAYER_SIDE)
+        layers.append(small.astype(np.float16))
+        grid.append(shrink(shown, GRID_SIDE)[0])
+    return {
+        "tokens": list(run.tokens), "ids": [int(i) for i in run.ids], "n": len(run.tokens),
+        "logits": run.logits[-1].detach().to("cpu", torch.float32).numpy(),  # (vocab,)
+        "grid": np.stack(grid), "grid_block": -(-len(run.tokens) // GRID_SIDE) if len(run.tokens) > GRID_SIDE else 1,
+        "layers": layers, "block": block, "sinks": np.stack(sinks),  # (n_layers, H)
+        "global": [layer for layer in range(n_layers) if run.attentions[layer].is_global],
+    }  # fmt: skip
+
+
+def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(z / T) in float64; T = 0 is the limit, all weight on the largest logit (greedy)."""
+    z = np.asarray(logits, dtype=np.float64)
+    if temperature <= 0:
+        p = np.zeros_like(z)
+        p[int(np.argmax(z))] = 1.0
+        return p
+    e = np.exp((z - z.max()) / temperature)
+    return e / e.sum()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def next_tokens(text: str, temperature: float, k: int) -> dict[str, Any]:
+    """The ``k`` most likely next tokens at ``temperature``, their probabilities, the entropy in bits."""
+    logits = prompt_data(text)["logits"]
+    p = softmax_t(logits, temperature)
+    top = np.argsort(-logits, kind="stable")[:k]  # by logit: the same order at any T, and at T = 0 (ties at p = 0)
+    nz = p[p > 0]
+    return {"ids": top.tolist(), "tokens": decoder().tokenizer.token_strings(top.tolist()), "probs": p[top].tolist(),
+            "entropy": max(0.0, float(-(nz * np.log2(nz)).sum())), "rest": float(1.0 - p[top].sum())}  # fmt: skip
+
+
+@st.cache_data(max_entries=4, show_spinner="Running the model again with the window switched off…")
+def window_off_logits(text: str) -> np.ndarray:
+    """The last position's logits with every layer full causal (the window switched off)."""
+    run = run_decoder(decoder(), text, sliding_window=False)
+    return run.logits[-1].detach().to("cpu", torch.float32).numpy()
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def window_shift(text: str, k: int) -> dict[str, Any]:
+    """How far the next-token distribution moves when the window is switched off (at temperature 1)."""
+    p, q = softmax_t(prompt_data(text)["logits"], 1.0), softmax_t(window_off_logits(text), 1.0)
+    top = list(dict.fromkeys([*np.argsort(-p)[:k].tolist(), *np.argsort(-q)[:k].tolist()]))[: k + 3]
+    top.sort(key=lambda i: -max(p[i], q[i]))
+    keep = p > 0
+    return {
+        "tokens": decoder().tokenizer.token_strings(top), "p_on": p[top].tolist(), "p_off": q[top].tolist(),
+        "tv": float(0.5 * np.abs(p - q).sum()),
+        "kl": float((p[keep] * (np.log(p[keep]) - np.log(np.maximum(q[keep], 1e-300)))).sum()),
+        "same_top": int(np.argmax(p)) == int(np.argmax(q)),
+    }  # fmt: skip
