@@ -2,66 +2,20 @@
 
 What the real model's tests (tests/test_decoder.py) cannot afford to check many times: the KV cache
 against recomputing, the window's mask by hand, grouped K/V heads, the five steps against torch's SDPA,
-input checks, and a forward on a fake CUDA device (every tensor made on the inputs' device).
+and input checks. The model is built by tests/tiny_decoder.py; tests/test_fake_cuda.py runs the same model's
+entry points on a data-less device.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
+from tiny_decoder import ids_of, tiny
 from torch.nn import functional as F
 
-from attention_core import attention as core_attention
-from attention_core import validation
-from attention_core.decoder import Decoder, DecoderConfig, KVCache, decoder_mask, forward, generate, logits_of
+from attention_core.decoder import KVCache, decoder_mask, forward, generate, logits_of
 from attention_core.decoder.model import apply_rope, rms_norm, rope_cos_sin
 from attention_core.decoder.run import head_inputs, head_trace, probabilities, run_decoder
-from attention_core.decoder.tokenizer import GemmaTokenizer
-from attention_core.decoder.weights import DecoderWeights, LayerWeights
-
-PIECES = ["<pad>", "<eos>", "<bos>", "<unk>", "\u2581"] + [chr(97 + i) for i in range(26)] + ["ab", "abc", "\u2581a"]
-TYPES = [3, 3, 3, 2] + [1] * (len(PIECES) - 4)
-
-
-def tiny(*, n_kv_heads: int = 1, window: int = 4, seed: int = 0) -> Decoder:
-    """Six layers (layer 5 global), 4 query heads of size 8, a window of ``window`` tokens, random weights."""
-    h, d, D, F_ = 4, 8, 16, 32
-    cfg = DecoderConfig(
-        n_layers=6, d_model=D, n_heads=h, n_kv_heads=n_kv_heads, head_dim=d, d_ff=F_, window=window,
-        vocab_size=len(PIECES), query_pre_attn_scalar=float(d), max_tokens=48,
-    )  # fmt: skip
-    g = torch.Generator().manual_seed(seed)
-
-    def w(*shape: int) -> torch.Tensor:
-        return 0.4 * torch.randn(*shape, generator=g)
-
-    def gain(n: int) -> torch.Tensor:
-        return 1 + 0.2 * torch.randn(n, generator=g)
-
-    layers = tuple(
-        LayerWeights(
-            attn_norm=gain(D),
-            w_qkv=w(h * d + 2 * n_kv_heads * d, D),
-            q_norm=gain(d),
-            k_norm=gain(d),
-            w_o=w(D, h * d),
-            post_attn_norm=gain(D),
-            ffn_norm=gain(D),
-            w_gate_up=w(2 * F_, D),
-            w_down=w(D, F_),
-            post_ffn_norm=gain(D),
-        )
-        for _ in range(cfg.n_layers)
-    )
-    weights = DecoderWeights(embed=w(cfg.vocab_size, D), final_norm=gain(D), layers=layers)
-    return Decoder("tiny", cfg, weights, GemmaTokenizer(PIECES, TYPES, bos_id=2, eos_id=1, unk_id=3), "")
-
-
-def ids_of(n: int, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.cat([torch.tensor([2]), torch.randint(4, len(PIECES), (n - 1,), generator=g)]).unsqueeze(0)  # (1, n)
 
 
 def test_the_mask_by_hand() -> None:
@@ -208,37 +162,6 @@ def test_sampling_repeats_with_its_seed_and_follows_the_temperature() -> None:
 def test_bad_input_raises_a_plain_value_error(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call(tiny())
-
-
-def test_the_forward_makes_its_tensors_on_the_inputs_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a fake CUDA device (FakeTensorMode: shapes and devices, no data), a CPU tensor meeting a CUDA
-    one raises. The core's finiteness checks read data, so they are switched off here; the window is
-    wider than the text, as the core's lean path inverts a mask with an op a CPU-only build cannot fake."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    monkeypatch.setattr(validation, "all_finite", lambda x: True)
-    monkeypatch.setattr(core_attention, "all_finite", lambda x: True)
-    real = tiny(window=16)
-    with FakeTensorMode():
-
-        def fake(t: torch.Tensor) -> torch.Tensor:
-            return torch.empty(t.shape, dtype=t.dtype, device="cuda")
-
-        w = real.weights
-        layers = tuple(LayerWeights(**{f: fake(getattr(lw, f)) for f in LayerWeights.__dataclass_fields__})
-                       for lw in w.layers)  # fmt: skip
-        weights = DecoderWeights(embed=fake(w.embed), final_norm=fake(w.final_norm), layers=layers)
-        model = dataclasses.replace(real, weights=weights)
-        cuda = model.device
-        assert cuda.type == "cuda"
-        cache = KVCache.empty(model, 8)
-        hidden, _ = forward(model, torch.tensor([[2, 5, 6, 7]], device=cuda), cache)  # prompt within the window
-        for token in (8, 9, 10):  # then one at a time
-            hidden, _ = forward(model, torch.tensor([[token]], device=cuda), cache)
-        logits = logits_of(model, hidden.select(0, 0).select(0, -1))  # (vocab,)
-        assert logits.device == cuda and logits.shape == (len(PIECES),)
-        assert cache.k[0].device == cuda
-        assert decoder_mask(3, 9, window=4, device=cuda).device == cuda
 
 
 def test_an_unwritable_cache_folder_is_a_plain_value_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,9 @@ meta. With a CUDA build of torch (a GPU box, GPU or not) the fake "cuda" run hap
 
 To cover a new entry point, add a line to :data:`ENTRY_POINTS`: a name and a function from the
 fake inputs (:class:`Fake`) to whatever the entry point returns. Every tensor in the result
-(inside tuples, lists, dicts and dataclasses too) must be on the inputs' device.
+(inside tuples, lists, dicts and dataclasses too) must be on the inputs' device. What needs values (a
+sampled token read as an int, a score returned as a float) cannot run here: the comment beside its line
+says so, and the line covers the work before it.
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ from typing import Any
 
 import pytest
 import torch
+from tiny_decoder import tiny
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import attention_core as ac
 import attention_core.efficient as eff
-from attention_core import backward, kv_cache, tiled, walkthrough
+import attention_core.induction as ind
+from attention_core import backward, decoder, kv_cache, tiled, walkthrough
 from attention_core.bench import impls, passes
 from attention_core.bert import encoder, weights
+
+REAL_CUDA = torch.cuda.is_available()  # read before the fixture pretends CUDA is there
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +163,93 @@ def _walkthrough(f: Fake) -> Any:
     return mask
 
 
+# -- the decoder: the tiny random Gemma-shaped model of the core tests (the real 270M is not loaded here), its
+# window of 4 tokens shorter than the 9-token text, so the local layers' band mask is built and applied too
+TEXT = "ab c abc a b"  # 9 tokens with <bos>
+
+
+def _decoder(f: Fake) -> decoder.Decoder:
+    return tiny(n_kv_heads=2, window=4, device=f.device)
+
+
+def _ids(f: Fake, n: int) -> torch.Tensor:
+    return torch.randint(4, 20, (1, n), device=f.device)  # (1, n)
+
+
+def _decoder_cache(f: Fake) -> tuple[Any, ...]:
+    """A prompt longer than the window into the KV cache, then three traced steps of one token each."""
+    model = _decoder(f)
+    cache = decoder.KVCache.empty(model, 9)
+    prompt = decoder.forward(model, _ids(f, 6), cache)
+    steps = [decoder.forward(model, _ids(f, 1), cache, trace=True) for _ in range(3)]
+    return prompt, steps, cache
+
+
+def _decoder_next_token(f: Fake) -> tuple[torch.Tensor, ...]:
+    """What generate() computes for one step, up to the choice. generate() itself cannot run without data: its
+    seeded torch.Generator lives on the model's device (torch has none on meta), and the chosen token is read
+    as a Python int (int(multinomial(...)) or int(argmax)), which is a value. Everything before it runs here."""
+    model = _decoder(f)
+    cache = decoder.KVCache.empty(model, 9)
+    decoder.forward(model, _ids(f, 7), cache)  # the prompt but its last token
+    hidden, records = decoder.forward(model, _ids(f, 1), cache, trace=True)  # (1, 1, D)
+    logits = decoder.logits_of(model, hidden[0, -1])  # (vocab,)
+    shown = decoder.probabilities(logits, 0.7)  # (vocab,)
+    top_p, top_i = shown.topk(10)
+    row = torch.stack([r.weights[0, :, -1, :] for r in records])  # (n_layers, h, n_ctx)
+    greedy = decoder.probabilities(logits, 0.0)  # (vocab,) one-hot on the argmax
+    return logits, shown, torch.multinomial(shown, 1), logits.argmax(), top_p, top_i, row, greedy
+
+
+# -- the induction model: weights drawn on the device by hand (init_weights has its own line below)
+SMALL = ind.InductionConfig(vocab=12, half=5, d_model=16, n_heads=2, layers=2)
+
+
+def _induction(f: Fake) -> ind.InductionWeights:
+    def r(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, device=f.device) * 0.3).requires_grad_(True)
+
+    layers = tuple(ind.LayerWeights(r(16, 16), r(16, 16), r(16, 16), r(16, 16)) for _ in range(2))
+    return ind.InductionWeights(SMALL, r(12, 16), r(10, 16), layers, r(16, 12))
+
+
+def _seeded_on(f: Fake) -> None:
+    """A seeded draw makes a torch.Generator on the device: a real one, which fake CUDA has only on a GPU box."""
+    if f.device == "cuda" and not REAL_CUDA:
+        pytest.skip("a CUDA generator needs a CUDA device that is really there")
+
+
+def _induction_tokens(f: Fake) -> torch.Tensor:
+    return ind.repeated_tokens(3, SMALL.half, SMALL.vocab, device=f.device)  # (3, 10)
+
+
+def _induction_step(f: Fake) -> tuple[Any, ...]:
+    """One training step of train()'s loop: forward, the loss, backward, AdamW. The loop itself reads values
+    (each batch's block length is a Python int drawn from the generator; each record's losses and scores are
+    floats on the CPU), so it cannot run without data."""
+    w = _induction(f)
+    tokens = _induction_tokens(f)  # (3, 10)
+    opt = ind.AdamW(w.parameters(), lr=5e-3, weight_decay=0.01)
+    logits = ind.forward(w, tokens).logits  # (3, 10, V)
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, SMALL.vocab), tokens[:, 1:].reshape(-1))
+    loss.backward()
+    opt.step()
+    return loss, w, opt.m, opt.v
+
+
+def _induction_scores(f: Fake) -> tuple[torch.Tensor, ...]:
+    """The scores that are tensors. copying_score(s) and head_scores return Python floats or CPU tensors, read
+    from values: not coverable here."""
+    w = _induction(f)
+    fw = ind.forward(w, _induction_tokens(f), keep=True)
+    assert fw.patterns is not None
+    return (
+        *(ind.previous_token_score(p) for p in fw.patterns),
+        *(ind.prefix_matching_score(p, SMALL.half) for p in fw.patterns),
+        ind.ov_logits(w, 1, 0),
+    )
+
+
 # name → function from the fake inputs to the entry point's result
 ENTRY_POINTS: dict[str, Callable[[Fake], Any]] = {
     # the attention of the core: explained, lean, textbook, reference, tiled
@@ -221,6 +314,36 @@ ENTRY_POINTS: dict[str, Callable[[Fake], Any]] = {
     "bert_forward": _bert,
     "bench make_inputs / grad_out": _bench_inputs,
     "bench runs": _bench_runs,
+    # the decoder (Gemma-shaped, tiny): forward with and without the trace and the window, the KV cache, logits,
+    # next-token probabilities, a prompt's run, one head's inputs and five steps
+    "decoder forward": lambda f: decoder.forward(_decoder(f), _ids(f, 9)),
+    "decoder forward traced": lambda f: decoder.forward(_decoder(f), _ids(f, 9), trace=True),
+    "decoder forward traced, no window": lambda f: decoder.forward(_decoder(f), _ids(f, 9), trace=True, window=False),
+    "decoder forward keep_input_of": lambda f: decoder.forward(_decoder(f), _ids(f, 9), keep_input_of=2, stop_after=2),
+    "decoder KV cache": _decoder_cache,
+    "decoder_mask": lambda f: decoder.decoder_mask(3, 9, window=4, device=torch.device(f.device)),
+    "decoder next token (generate up to the choice)": _decoder_next_token,
+    "decoder logits_of rows": lambda f: decoder.logits_of(_decoder(f), torch.randn(3, 16, device=f.device)),
+    "run_decoder": lambda f: (r := decoder.run_decoder(_decoder(f), TEXT, all_logits=True), r.next_token_probs(0.5)),
+    "run_decoder no window": lambda f: decoder.run_decoder(_decoder(f), TEXT, sliding_window=False),
+    "head_inputs local": lambda f: decoder.head_inputs(_decoder(f), TEXT, 3, 2),
+    "head_inputs global": lambda f: decoder.head_inputs(_decoder(f), TEXT, 5, 0),
+    "head_trace local": lambda f: decoder.head_trace(_decoder(f), TEXT, 3, 2),
+    "head_trace no window": lambda f: decoder.head_trace(_decoder(f), TEXT, 0, 1, sliding_window=False),
+    # the induction model: its task, forward (kept patterns, ablation, no causal mask), losses, scores, a step
+    "induction repeated_tokens": _induction_tokens,
+    "induction eval_tokens": lambda f: (_seeded_on(f), ind.eval_tokens(SMALL, seed=3, device=f.device)),
+    "induction init_weights": lambda f: (_seeded_on(f), ind.init_weights(SMALL, seed=3, device=f.device)),
+    "induction forward": lambda f: ind.forward(_induction(f), _induction_tokens(f)),
+    "induction forward kept": lambda f: ind.forward(_induction(f), _induction_tokens(f), keep=True),
+    "induction forward ablated": lambda f: ind.forward(
+        _induction(f), _induction_tokens(f), ablate=[(0, 1), (1, 0)], keep=True, causal=False
+    ),
+    "induction half_losses": lambda f: ind.half_losses(
+        ind.forward(_induction(f), _induction_tokens(f)).logits, _induction_tokens(f), SMALL.half
+    ),
+    "induction scores": _induction_scores,
+    "induction training step": _induction_step,
 }
 
 

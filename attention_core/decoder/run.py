@@ -106,9 +106,9 @@ def head_inputs(model: Decoder, text: str, layer: int, head: int, *, sliding_win
     layer, head = check_layer_head(model, layer, head)
     ids = check_text(model, text)
     cfg = model.config
+    x = torch.tensor([ids], device=model.device)  # (1, n): made before inference mode, as run_decoder does
     with torch.inference_mode():
-        _, records = forward(model, torch.tensor([ids], device=model.device), window=bool(sliding_window),
-                             keep_input_of=layer, stop_after=layer)  # fmt: skip
+        _, records = forward(model, x, window=bool(sliding_window), keep_input_of=layer, stop_after=layer)
     rec = records[-1]
     h, g, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     kv = head // (h // g)  # the K/V head this query head reads

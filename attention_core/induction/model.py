@@ -31,7 +31,7 @@ import torch
 from ..attention import attention_trace, scaled_dot_product_attention
 from ..device import new_tensor_device
 from ..heads import head_size, merge_heads, split_heads
-from ..validation import check_int
+from ..validation import check_int, holds_data
 from .task import check_task, seeded_generator
 
 MAX_LAYERS = 4
@@ -139,7 +139,7 @@ def check_tokens(tokens: object, config: InductionConfig) -> torch.Tensor:
         raise ValueError(f"tokens must have shape (N, L) with N, L ≥ 1, got {tuple(tokens.shape)}")
     if tokens.shape[1] > config.n_ctx:
         raise ValueError(f"at most {config.n_ctx} tokens fit the model's positions, got {tokens.shape[1]}")
-    if tokens.device.type == "meta" or getattr(tokens, "fake_mode", None) is not None:
+    if not holds_data(tokens):
         return tokens  # shapes only (meta, or torch's FakeTensorMode): there are no values to check
     lo, hi = int(tokens.min()), int(tokens.max())
     if lo < 0 or hi >= config.vocab:

@@ -27,8 +27,9 @@ def check_task(vocab: object, half: object) -> tuple[int, int]:
 
 
 def seeded_generator(seed: object, device: torch.device) -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded with ``seed`` (an integer in [0, 2³²))."""
-    g = torch.Generator(device=device)
+    """A ``torch.Generator`` on ``device`` seeded with ``seed`` (an integer in [0, 2³²)); a CPU one for ``meta``,
+    where torch has no generator and a draw holds no values to seed."""
+    g = torch.Generator(device="cpu" if device.type == "meta" else device)
     g.manual_seed(check_int("seed", seed, low=0, high=2**32 - 1))
     return g
 
@@ -40,11 +41,11 @@ def repeated_tokens(
     """``batch`` sequences of ``half`` distinct random tokens repeated once: int64 ``(batch, 2·half)``.
 
     Row b is ``[t_0 … t_{half−1}, t_0 … t_{half−1}]``. The same ``generator`` state gives the same
-    tokens; the tensor lands on the generator's device when one is given, else on ``device``.
+    tokens; the tensor lands on ``device`` when given, else on the generator's device (else torch's default).
     """
     batch = check_int("batch", batch, low=1, high=1 << 16)
     vocab, half = check_task(vocab, half)
-    dev = generator.device if generator is not None else new_tensor_device(device)
+    dev = generator.device if generator is not None and device is None else new_tensor_device(device)
     keys = torch.rand(batch, vocab, generator=generator, device=dev)  # (B, V): a random order per row
     first = keys.argsort(dim=-1)[:, :half]  # (B, half): the first `half` of a random permutation
     return torch.cat([first, first], dim=-1)  # (B, 2·half)

@@ -93,8 +93,9 @@ def head_scores(
 
 def eval_tokens(config: InductionConfig, seed: int = 0, device: str | torch.device | None = None) -> torch.Tensor:
     """The held-out batch the scores are measured on: ``(EVAL_BATCH, 2·half)``, the same for every run."""
-    g = seeded_generator(seed ^ EVAL_SEED_SALT, new_tensor_device(device))
-    return repeated_tokens(EVAL_BATCH, config.half, config.vocab, generator=g)
+    dev = new_tensor_device(device)
+    g = seeded_generator(seed ^ EVAL_SEED_SALT, dev)
+    return repeated_tokens(EVAL_BATCH, config.half, config.vocab, generator=g, device=dev)
 
 
 def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
@@ -182,7 +183,7 @@ def _loop(
             if step == steps:
                 return
             half = int(torch.randint(lo, cfg.half + 1, (1,), generator=data, device=dev))
-            tokens = repeated_tokens(batch, half, cfg.vocab, generator=data)  # (B, 2·half)
+            tokens = repeated_tokens(batch, half, cfg.vocab, generator=data, device=dev)  # (B, 2·half)
             logits = forward(weights, tokens, causal=causal).logits  # (B, 2·half, V)
             loss = torch.nn.functional.cross_entropy(
                 logits[:, :-1].reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1)
