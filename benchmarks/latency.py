@@ -62,7 +62,7 @@ TEXT_GOAL_MS = 300.0  # a new sentence runs the model: tokenise, 6 layers, every
 COLD_GOAL_S = 4.0
 DECODE_GOAL_S = 5.0
 WARMUP = 3
-NOT_TIMED_BUTTONS = {"bm_run", "hd_measure", "ef_run", "in_train", "dc_write"}  # start a measurement, a training run or a generation
+NOT_TIMED_BUTTONS = {"bm_run", "hd_measure", "ef_run", "in_train", "dc_write"}  # a measurement, training or writing
 
 
 @dataclass
