@@ -18,7 +18,8 @@ import torch
 from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
 from ..heads import repeat_kv
 from ..textbook import reference_attention, textbook_attention
-from .impls import BenchConfig, Impl, get_impl, make_inputs
+from .config import BenchConfig, Impl
+from .impls import get_impl, make_inputs
 from .passes import grad_out
 
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference

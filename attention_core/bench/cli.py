@@ -17,8 +17,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from .config import DTYPES, MODES
 from .fits import scaling_fits
-from .impls import DTYPES, IMPLEMENTATIONS, MODES
+from .impls import IMPLEMENTATIONS
 from .measure import default_cap_bytes, format_bytes
 from .run import MIN_SAMPLES, BenchResult, write_csv
 from .sweep import (

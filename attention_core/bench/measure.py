@@ -31,7 +31,8 @@ from torch.utils.benchmark import Timer
 
 from ..device import device_info, measuring_threads, resolve_device
 from ..validation import check_choice, check_float, check_int
-from .impls import DTYPES, MODES
+from .config import DTYPES, MODES
+from .memory_models import PEAK_SQUARES
 
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
 LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
@@ -137,9 +138,6 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
-# n×n matrices (naive, explained) at the peak of a run in each mode (see .memory_models); a backward
-# timed alone still needs what its forward kept, so bwd counts as fwd+bwd.
-PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
 def memory_table(

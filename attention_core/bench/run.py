@@ -26,7 +26,8 @@ from typing import IO, Any
 import torch
 
 from ..validation import check_int
-from .impls import BenchConfig, get_impl, make_inputs
+from .config import BenchConfig
+from .impls import get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
 from .passes import grad_out, leaves, timed_pass
 

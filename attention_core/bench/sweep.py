@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from ..validation import check_float, check_int, check_int_list
 from .checks import approximation_note, correctness_error, gradient_check
-from .impls import BenchConfig, get_impl
+from .config import BenchConfig
+from .impls import get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
 from .run import BenchResult, _result, run_config
 

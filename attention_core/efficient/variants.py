@@ -4,7 +4,8 @@
 ``(N, ..., L, S)`` weights it puts on the keys (explicit for the sparse patterns, implied for the
 kernel and low-rank routes), so a page can draw them beside exact attention and
 :func:`compare_variant` can measure the difference. The weights are materialised: this module is
-for small n (a sentence, a few hundred tokens); :mod:`.cost` times the routes at large n.
+for small n (a sentence, a few hundred tokens); the benchmark (:mod:`attention_core.bench.routes`) times
+the routes at large n.
 
 The variants (parameters in brackets):
 

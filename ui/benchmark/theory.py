@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import bench
-from attention_core.bench.measure import PEAK_SQUARES
+from attention_core.bench.memory_models import PEAK_SQUARES
 from attention_core.tiled_triton import triton_available, triton_kernel_sources
 from ui import draw
 from ui.benchmark import data
