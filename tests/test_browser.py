@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from benchmarks.browser import (
+from tests.support.browser import (
     ALERT,
     TALK_VIEWPORT,
     StreamlitServer,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.browser import VIEWPORT, StreamlitServer, exception_texts, wait_idle
+from tests.support.browser import VIEWPORT, StreamlitServer, exception_texts, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

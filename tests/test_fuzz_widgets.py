@@ -51,7 +51,7 @@ from streamlit.testing.v1.element_tree import (
     UnknownElement,
 )
 
-from benchmarks.widgets import Move, apply, discover_pages, edge_moves, open_page, random_move, restore_move, widgets
+from tests.support.widgets import Move, apply, discover_pages, edge_moves, open_page, random_move, restore_move, widgets
 
 PAGES = discover_pages()
 BUDGET_S = float(os.environ.get("FUZZ_SECONDS", "60"))  # shared by the pages; the edge walk always completes

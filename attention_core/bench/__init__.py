@@ -48,7 +48,6 @@ from .run import (
     CSV_COLUMNS,
     MIN_SAMPLES,
     NOT_AVAILABLE,
-    STATUSES,
     BenchResult,
     result_dicts,
     run_config,

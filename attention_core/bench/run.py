@@ -31,7 +31,6 @@ from .impls import get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
 from .passes import grad_out, leaves, timed_pass
 
-STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 

@@ -16,7 +16,7 @@ One concept per module:
 - :mod:`.lra`: the published Long Range Arena figures.
 """
 
-from .accuracy import Accuracy, ErrorCurve, compare, exact_attention, random_qkv, relative_error, row_kl
+from .accuracy import Accuracy, ErrorCurve, compare, random_qkv, relative_error, row_kl
 from .flex import (
     MAX_COMPILE_KEYS,
     NO_COMPILE_ENV,
@@ -40,7 +40,6 @@ from .lowrank import (
     PROJECTIONS,
     Spectrum,
     attention_spectrum,
-    energy_share,
     linformer_attention,
     linformer_error_curve,
     linformer_projections,

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from attention_core.efficient.accuracy import Accuracy, random_qkv
-from attention_core.efficient.variants import PATTERNS, compare_variant, exact_trace
+from attention_core.efficient.variants import PATTERNS, compare_variant
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT
 from figures.efficient import weights_figure
 from ui import draw
@@ -57,9 +57,9 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
 def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tuple[str, int], ...]) -> dict[str, Any]:
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
-    result, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
+    result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
     weights = None if result.weights is None else result.weights[0]
-    return _numbers(acc, exact_trace(q, k, v, is_causal=causal).weights[0], weights, [str(i) for i in range(n)])
+    return _numbers(acc, exact.weights[0], weights, [str(i) for i in range(n)])
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:

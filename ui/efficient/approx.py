@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.accuracy import exact_attention, random_qkv, relative_error
+from attention_core.efficient.accuracy import random_qkv, relative_error
 from attention_core.efficient.linear import linear_attention
 from attention_core.efficient.lowrank import attention_spectrum, linformer_error_curve
 from attention_core.efficient.performer import performer_error_curve
+from attention_core.textbook import reference_attention
 from figures.efficient import error_figure, spectrum_figure
 from ui import draw
 from ui.frame import talk
@@ -42,7 +43,7 @@ def error_curves(spread: str) -> dict[str, Any]:
     linear = []
     for seed in SEEDS:
         q, k, v = random_qkv(N, D, heads=HEADS, seed=seed, std=std)
-        linear.append(relative_error(linear_attention(q, k, v), exact_attention(q, k, v)))
+        linear.append(relative_error(linear_attention(q, k, v), reference_attention(q, k, v)))
     return {"curves": {name: (route, c.x, c.mean, c.std) for (route, name), c in curves.items()}, "trend": (perf.x,
             perf.inverse_sqrt_trend()), "slope": perf.slope(), "ratio": perf.ratio(16, 256),
             "linear": float(np.mean(linear))}  # fmt: skip
