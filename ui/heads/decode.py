@@ -10,6 +10,7 @@ from figures.heads import decode_steps_figure, decode_timing_figure, kilo
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import N_TOKENS, decode_data, timing_data
+from ui.heads.examples import HeadSettings
 from ui.heads.gqa import kv_heads_control
 
 MEASURE_MAX = {kilo(t): t for t in (2048, 4096, 8192, 16384)}  # by what the slider shows
@@ -27,7 +28,8 @@ def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> 
     return decode_timing_figure(r["cached"], r["recompute"], r["fits"], talk=talk)
 
 
-def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def decode_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed = sh.d_model, sh.n_heads, sh.seed
     st.latex(
         r"o_t = \operatorname{softmax}\!\left(\frac{q_t K_{\le t}^\top}{\sqrt{d_k}}\right)V_{\le t},\quad "
         r"K_{\le t} = [K_{\le t-1};\, k_t],\ V_{\le t} = [V_{\le t-1};\, v_t]"

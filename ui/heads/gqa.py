@@ -10,6 +10,7 @@ from figures.heads import sharing_figure
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import example_data, fmt_int
+from ui.heads.examples import HeadSettings
 from ui.heads.side_by_side import grid_figure
 
 
@@ -34,7 +35,8 @@ def kv_heads_control(n_heads: int, box: DeltaGenerator | None = None) -> int:
     )  # fmt: skip
 
 
-def gqa_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def gqa_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed, causal = sh.d_model, sh.n_heads, sh.seed, sh.causal
     g = kv_heads_control(n_heads)
     d = example_data(d_model, n_heads, g, seed, causal)
     st.latex(

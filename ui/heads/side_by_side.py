@@ -10,6 +10,7 @@ from figures.heads import heads_grid
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import example_data
+from ui.heads.examples import HeadSettings
 
 
 def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, talk: bool) -> go.Figure:
@@ -19,7 +20,8 @@ def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: 
     return heads_grid(d["weights_gqa"], d["tokens"], kv_of, talk=talk)
 
 
-def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def heads_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed, causal = sh.d_model, sh.n_heads, sh.seed, sh.causal
     d = example_data(d_model, n_heads, n_heads, seed, causal)
     st.latex(
         r"\operatorname{head}_i = \operatorname{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right)V_i,\qquad "
