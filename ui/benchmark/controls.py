@@ -6,7 +6,7 @@ import streamlit as st
 
 from attention_core import bench
 from ui import links
-from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEVICE, DEVICES, N_OPTIONS
+from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEFAULT_DEVICE, DEVICES, N_OPTIONS
 from ui.benchmark.server import results
 
 DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
@@ -31,7 +31,7 @@ def sweep_controls() -> bench.SweepSpec:
     hi = top[2].select_slider("Largest n", N_OPTIONS, DEFAULT.ns[-1], key="bm_nmax", bind="query-params",
                               help="n runs over the powers of two between.")
     # The device first: its dtypes depend on it (a float16 left from a CUDA device falls back to float32).
-    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEVICE), format_func=DEVICE_NAMES.__getitem__,
+    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEFAULT_DEVICE), format_func=DEVICE_NAMES.__getitem__,
                               key="bm_device", bind="query-params")
     dtypes = ("float32", "bfloat16", "float16") if device.startswith("cuda") else ("float32", "bfloat16")
     lo, hi = sorted((lo, hi))

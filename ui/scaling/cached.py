@@ -30,7 +30,8 @@ from attention_core.scaling import (
     train_toy,
     variance_table,
 )
-from ui.scaling.settings import DEVICE, DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
+from ui.device import DEVICE
+from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
 
 
 def rows_for(n_keys: int) -> int:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, fields
 import numpy as np
 import streamlit as st
 
-from attention_core.device import default_device
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs
 from attention_core.walkthrough import (
     WalkthroughResult,
@@ -17,9 +16,8 @@ from attention_core.walkthrough import (
     upstream_gradient,
     walkthrough_backward,
 )
+from ui.device import DEVICE
 from ui.snippets import walkthrough_snippet
-
-DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 
 
 @dataclass(frozen=True)
