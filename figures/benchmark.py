@@ -152,7 +152,7 @@ def rate_figure(
     return _finish(fig, every, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
 
 
-def speedup_figure(speedups: Sequence[Row], *, baseline: str = "naive", talk: bool = False) -> go.Figure:
+def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk: bool = False) -> go.Figure:
     """Baseline time ÷ each implementation's time, against n (rows: ``impl``, ``n``, ``speedup``)."""
     groups = _by_impl(speedups, ok_only=False)
     if not groups:

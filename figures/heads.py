@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
 from .walkthrough import matrix_heatmap
 
-# Vermillion is the costly baseline (the MHA cache, recomputing every step: as naive on the
+# Vermillion is the costly baseline (the MHA cache, recomputing every step: as textbook on the
 # benchmark); green is the saving (the GQA cache, decoding with a cache).
 BASELINE = "#D55E00"
 SAVING = "#009E73"

@@ -63,7 +63,7 @@ SEED = 20240607
 # Where each page's fuzz starts (a URL query). The benchmark starts from a sweep of a few seconds, so
 # the edge walk's click on Run (made with the other controls back at their start values) stays short.
 START = {
-    "benchmark": {"bm_impl": "sdpa,naive", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
+    "benchmark": {"bm_impl": "sdpa,textbook", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
                   "bm_batch": "1", "bm_budget": "5"},
     "heads": {"hd_tmax": "2048", "hd_tdm": "64"},  # the decode tab's live timing at its smallest
     # Run measures linear beside SDPA at n = 128 (no FlexAttention: no compile of seconds).

@@ -18,7 +18,7 @@ from attention_core import (
     tiled_attention,
     tiled_extra_bytes,
 )
-from attention_core.bench import BenchConfig, naive_extra_bytes, score_matrix_bytes
+from attention_core.bench import BenchConfig, score_matrix_bytes, textbook_extra_bytes
 
 
 def _qkv(shape_q, shape_k, d_v, *, device, dtype=torch.float32, seed=0):
@@ -192,7 +192,7 @@ def test_extra_memory_grows_as_n_not_n_squared():
     # Linear once n exceeds the block: each doubling adds twice what the previous one added.
     assert extra(16384) - extra(8192) == 2 * (extra(8192) - extra(4096)) > 0
     assert extra(4096) < score_matrix_bytes(4096, "float32", heads=8) / 40  # one n×n matrix is already 40× more
-    assert extra(4096) < naive_extra_bytes(BenchConfig("naive", 4096, d=64, heads=8)) / 50
+    assert extra(4096) < textbook_extra_bytes(BenchConfig("textbook", 4096, d=64, heads=8)) / 50
     with pytest.raises(ValueError, match="itemsize"):
         tiled_extra_bytes(16, 16, 8, itemsize=0)
 

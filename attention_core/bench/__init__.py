@@ -2,7 +2,7 @@
 
 - :mod:`.config`: the shared words, imported by every other module: one measurement
   (:class:`BenchConfig`: what, on which shape, in which mode), an entry (:class:`Impl`), dtypes, modes;
-- :mod:`.impls`: the registry of implementations (naive, explained, sdpa and its forced kernels, tiled,
+- :mod:`.impls`: the registry of implementations (textbook, explained, sdpa and its forced kernels, tiled,
   numpy, tiled-triton) and their inputs, with the efficient routes of :mod:`.routes` (sdpa-masked,
   flex-window, linear, performer, linformer), which approximate attention and say by how much;
 - :mod:`.memory_models`: the bytes each implementation and route needs at its peak, forward and in training;
@@ -21,7 +21,7 @@ It is a package rather than one module so that ``python -m attention_core.bench`
 
 from .checks import CHECK_N, approximation_note, correctness_error, gradient_check
 from .cli import format_table, main
-from .config import DTYPES, MODE_NAMES, MODES, BenchConfig, Impl, flop_formula
+from .config import DTYPES, MODE_NAMES, MODES, RENAMED, BenchConfig, Impl, flop_formula
 from .fits import FIT_MIN_N, ScalingFit, crossover_n, fit_loglog_slope, growth_start, scaling_fits
 from .impls import EXACT, IMPLEMENTATIONS, get_impl, make_inputs, sdpa_choice
 from .isolated import fresh_process_peak
@@ -41,7 +41,7 @@ from .measure import (
     score_matrix_bytes,
     time_call,
 )
-from .memory_models import math_extra_bytes, naive_extra_bytes
+from .memory_models import math_extra_bytes, textbook_extra_bytes
 from .passes import grad_out, leaves, timed_pass
 from .routes import ROUTES, RouteParams, parse_route
 from .run import (

@@ -1,6 +1,6 @@
 """``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
 
-    python -m attention_core.bench --impl naive explained sdpa tiled --n 512 1024 2048 4096 \\
+    python -m attention_core.bench --impl textbook explained sdpa tiled --n 512 1024 2048 4096 \\
         --d 64 --heads 8 [--kv-heads 2] --batch 1 --dtype float32 --device auto [--causal] \\
         [--mode fwd|bwd|fwd+bwd] [--csv out.csv]
     python -m attention_core.bench --impl sdpa flex-window linear performer linformer --n 1024 4096
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from .config import DTYPES, MODES
+from .config import DTYPES, MODES, RENAMED
 from .fits import scaling_fits
 from .impls import IMPLEMENTATIONS
 from .measure import default_cap_bytes, format_bytes
@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--impl",
         nargs="+",
-        choices=list(IMPLEMENTATIONS),
+        choices=[*IMPLEMENTATIONS, *RENAMED],  # older names still run, under today's
         default=list(d.impls),
         metavar="NAME",
         help=f"one or more of: {', '.join(IMPLEMENTATIONS)}",

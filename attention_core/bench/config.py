@@ -23,6 +23,8 @@ DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
 }
 MAX_N = 1 << 20
+# Older names of registry entries, still accepted (in links, scripts and CSVs): the entry's name today.
+RENAMED = {"naive": "textbook"}
 MODES = ("fwd", "bwd", "fwd+bwd")
 MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
 MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
@@ -54,6 +56,7 @@ class BenchConfig:
     mode: str = "fwd"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "impl", RENAMED.get(self.impl, self.impl))
         check_int("n", self.n, low=1, high=MAX_N)
         check_int("d", self.d, low=1, high=1024)
         check_int("heads", self.heads, low=1, high=1024)

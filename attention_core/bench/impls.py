@@ -34,7 +34,7 @@ from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_a
 from ..tiled_triton import DTYPES as TRITON_DTYPES
 from ..tiled_triton import interpreting, tiled_triton_attention, triton_available
 from ..validation import check_choice, check_int
-from .config import MAX_N, BenchConfig, Impl, Inputs, gqa_note, shared_kv
+from .config import MAX_N, RENAMED, BenchConfig, Impl, Inputs, gqa_note, shared_kv
 from .memory_models import (
     explained_extra_bytes,
     explained_training_bytes,
@@ -42,9 +42,9 @@ from .memory_models import (
     fused_training_bytes,
     math_extra_bytes,
     math_training_bytes,
-    naive_extra_bytes,
-    naive_training_bytes,
     numpy_extra_bytes,
+    textbook_extra_bytes,
+    textbook_training_bytes,
     tiled_config_bytes,
     tiled_training_bytes,
     triton_config_bytes,
@@ -63,7 +63,7 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 # ---- the entries --------------------------------------------------------------------------
 
 
-def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
+def _run_textbook(inputs: Inputs, causal: bool) -> torch.Tensor:
     q, k, v = shared_kv(inputs)
     return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
 
@@ -187,18 +187,18 @@ def _to_numpy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
 
 
 IMPLEMENTATIONS: dict[str, Impl] = {
-    "naive": Impl(
-        "naive",
+    "textbook": Impl(
+        "textbook",
         "The textbook code in plain torch: softmax(q @ kᵀ · scale) @ v, one n×n matrix and its softmax.",
-        _run_naive,
-        naive_extra_bytes,
+        _run_textbook,
+        textbook_extra_bytes,
         lambda inputs, causal: "torch ops (textbook)" + gqa_note(inputs),
-        training_bytes=naive_training_bytes,
+        training_bytes=textbook_training_bytes,
     ),
     "explained": Impl(
         "explained",
         "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
-        "every intermediate (scores, scaled, masked, weights), so it is slower than naive.",
+        "every intermediate (scores, scaled, masked, weights), so it is slower than textbook.",
         _run_explained,
         explained_extra_bytes,
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
@@ -267,6 +267,7 @@ def triton_config_label() -> str:
 def get_impl(name: str) -> Impl:
     """The registry entry called ``name``, or a route with its knob (``"performer(64)"``, :mod:`.routes`);
     ValueError names the known ones otherwise."""
+    name = RENAMED.get(name, name)
     if name in IMPLEMENTATIONS:
         return IMPLEMENTATIONS[name]
     route = parse_route(name)

@@ -48,7 +48,7 @@ def _kept_copies(c: BenchConfig, copies: int) -> int:
     return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 
-def naive_extra_bytes(c: BenchConfig) -> int:
+def textbook_extra_bytes(c: BenchConfig) -> int:
     """The textbook code holds two ``n × n`` tensors at its peak: the raw scores while they are
     scaled, then the scaled scores (still named) and the weights while the output is written.
     Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
@@ -67,7 +67,7 @@ def explained_extra_bytes(c: BenchConfig) -> int:
     return 6 * _square(c) + _output(c) + _repeated_kv(c)
 
 
-def naive_training_bytes(c: BenchConfig) -> int:
+def textbook_training_bytes(c: BenchConfig) -> int:
     """Autograd keeps the weights W (softmax's output, which its backward and W·V's both need) and,
     under the causal mask, the inverted ``(n, n)`` boolean mask. The backward's peak is softmax's
     backward: W, its gradient dW = dO·Vᵀ and the scores' gradient dS, three n×n, beside the output
@@ -195,7 +195,7 @@ def triton_config_bytes(c: BenchConfig) -> int:
     return tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c)
 
 
-# n×n matrices the textbook code (naive) and the explained path hold at the peak of a run in each mode,
+# n×n matrices the textbook code and the explained path hold at the peak of a run in each mode,
 # the squares of the models above, for the page's table; a backward timed alone still needs what its
 # forward kept, so bwd counts as fwd+bwd.
 PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}

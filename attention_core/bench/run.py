@@ -217,7 +217,7 @@ def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
 
 
-def speedups(rows: Sequence[BenchResult], baseline: str = "naive") -> list[dict[str, Any]]:
+def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:
     """For every ok row that has an ok ``baseline`` row at the same n: baseline time / its time."""
     base = {r.n: r.median_ms for r in rows if r.impl == baseline and r.status == "ok" and r.median_ms}
     return [

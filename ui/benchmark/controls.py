@@ -9,6 +9,13 @@ from ui import links
 from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEFAULT_DEVICE, DEVICES, N_OPTIONS
 from ui.benchmark.server import results
 
+
+def _old_impls(old: str) -> str | list[str] | None:
+    """Links from before: a comma-separated list (``naive,tiled``) and the entries' older names (naive)."""
+    names = [bench.RENAMED.get(s.strip(), s.strip()) for s in old.split(",") if s.strip()]
+    return names if len(names) > 1 else names[0] if names else None
+
+
 DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
 MODE_HELP = (
     "**forward**: the forward pass. **backward**: the backward pass alone; the forward runs once, outside the "
@@ -19,7 +26,7 @@ MODE_HELP = (
 
 def sweep_controls() -> bench.SweepSpec:
     """Read the widgets; return the sweep they describe."""
-    links.upgrade(bm_impl=links.comma_list, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
+    links.upgrade(bm_impl=_old_impls, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
     described = "\n".join(f"- **{name}**: {bench.IMPLEMENTATIONS[name].description}" for name in bench.EXACT)
     mode = st.segmented_control("Timed pass", bench.MODES, default=DEFAULT.mode, required=True,
                                 format_func=bench.MODE_NAMES.__getitem__, key="bm_mode", bind="query-params",

@@ -25,7 +25,7 @@ MEMORY_NOTE = (
 
 GRAD_HELP = (
     "max |{x} − float64 autograd's {x}| at n = 128, for a random upstream gradient dO (modes with a backward). "
-    "FlashAttention's rule allows twice naive's error in the same dtype. In float32, fused backwards "
+    "FlashAttention's rule allows twice textbook's error in the same dtype. In float32, fused backwards "
     "(sdpa's, tiled's) compute D = rowsum(dO ∘ O) and may reach twice torch SDPA's own error where rows "
     "are nearly one-hot."
 )
