@@ -6,15 +6,15 @@ Prints, with the goal beside each number:
 
 1. the default sweep's wall time, run first in this fresh process, as the CLI would (goal ≤ 20 s),
    and the same sweep in ``fwd+bwd`` mode after it (goal ≤ 20 s, the page's default budget);
-2. a table of ``textbook ÷ sdpa``, ``explained ÷ sdpa`` and ``tiled ÷ sdpa`` time per call at each n
-   (d = 64, 8 heads, float32, CPU). ``textbook`` is the code tutorials write, ``explained`` the traced
+2. a table of ``textbook ÷ sdpa``, ``trace ÷ sdpa`` and ``tiled ÷ sdpa`` time per call at each n
+   (d = 64, 8 heads, float32, CPU). ``textbook`` is the code tutorials write, ``trace`` the traced
    walkthrough path. Each round times every implementation once, in an order that alternates
    between rounds, and divides by SDPA's time of the same round; the median over ``--repeats``
    rounds is printed, so a burst of load hits every side alike. Goal: tiled ÷ sdpa ≤ 1.6 at the
    largest n;
 3. the one-call API ``attention_core.scaled_dot_product_attention`` against the textbook code
    at the largest n, timed the same way (goal ≤ 1.3);
-4. tiled ÷ explained peak extra memory at the largest n (goal ≤ 1/50, set when "textbook" named the
+4. tiled ÷ trace peak extra memory at the largest n (goal ≤ 1/50, set when "naive" named the
    traced path), and tiled ÷ textbook beside it;
 5. each materialising path's peak memory against its model, measured in a fresh worker process
    at n = 1024, where history cannot move it (goal: within 20 %);
@@ -27,7 +27,7 @@ Prints, with the goal beside each number:
    one-hot rows: 2× the larger of standard attention's and torch SDPA's error).
 
 Timings need a quiet machine: the load average is printed before and after, and other
-processes competing for the cores make the many small kernels of ``tiled`` and ``explained``
+processes competing for the cores make the many small kernels of ``tiled`` and ``trace``
 wait at every thread barrier far more than SDPA's single fused call. Rerun when it is high.
 """
 
@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import attention_core as ac
 from attention_core import bench
 
-BASELINES = ("textbook", "explained", "tiled")  # each divided by sdpa
+BASELINES = ("textbook", "trace", "tiled")  # each divided by sdpa
 TRAINING = ("textbook", "tiled")  # forward + backward, each divided by sdpa's
 GRAD_DTYPES = ("float32", "bfloat16")  # the CPU's; float16 is checked on CUDA
 LEAN = "lean API"  # ac.scaled_dot_product_attention, timed beside the others
@@ -229,17 +229,17 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # 4. Peak extra memory of tiled at the largest n, in this process, against both materialising paths.
-    # The goal was set when "textbook" named the traced path, so it is checked against explained;
+    # The goal was set when "naive" named the traced path, so it is checked against trace;
     # the ratio to the textbook code (two n×n matrices, not six) is printed beside it.
-    tiled_peak, textbook_peak, explained_peak = (_peak(name, largest) for name in ("tiled", "textbook", "explained"))
-    if tiled_peak is not None and textbook_peak and explained_peak:
+    tiled_peak, textbook_peak, trace_peak = (_peak(name, largest) for name in ("tiled", "textbook", "trace"))
+    if tiled_peak is not None and textbook_peak and trace_peak:
         rows.append(
             (
-                f"tiled ÷ explained peak extra memory, n = {largest} "
-                f"(tiled {bench.format_bytes(tiled_peak)}, explained {bench.format_bytes(explained_peak)})",
-                f"1/{explained_peak / max(tiled_peak, 1):.0f}",
+                f"tiled ÷ trace peak extra memory, n = {largest} "
+                f"(tiled {bench.format_bytes(tiled_peak)}, trace {bench.format_bytes(trace_peak)})",
+                f"1/{trace_peak / max(tiled_peak, 1):.0f}",
                 "≤ 1/50",
-                tiled_peak * 50 <= explained_peak,
+                tiled_peak * 50 <= trace_peak,
             )
         )
         rows.append(
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     # 5. The memory models, against peaks measured in fresh worker processes.
-    for name in ("textbook", "explained", "numpy"):
+    for name in ("textbook", "trace", "numpy"):
         config = bench.BenchConfig(name, MEMORY_N, d=64, heads=8, batch=1, dtype="float32", device="cpu")
         peak = bench.fresh_process_peak(config)
         predicted = bench.get_impl(name).extra_bytes(config)
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     if busy > DISTURBED_LOAD_PER_CORE:
         print(
             f"warning: the load reached {busy:.1f} per core: other processes competed for the CPU, so the "
-            "timings below are disturbed (most of all explained and tiled). Rerun on a quiet machine.\n"
+            "timings below are disturbed (most of all trace and tiled). Rerun on a quiet machine.\n"
         )
     print(f"time per call, d = 64, 8 heads, float32, CPU: median of {args.repeats} rounds, ratios taken per round")
     head = f"{'n':>6}  {'sdpa ms':>9}  " + "  ".join(f"{name + ' ms':>12}  {'÷ sdpa':>7}" for name in BASELINES)

@@ -126,7 +126,7 @@ def test_an_over_cap_configuration_is_reported_as_skipped(monkeypatch):
 
 def test_the_page_names_both_materialising_baselines_and_says_why_explained_is_slower():
     at = open_page()
-    assert {"textbook", "explained"} <= set(at.multiselect(key="bm_impl").value)
+    assert {"textbook", "trace"} <= set(at.multiselect(key="bm_impl").value)
     page = text(at)
     assert "slower than textbook because it checks every n×n step" in page
     assert "textbook ≈ 3–4× the time of SDPA" in page  # what to expect, per baseline

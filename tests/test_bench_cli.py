@@ -52,7 +52,7 @@ def test_the_cli_defaults_are_the_pages_default_sweep(monkeypatch):
     monkeypatch.setattr("attention_core.bench.cli.run_sweep", fake_sweep)
     assert main(["--quiet"], stream=io.StringIO()) == 0
     assert seen["spec"].ns == DEFAULT_SWEEP.ns and seen["budget"] == bench.DEFAULT_BUDGET_S
-    assert {"textbook", "explained"} <= set(DEFAULT_SWEEP.impls)  # both baselines, side by side
+    assert {"textbook", "trace"} <= set(DEFAULT_SWEEP.impls)  # both baselines, side by side
     args = _parser().parse_args([])
     assert tuple(args.impl) == DEFAULT_SWEEP.impls
     assert (args.d, args.heads, args.batch, args.dtype, args.causal) == (

@@ -192,15 +192,15 @@ def test_every_memory_model_matches_the_cuda_allocator_within_20_percent(name, d
 @LINUX_PEAK
 @pytest.mark.parametrize(
     "name, causal",
-    [("textbook", False), ("textbook", True), ("explained", False), ("explained", True), ("numpy", False)],
+    [("textbook", False), ("textbook", True), ("trace", False), ("trace", True), ("numpy", False)],
 )
 def test_the_memory_models_hold_in_a_fresh_process(name, causal):
     """The model against the peak measured in a fresh worker (history cannot move it there).
 
     Margin: 20 fresh workers per case on a loaded 2-core machine gave measured ÷ predicted
-    of 0.976–1.007 (textbook 0.989–0.999, textbook causal 0.990–1.007, explained 0.976–0.981,
-    explained causal 0.976–0.979, numpy 0.983–0.999), so ±8 % is over three times the largest
-    deviation seen, and still fails a model one n×n matrix off (50 % for textbook, 17 % for explained).
+    of 0.976–1.007 (textbook 0.989–0.999, textbook causal 0.990–1.007, trace 0.976–0.981,
+    trace causal 0.976–0.979, numpy 0.983–0.999), so ±8 % is over three times the largest
+    deviation seen, and still fails a model one n×n matrix off (50 % for textbook, 17 % for trace).
     """
     config = BenchConfig(name, 512, d=64, heads=8, causal=causal)
     peak = bench.fresh_process_peak(config)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.browser
 
-TINY = "/benchmark?bm_impl=textbook&bm_impl=explained&bm_impl=sdpa&bm_impl=tiled&bm_nmax=256&bm_d=16&bm_heads=1"
+TINY = "/benchmark?bm_impl=textbook&bm_impl=trace&bm_impl=sdpa&bm_impl=tiled&bm_nmax=256&bm_d=16&bm_heads=1"
 
 
 def main_text(page: Page) -> str:
@@ -49,9 +49,9 @@ def test_a_tiny_sweep_shows_the_results_table(page: Page, streamlit_server: Stre
 
 
 def test_cancel_stops_a_run_and_the_next_run_still_works(page: Page, streamlit_server: StreamlitServer):
-    # explained and tiled: the two slowest paths, so the sweep is still running when Cancel arrives
+    # trace and tiled: the two slowest paths, so the sweep is still running when Cancel arrives
     goto(page, streamlit_server,
-         "/benchmark?bm_impl=explained&bm_impl=tiled&bm_nmax=2048&bm_d=16&bm_heads=1&bm_budget=120")  # fmt: skip
+         "/benchmark?bm_impl=trace&bm_impl=tiled&bm_nmax=2048&bm_d=16&bm_heads=1&bm_budget=120")  # fmt: skip
     page.get_by_role("button", name="Forget measurements").click()
     wait_idle(page)
     page.get_by_role("button", name="Run").click()

@@ -1,4 +1,4 @@
-"""The tiled online-softmax kernel against torch's SDPA, the explained path and a float64 reference."""
+"""The tiled online-softmax kernel against torch's SDPA, the traced path and a float64 reference."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _agrees(out: torch.Tensor, q, k, v, attn_mask=None, is_causal=False, scale=N
     """FlashAttention's rule on every device; on the CPU also within 1e-5 of torch's SDPA (measured here).
 
     A fixed 1e-5 is a CPU fact, not a law: on a GPU the fused kernels and cuBLAS sum in other orders,
-    so there the rule (error vs float64 ≤ 2 × standard attention's, same dtype, same device) decides.
+    so there the rule (error vs float64 ≤ 2 × textbook attention's, same dtype, same device) decides.
     """
     check = flash_rule(out, q, k, v, attn_mask, is_causal, scale=scale)
     assert check.passes, check.describe()

@@ -2,7 +2,7 @@
 
 - :mod:`.config`: the shared words, imported by every other module: one measurement
   (:class:`BenchConfig`: what, on which shape, in which mode), an entry (:class:`Impl`), dtypes, modes;
-- :mod:`.impls`: the registry of implementations (textbook, explained, sdpa and its forced kernels, tiled,
+- :mod:`.impls`: the registry of implementations (textbook, trace, sdpa and its forced kernels, tiled,
   numpy, tiled-triton) and their inputs, with the efficient routes of :mod:`.routes` (sdpa-masked,
   flex-window, linear, performer, linformer), which approximate attention and say by how much;
 - :mod:`.memory_models`: the bytes each implementation and route needs at its peak, forward and in training;

@@ -1,6 +1,6 @@
 """``python -m attention_core.bench``: run a sweep from the command line, print a table, write CSV.
 
-    python -m attention_core.bench --impl textbook explained sdpa tiled --n 512 1024 2048 4096 \\
+    python -m attention_core.bench --impl textbook trace sdpa tiled --n 512 1024 2048 4096 \\
         --d 64 --heads 8 [--kv-heads 2] --batch 1 --dtype float32 --device auto [--causal] \\
         [--mode fwd|bwd|fwd+bwd] [--csv out.csv]
     python -m attention_core.bench --impl sdpa flex-window linear performer linformer --n 1024 4096

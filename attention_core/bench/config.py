@@ -24,7 +24,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 MAX_N = 1 << 20
 # Older names of registry entries, still accepted (in links, scripts and CSVs): the entry's name today.
-RENAMED = {"naive": "textbook"}
+RENAMED = {"naive": "textbook", "explained": "trace"}
 MODES = ("fwd", "bwd", "fwd+bwd")
 MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
 MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs

@@ -36,8 +36,6 @@ from ..tiled_triton import interpreting, tiled_triton_attention, triton_availabl
 from ..validation import check_choice, check_int
 from .config import MAX_N, RENAMED, BenchConfig, Impl, Inputs, gqa_note, shared_kv
 from .memory_models import (
-    explained_extra_bytes,
-    explained_training_bytes,
     fused_extra_bytes,
     fused_training_bytes,
     math_extra_bytes,
@@ -47,6 +45,8 @@ from .memory_models import (
     textbook_training_bytes,
     tiled_config_bytes,
     tiled_training_bytes,
+    trace_extra_bytes,
+    trace_training_bytes,
     triton_config_bytes,
 )
 from .routes import ROUTE_IMPLEMENTATIONS, parse_route, route_impl
@@ -68,7 +68,7 @@ def _run_textbook(inputs: Inputs, causal: bool) -> torch.Tensor:
     return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
 
 
-def _run_explained(inputs: Inputs, causal: bool) -> torch.Tensor:
+def _run_trace(inputs: Inputs, causal: bool) -> torch.Tensor:
     q, k, v = shared_kv(inputs)
     return attention_trace(q, k, v, is_causal=causal).output
 
@@ -195,14 +195,14 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         lambda inputs, causal: "torch ops (textbook)" + gqa_note(inputs),
         training_bytes=textbook_training_bytes,
     ),
-    "explained": Impl(
-        "explained",
+    "trace": Impl(
+        "trace",
         "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
         "every intermediate (scores, scaled, masked, weights), so it is slower than textbook.",
-        _run_explained,
-        explained_extra_bytes,
+        _run_trace,
+        trace_extra_bytes,
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
-        training_bytes=explained_training_bytes,
+        training_bytes=trace_training_bytes,
     ),
     "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),

@@ -151,9 +151,9 @@ def memory_table(
     mode: str = "fwd",
 ) -> list[dict[str, Any]]:
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
-    here"), and whether the peak of the textbook code and of the explained path fits under ``cap_bytes``:
+    here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
-    textbook, explained = PEAK_SQUARES[check_choice("mode", mode, MODES)]
+    textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     rows = []
     for n in ns:
         size = score_matrix_bytes(n, dtype, batch, heads)
@@ -164,7 +164,7 @@ def memory_table(
                 "score matrix": format_bytes(size),
                 "fits here": None if free_bytes is None else size <= free_bytes,
                 "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
-                "explained ≤ cap": None if cap_bytes is None else explained * size <= cap_bytes,
+                "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
             }
         )
     return rows

@@ -57,8 +57,8 @@ def textbook_extra_bytes(c: BenchConfig) -> int:
     return 2 * _square(c) + _output(c) + _repeated_kv(c)
 
 
-def explained_extra_bytes(c: BenchConfig) -> int:
-    """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
+def trace_extra_bytes(c: BenchConfig) -> int:
+    """The traced path keeps scores, scaled and weights (and masked, under a mask) alive to
     the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
     six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
     overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
@@ -78,7 +78,7 @@ def textbook_training_bytes(c: BenchConfig) -> int:
     return 3 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
 
 
-def explained_training_bytes(c: BenchConfig) -> int:
+def trace_training_bytes(c: BenchConfig) -> int:
     """Autograd keeps three n×n of the traced softmax: the scores its row max reads, their exp, and
     the weights (``masked`` stands for the scores under a mask, whose inverted boolean mask is kept
     too). Backward through the max, subtract, exp, sum and divide of ``stable_softmax`` holds five
@@ -91,7 +91,7 @@ def explained_training_bytes(c: BenchConfig) -> int:
         return 5 * _square(c) + eq + _output(c)
     mask = c.n * c.n if c.causal else 0
     backward = 7 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)
-    return max(backward, explained_extra_bytes(c) + mask)
+    return max(backward, trace_extra_bytes(c) + mask)
 
 
 def fused_extra_bytes(c: BenchConfig) -> int:
@@ -195,7 +195,7 @@ def triton_config_bytes(c: BenchConfig) -> int:
     return tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c)
 
 
-# n×n matrices the textbook code and the explained path hold at the peak of a run in each mode,
+# n×n matrices the textbook code and the traced path hold at the peak of a run in each mode,
 # the squares of the models above, for the page's table; a backward timed alone still needs what its
 # forward kept, so bwd counts as fwd+bwd.
 PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}

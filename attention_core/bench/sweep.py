@@ -24,7 +24,7 @@ DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are
 class SweepSpec:
     """A grid of configurations: every implementation at every n, one shape and dtype."""
 
-    impls: tuple[str, ...] = ("textbook", "explained", "sdpa", "tiled")
+    impls: tuple[str, ...] = ("textbook", "trace", "sdpa", "tiled")
     ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     d: int = 64
     heads: int = 8

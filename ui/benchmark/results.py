@@ -101,7 +101,7 @@ def _summary(saved: dict[str, Any]) -> None:
         st.warning(
             f"When this run started the CPU was busy with other work (load {saved['load']:.1f} per core), "
             "so these timings are disturbed, most of all for implementations made of many small steps "
-            "(explained, tiled). Forget measurements and run again when the machine is quiet.",
+            "(trace, tiled). Forget measurements and run again when the machine is quiet.",
             icon=":material/warning:",
         )
 

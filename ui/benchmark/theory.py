@@ -24,7 +24,7 @@ BACKWARD_FLOPS = (
 )
 EXPECT = {
     "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: textbook ≈ 3–4× the time of "
-    "SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×.",
+    "SDPA, trace ≈ 10–13×, tiled ≈ 1–1.6×.",
     "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes 2–3× its "
     "forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
     "fwd+bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly, for forward + "
@@ -36,7 +36,7 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
     left, right = st.columns(2, gap="large")
-    textbook, explained = PEAK_SQUARES[spec.mode]
+    textbook, trace = PEAK_SQUARES[spec.mode]
     n = spec.ns[-1] if spec.ns else DEFAULT.ns[-1]
     with left:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
@@ -50,20 +50,20 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
                 "fits here": TICK("fits", help="one score matrix fits in free memory"),
                 "textbook ≤ cap": TICK("textbook", help=f"the textbook code's peak ({WORDS[textbook]} score "
                                        "matrices) fits under the cap"),
-                "explained ≤ cap": TICK("explained", help=f"the explained path's peak ({WORDS[explained]} score "
+                "trace ≤ cap": TICK("trace", help=f"the traced path's peak ({WORDS[trace]} score "
                                         "matrices) fits under the cap"),
             },
         )  # fmt: skip
         if free:
-            n_fit, n_naive, n_explained = (
+            n_fit, n_textbook, n_trace = (
                 bench.largest_fitting_n(limit, spec.dtype, spec.batch, spec.heads, copies=copies)
-                for limit, copies in ((free, 1), (cap, textbook), (cap, explained))
+                for limit, copies in ((free, 1), (cap, textbook), (cap, trace))
             )
             when = "in training" if spec.mode != "fwd" else "at its peak"
             st.markdown(
                 f"Largest n whose score matrix fits in the free memory here ({bench.format_bytes(free)}): "
-                f"**{n_fit}**. {when.capitalize()} the textbook code holds {WORDS[textbook]} of them and the explained "
-                f"path {WORDS[explained]}; under the cap they reach **{n_naive}** and **{n_explained}**."
+                f"**{n_fit}**. {when.capitalize()} the textbook code holds {WORDS[textbook]} of them and the traced "
+                f"path {WORDS[trace]}; under the cap they reach **{n_textbook}** and **{n_trace}**."
             )
     with right:
         st.markdown(f"**FLOPs per {bench.MODE_NAMES[spec.mode]} call** at n = {n}, d = {spec.d}"
@@ -104,7 +104,7 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
             "Softmax's backward needs only the weights P and one number per row, D. The **textbook** code (and "
             "torch's math kernel) lets autograd keep P, an n×n matrix per head, from the forward to the "
             "backward; at the backward's peak P, its gradient dP and the scores' gradient dS are all alive: "
-            "three n×n. **explained** keeps three n×n of its traced softmax and holds five more at its peak. "
+            "three n×n. **trace** keeps three n×n of its traced softmax and holds five more at its peak. "
             "**FlashAttention** (SDPA's fused kernels) and **tiled** keep only the output O and each row's "
             "log-sum-exp (lse): O(n) numbers per head. Their backward recomputes each tile's scores S = QKᵀ "
             "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."
