@@ -48,7 +48,7 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
     return fig
 
 
-def heads_grid(
+def heads_side_by_side(
     weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, columns: int = 4, talk: bool = False
 ) -> go.Figure:
     """Each head's ``(L, S)`` weights side by side on one 0…1 colour scale; ``weights`` is ``(h, L, S)``.

@@ -19,7 +19,7 @@ from attention_core.bert.analysis import (
     strongest_links_all,
 )
 from attention_core.bert.tokens import tokenize
-from figures.model import head_grid, layer_head_map, token_across_heads
+from figures.model import layer_head_grid, layer_head_map, token_across_heads
 from ui.model import encoder
 
 TIRED = "The animal didn't cross the street because it was too tired."
@@ -73,7 +73,7 @@ def pair_data() -> PairReading:
 # Figure builders from plain values, each built once per arguments (draw.figure).
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = sentence_data(text)
-    return head_grid(d.weights, d.tokens, selected=(layer, head), talk=talk)
+    return layer_head_grid(d.weights, d.tokens, selected=(layer, head), talk=talk)
 
 
 def token_figure(text: str, tok: int, talk: bool) -> go.Figure:
