@@ -130,3 +130,12 @@ def test_older_names_still_run_under_todays() -> None:
     for old, new in RENAMED.items():
         assert BenchConfig(old, 64).impl == new and get_impl(old) is IMPLEMENTATIONS[new]
         assert _parser().parse_args(["--impl", old]).impl == [old]  # the CLI takes it; the config renames it
+
+
+def test_a_route_with_its_knob_runs_from_the_command_line() -> None:
+    out = io.StringIO()
+    argv = ["--impl", "sdpa", "performer(32)", "--n", "128", "--d", "16", "--heads", "1", "--min-run-time", "0"]
+    assert main([*argv, "--quiet"], stream=out) == 0
+    assert any(line.split()[:1] == ["performer(32)"] and " ok " in line for line in out.getvalue().splitlines())
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--impl", "performer(x)"])
