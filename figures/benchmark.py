@@ -21,7 +21,8 @@ MIB = 2**20
 
 
 def _color(impl: str) -> str:
-    return IMPL_COLORS.get(impl, THEORY)
+    """An entry's colour; a route with its knob (``performer(64)``) keeps its route's."""
+    return IMPL_COLORS.get(impl, IMPL_COLORS.get(impl.partition("(")[0], THEORY))
 
 
 def _by_impl(rows: Sequence[Row], *, ok_only: bool = True) -> dict[str, list[Row]]:
