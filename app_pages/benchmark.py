@@ -16,11 +16,11 @@ from ui.frame import talk
 def benchmark() -> None:
     st.title("Benchmark: what attention costs here")
     draw.prose(
-        "Attention compares every query with every key, so the **naive** code that tutorials write, "
+        "Attention compares every query with every key, so the **textbook** code that tutorials write, "
         "`softmax(q @ k.T * scale) @ v`, builds an **n × n** matrix: twice the length means four times "
         "the work and four times the memory. Fused kernels (torch's SDPA) and the **tiled** online "
-        "softmax do the same arithmetic without keeping that matrix. **explained** is the walkthrough's "
-        "path: it is slower than naive because it checks every n×n step for NaN and overflow and keeps "
+        "softmax do the same arithmetic without keeping that matrix. **trace** is the walkthrough's "
+        "path: it is slower than textbook because it checks every n×n step for NaN and overflow and keeps "
         "every intermediate (scores, scaled, weights) for the walkthrough to show. "
         "Measure all of them on this machine."
     )

@@ -25,7 +25,7 @@ def home() -> None:
          "scalings, initialisation, a stable softmax and a small training run, each beside its theory."),
         ("app_pages/benchmark.py", "Benchmark", ":material/speed:",
          "What attention costs on this machine: time, memory and FLOP rate against n for textbook attention, "
-         "the explained path, torch's fused kernels and tiled online softmax, with the n² theory beside them."),
+         "the traced path, torch's fused kernels and tiled online softmax, with the n² theory beside them."),
         ("app_pages/heads.py", "Heads", ":material/view_week:",
          "Multi-head, grouped-query and multi-query attention on a sentence, the KV cache of real models "
          "against GPU memory, and decoding token by token, timed live with and without a cache."),

@@ -5,28 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.bert.analysis import (
-    PairReading,
-    coreference_pair,
-    entropy_share,
-    sentence_weights,
-    sink_shares,
-    strongest_links_all,
-)
-from attention_core.bert.tokens import MAX_TOKENS, tokenize
-from figures.model import head_grid, head_label, layer_head_map, token_across_heads
+from attention_core.bert.tokens import MAX_TOKENS
+from figures.model import head_label
 from figures.style import PLOTLY_CONFIG
 from ui import draw, links
 from ui.frame import talk
-from ui.model import encoder
+from ui.model.data import TIRED, WIDE, SentenceReading, grid_figure, map_figure, pair_data, sentence_data, token_figure
 
 WALKTHROUGH = "app_pages/walkthrough.py"
 TRAINED = "Trained model"  # the walkthrough's name for its model preset (its PRESET_NAMES["model"]), as links write it
-TIRED = "The animal didn't cross the street because it was too tired."
-WIDE = "The animal didn't cross the street because it was too wide."
 OWN = "Your own sentence"
 EXAMPLES = {  # by the names the link writes
     "Tired animal": TIRED,
@@ -42,52 +31,6 @@ SINK = (
     "a total of 1 in every row, so a head with nothing relevant to pick up parks its weight on a token such "
     "as [SEP] or [CLS], whose value then changes the output little."
 )
-MAPS = {"cls": "Share of attention on [CLS]", "sep": "Share of attention on [SEP]",
-        "entropy": "Row entropy ÷ its maximum log L"}  # fmt: skip
-
-
-# Bounded: a 128-token sentence keeps 6·12·128·128 float32 weights (4.7 MB), so 16 of them ≤ 76 MB.
-@st.cache_data(max_entries=16, show_spinner=False)
-def sentence_data(text: str) -> dict[str, Any]:
-    """Tokens, every head's weights (6, 12, L, L) and the sink readings of one sentence."""
-    bert = encoder()
-    unknown = tokenize(bert.tokenizer, text).unknown  # validates: ValueError for empty or long text
-    tokens, w = sentence_weights(bert, text)
-    cls, sep = sink_shares(w)
-    return {
-        "links": strongest_links_all(w, k=3),  # for every token, so choosing one needs no compute
-        "tokens": list(tokens), "unknown": list(unknown), "weights": w.cpu().numpy(),
-        "cls": cls.cpu().numpy(), "sep": sep.cpu().numpy(), "entropy": entropy_share(w).cpu().numpy(),
-    }  # fmt: skip
-
-
-@st.cache_data(show_spinner=False)
-def pair_data() -> PairReading:
-    """Every head on the tired/wide pair: "it" → "animal" and "it" → "street" in both sentences.
-
-    Sentence a is the tired one (it = animal), b the wide one (it = street): ``a_right`` is tired → animal,
-    ``a_wrong`` tired → street, ``b_right`` wide → street, ``b_wrong`` wide → animal.
-    """
-    bert = encoder()
-    tired, wide = sentence_weights(bert, TIRED), sentence_weights(bert, WIDE)
-    return coreference_pair(tired, wide, pronoun="it", a_referent="animal", b_referent="street")
-
-
-# Figure builders from plain values, each built once per arguments (draw.figure).
-def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
-    d = sentence_data(text)
-    return head_grid(d["weights"], d["tokens"], selected=(layer, head), talk=talk)
-
-
-def token_figure(text: str, tok: int, talk: bool) -> go.Figure:
-    d = sentence_data(text)
-    return token_across_heads(d["weights"][:, :, tok, :], d["tokens"], tok, talk=talk)  # (6, 12, L)
-
-
-def map_figure(text: str, what: str, talk: bool) -> go.Figure:
-    return layer_head_map(sentence_data(text)[what], title=MAPS[what], talk=talk)
-
-
 # --------------------------------------------------------------------------------------------
 # Controls: choosing an example fills the sentence; typing makes it "your own"
 
@@ -126,7 +69,7 @@ def _settle_link() -> None:
 def _link_token(old: str) -> str | None:
     """Old links named the token by its index in the link's sentence (-1: the default)."""
     try:
-        labels, default = token_labels(sentence_data(st.query_params.get("md_text", TIRED))["tokens"])
+        labels, default = token_labels(sentence_data(st.query_params.get("md_text", TIRED)).tokens)
     except ValueError:
         return None
     return labels[int(old)] if old.isdigit() and int(old) < len(labels) else labels[default] if old == "-1" else None
@@ -178,8 +121,8 @@ def grid_section(text: str) -> None:
         st.switch_page(WALKTHROUGH, query_params=walkthrough_query(text, layer, head))
 
 
-def token_section(text: str, d: dict[str, Any]) -> None:
-    tokens = d["tokens"]
+def token_section(text: str, d: SentenceReading) -> None:
+    tokens = d.tokens
     labels, default = token_labels(tokens)
     if st.session_state.get("_md_tok_sentence", text) != text:  # a new sentence starts again from "it"
         st.session_state.md_tok = labels[default]
@@ -187,7 +130,7 @@ def token_section(text: str, d: dict[str, Any]) -> None:
     heading, c = st.container(), st.columns([1, 3], vertical_alignment="center")
     tok = labels.index(c[0].selectbox("Token", labels, default, key="md_tok", bind="query-params"))
     heading.markdown(f"### Who does `{tokens[tok]}` look at?")  # a token in code: "nan" is a word here, not a number
-    strongest = d["links"][tok]
+    strongest = d.links[tok]
     if strongest:
         parts = [f"{head_label(layer, head)} gives `{tokens[j]}` {w:.2f}" for layer, head, j, w in strongest]
         c[1].markdown("**Strongest links from this token:** " + "; ".join(parts) + ".")
@@ -224,17 +167,17 @@ def pair_section() -> None:
     st.markdown("\n\n".join(lines))
 
 
-def sink_section(text: str, d: dict[str, Any]) -> None:
+def sink_section(text: str, d: SentenceReading) -> None:
     st.subheader("Attention sinks")
     st.markdown(SINK)
-    n, both = len(d["tokens"]), d["cls"] + d["sep"]
-    sink = "[CLS]" if d["cls"].max() >= d["sep"].max() else "[SEP]"
-    shares = d["cls"] if sink == "[CLS]" else d["sep"]
+    n, both = len(d.tokens), d.cls + d.sep
+    sink = "[CLS]" if d.cls.max() >= d.sep.max() else "[SEP]"
+    shares = d.cls if sink == "[CLS]" else d.sep
     layer, head = np.unravel_index(int(np.argmax(shares)), shares.shape)
     st.markdown(
         f"On this sentence the average head puts **{both.mean():.0%}** of its attention on [CLS] and [SEP], "
-        f"2 of its {n} tokens ({2 / n:.0%} if it spread evenly): [CLS] takes {d['cls'].mean():.0%}, [SEP] "
-        f"{d['sep'].mean():.0%}. The heaviest sink: **{head_label(int(layer), int(head))}** puts "
+        f"2 of its {n} tokens ({2 / n:.0%} if it spread evenly): [CLS] takes {d.cls.mean():.0%}, [SEP] "
+        f"{d.sep.mean():.0%}. The heaviest sink: **{head_label(int(layer), int(head))}** puts "
         f"{shares[layer, head]:.2f} of its attention on {sink}."
     )
     # Side by side on a monitor; one under the other in talk mode, so 12 numbers a row stay legible.
@@ -264,13 +207,13 @@ def model_page() -> None:
     except ValueError as exc:
         st.error(f"This sentence can't be read: {exc}.")
         return
-    if d["unknown"]:
-        pieces = [u if len(u) <= 24 else u[:23] + "…" for u in d["unknown"][:8]]
+    if d.unknown:
+        pieces = [u if len(u) <= 24 else u[:23] + "…" for u in d.unknown[:8]]
         st.warning(
             "Not in the model's vocabulary, so the model reads each as [UNK] (unknown): "
-            + ", ".join(f"“{u}”" for u in pieces) + (", …" if len(d["unknown"]) > 8 else "")
+            + ", ".join(f"“{u}”" for u in pieces) + (", …" if len(d.unknown) > 8 else "")
         )
-    st.markdown(f"**{len(d['tokens'])} tokens:** " + " · ".join(f"`{t}`" for t in d["tokens"]))
+    st.markdown(f"**{len(d.tokens)} tokens:** " + " · ".join(f"`{t}`" for t in d.tokens))
     grid_section(text)
     st.divider()
     token_section(text, d)

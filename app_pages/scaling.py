@@ -6,10 +6,11 @@ is in ``ui/scaling/``.
 
 from __future__ import annotations
 
-import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ui import links
 from ui.frame import talk
+from ui.page import columns, tabbed_page
 from ui.scaling.gradients import gradients_tab
 from ui.scaling.initialisation import init_tab
 from ui.scaling.saturation import saturation_tab
@@ -28,6 +29,10 @@ TABS = {
     "Numerical stability": stability_tab,
     "Training": training_tab,
 }
+INTRO = (
+    "Why attention divides its scores by √d_k, measured live: each tab samples random vectors, computes what the "
+    "claim predicts, and shows both."
+)
 # Which tabs read the shared controls (the others disable them, so it is clear they do nothing there).
 USES_DK = USES_SEED = set(TABS) - {"Numerical stability"}
 USES_KEYS = {"Saturation", "Gradients", "Scaling strategies", "Training"}
@@ -44,9 +49,9 @@ def short_number(old: str) -> str | None:
         return None
 
 
-def shared_controls(tab: str) -> Shared:
+def shared_controls(box: DeltaGenerator, tab: str) -> Shared:
     """d_k, keys and seed above the tabs; disabled where the open tab does not use them."""
-    c = st.columns([3, 2, 1])
+    c = columns(box, [3, 2, 1])
     return Shared(
         c[0].select_slider("Key width d_k", DIMS, 512, key="sc_dk", bind="query-params", disabled=tab not in USES_DK,
                            help="The length of each query and key vector."),
@@ -59,24 +64,13 @@ def shared_controls(tab: str) -> Shared:
     )  # fmt: skip
 
 
-def scaling_page() -> None:
-    links.upgrade(sc_ln=links.on_off, sc_opt=OLD_OPTIMIZERS, sc_init=OLD_INITS, sc_tau=short_number, sc_lr=short_number)
-    if not talk():  # on a projector the tabs say where we are; the room goes to the figure
-        st.title("The √d_k explorer")
-        st.markdown(
-            "Why attention divides its scores by √d_k, measured live: each tab samples random vectors, "
-            "computes what the claim predicts, and shows both."
-        )
-    settings = st.popover("Settings", icon=":material/tune:") if talk() else st.container(border=True)
-    tabs = st.tabs(list(TABS), key="sc_tab", bind="query-params", on_change="rerun")
-    name, tab = next((n, t) for n, t in zip(TABS, tabs, strict=True) if t.open)
-    with settings:  # above the tabs, drawn once the open tab is known
-        shared = shared_controls(name)
-    with tab:
-        try:
-            TABS[name](shared)
-        except ValueError as exc:
-            st.error(f"These settings cannot be computed: {exc}")
+def summary(sh: Shared, tab: str) -> str:
+    """The shared settings in one line, beside the folded popover in talk mode."""
+    if tab not in USES_DK:
+        return "These settings belong to the other tabs."
+    keys = f" · n = {sh.n_keys} keys" if tab in USES_KEYS else ""
+    return f"d_k = {sh.d_k}{keys} · seed {sh.seed}"
 
 
-scaling_page()
+links.upgrade(sc_ln=links.on_off, sc_opt=OLD_OPTIMIZERS, sc_init=OLD_INITS, sc_tau=short_number, sc_lr=short_number)
+tabbed_page(TABS, key="sc_tab", title="The √d_k explorer", intro=INTRO, settings=shared_controls, summary=summary)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.device import default_device
 from attention_core.presets import (
     DECODER_HEAD,
     DECODER_LAYER,
@@ -17,26 +14,14 @@ from attention_core.presets import (
     MODEL_LAYER,
     MODEL_TEXT,
     PRESETS,
-    WalkthroughInputs,
 )
-from attention_core.walkthrough import (
-    MASK_KINDS,
-    STEP_NAMES,
-    UPSTREAM,
-    WalkthroughResult,
-    run_walkthrough,
-    top_sources,
-    upstream_gradient,
-    walkthrough_backward,
-)
+from attention_core.walkthrough import MASK_KINDS, STEP_NAMES, UPSTREAM
 from figures.style import PLOTLY_CONFIG
-from figures.walkthrough import compare_masks, matrix_heatmap, output_blend, query_scores, query_weights
 from ui import draw, links
-from ui.decoder.snippet import decoder_head_snippet
 from ui.frame import talk
-from ui.snippets import walkthrough_snippet
+from ui.walkthrough.data import Settings, Walkthrough, backward_data, walkthrough_data
+from ui.walkthrough.figures import BACKWARD, backward_figure, compare_figure, heatmap_figure, query_figure
 
-DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 # Choices are shown, and written in the link, by these names: short, so the link stays readable.
 PRESET_NAMES = {"tiny": "Tiny example", "sentence": "Sentence", "random": "Random", "model": "Trained model",
                 "decoder": "Gemma decoder"}  # fmt: skip
@@ -46,24 +31,6 @@ VIEW_NAMES = {
     "backward": "Backward",
 }  # fmt: skip
 UPSTREAM_NAMES = {"row": "1 on one output row", "ones": "All ones", "random": "Random"}
-# The backward pass's steps: (matrix, its formula, rows, columns, what it says).
-BACKWARD = [
-    ("grad_output", r"dO = \frac{\partial L}{\partial O}", "q_tokens", "d_v",
-     "How the loss changes with each entry of the output: where the backward pass starts."),
-    ("grad_v", r"dV = P^\top dO", "k_tokens", "d_v",
-     "Each value row gets back the gradient of every output row that used it, weighted as much as it was used."),
-    ("grad_weights", r"dP = dO\,V^\top", "q_tokens", "k_tokens",
-     "How the loss changes with each weight: the output row's gradient, dotted with the value row it weighted."),
-    ("row_dot", r"D_i = \textstyle\sum_j dO_{ij}\, O_{ij} = \sum_j P_{ij}\, dP_{ij}", "q_tokens", "one",
-     "One number per query: the weight-averaged dP of its row. Softmax's backward needs nothing else from "
-     "the forward pass but P itself."),
-    ("grad_scores", r"dS = P \circ (dP - D)", "q_tokens", "k_tokens",
-     "Softmax's backward: each weight's gradient minus its row's average, times the weight. A blocked key "
-     "(P = 0) gets exactly 0."),
-    ("grad_q", r"dQ = dS\,K \cdot \mathrm{scale}", "q_tokens", "d_k",
-     "Back through QKᵀ and the scale, to the queries."),
-    ("grad_k", r"dK = dS^\top Q \cdot \mathrm{scale}", "k_tokens", "d_k", "…and to the keys."),
-]
 FORMULAS = [
     r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V",
     r"S = QK^\top,\qquad S_{ij} = q_i \cdot k_j",
@@ -106,97 +73,8 @@ MASK_ROWS = {
 }
 
 
-def note(inp: WalkthroughInputs, params: dict[str, Any]) -> str:
-    """Where the preset's numbers come from, in a sentence."""
-    seed, layer, head = params["seed"], params.get("layer", MODEL_LAYER), params.get("head", MODEL_HEAD)
-    if inp.name == "tiny":
-        return "Small integers, so every product can be checked by hand." + (
-            " Positions are added, so the inputs are no longer whole numbers." if inp.positions else ""
-        )
-    if inp.name == "sentence":
-        return (
-            "Word vectors are seeded random numbers plus a few hand-set shared features ('animal', 'it' and "
-            "'tired' share one), so related words look alike. The projections are random, not trained."
-        )
-    if inp.name == "random":
-        return f"Gaussian inputs from seed {seed}; projections scaled by 1/√d_model."
-    if inp.name == "decoder":
-        kind = "global: full causal" if layer in (5, 11, 17) else "local: a window of 512, wider than this text"
-        return (
-            f"Real weights: gemma-3-270m, layer {layer} ({kind}), query head {head} (counted from 0), which reads "
-            f"the layer's one key/value head with its three other query heads. X is what layer {layer}'s attention "
-            "reads, after its RMSNorm. Q and K are X·W, then RMS-normalised (QK-norm) and rotated by position "
-            "(RoPE): step 0 shows the Q and K the scores use, so Q ≠ X·W_Q here."
-            + ("" if params["mask"] == "causal" else " The model itself uses the causal mask: choose it to see "
-               "the weights it computes.")
-        )  # fmt: skip
-    reads = "the embeddings" if layer == 0 else f"the output of layer {layer - 1}"
-    text = (
-        f"Real weights: all-MiniLM-L6-v2, layer {layer}, head {head} (counted from 0). X is what layer {layer} "
-        f"reads ({reads}), with a last column of 1s so that each W's last row is the projection's bias."
-    )
-    unknown = f" Not in the vocabulary, read as [UNK]: {', '.join(map(repr, inp.unknown))}." if inp.unknown else ""
-    return text + unknown
-
-
-def run(
-    preset: str, n: int, d_model: int, d_k: int, d_v: int, seed: int, mask: str, pad: int, scaled: bool, pos: bool,
-    drop: float, text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD,
-) -> WalkthroughResult:  # fmt: skip
-    """The core's walkthrough for the controls' values (named as the controls are)."""
-    model = None
-    if preset == "model":  # the trained encoder, loaded once per server, only when this preset is chosen
-        from ui.model import encoder
-
-        model = encoder()
-    elif preset == "decoder":  # the trained decoder, likewise
-        from ui.decoder.model import decoder
-
-        model = decoder()
-    return run_walkthrough(
-        preset, n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, mask=mask, pad=pad,
-        scaled=scaled, positions=pos, dropout_p=drop, text=text, layer=layer, head=head, model=model, device=DEVICE,
-    )  # fmt: skip
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def walkthrough_data(**params: Any) -> dict[str, Any]:
-    """The trace and its checks as plain numpy arrays, cached on the controls' plain values."""
-    r = run(**params)
-    t, inp = r.trace, r.inputs
-
-    def cpu(x: Any) -> np.ndarray:
-        return x.detach().cpu().numpy()
-
-    blocked = ~cpu(r.mask) if r.mask is not None else np.zeros((inp.n_q, inp.n_k), dtype=bool)
-    return {
-        "q_tokens": list(inp.query_tokens), "k_tokens": list(inp.key_tokens), "note": note(inp, params),
-        "x_q": cpu(inp.x_q), "x_kv": cpu(inp.x_kv), "w_q": cpu(inp.w_q), "w_k": cpu(inp.w_k), "w_v": cpu(inp.w_v),
-        "q": cpu(inp.q), "k": cpu(inp.k), "v": cpu(inp.v),
-        "scores": cpu(t.scores), "scaled": cpu(t.scaled), "masked": cpu(t.masked), "weights": cpu(t.weights),
-        "output": cpu(t.output), "dropped": cpu(t.dropped),
-        "keep": cpu(t.dropout_keep) if t.dropout_keep is not None else None,
-        "blocked": blocked, "scale": t.scale, "valid": r.valid_keys, "fully_masked": r.fully_masked,
-        "delta_core": r.delta_core, "delta_torch": r.delta_torch,
-        "row_sum_error": r.row_sum_error, "preset": params["preset"],
-        "snippet": walkthrough_snippet(r) if params["preset"] != "decoder" else decoder_head_snippet(
-            params["text"], params["layer"], params["head"]),
-        "top": [top_sources(t.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
-        "d_k": inp.d_k, "d_v": inp.d_v, "d_model": inp.d_model,
-    }  # fmt: skip
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def backward_data(upstream: str, row: int, **params: Any) -> dict[str, Any]:
-    """The backward pass of the walkthrough's trace for one upstream gradient, and its check against autograd."""
-    r = run(**params)
-    back, delta = walkthrough_backward(r, upstream_gradient(upstream, r, row=row))
-    out = {name: getattr(back, name).detach().cpu().numpy() for name, *_ in BACKWARD}
-    return out | {"delta_autograd": delta}
-
-
-def controls(box: Any) -> dict[str, Any]:
-    """The input controls, drawn in ``box``; their values by the names ``walkthrough_data`` takes."""
+def controls(box: Any) -> Settings:
+    """The input controls, drawn in ``box``."""
     links.upgrade(preset=PRESET_NAMES, mask=MASK_NAMES, view=VIEW_NAMES, scaled=links.on_off, pos=links.on_off)
     with box:
         c = st.columns([1.3, 1.5, 1, 1])
@@ -251,72 +129,37 @@ def controls(box: Any) -> dict[str, Any]:
                                         help="5, 11 and 17 are global; the others have a window of 512."),
                 "head": c[2].selectbox("Query head", range(4), DECODER_HEAD, key="dhead", bind="query-params"),
             }  # fmt: skip
-    return p
+    return Settings(**p)
 
 
 def _step_by(delta: int) -> None:
     st.session_state.step = min(5, max(0, int(st.session_state.step) + delta))
 
 
-def _labels(d: dict[str, Any], name: str) -> list[str]:
-    """Axis labels by name: the token lists, or feature indices 0…d-1 of d_k, d_v or d_model."""
-    return d[name] if name in ("q_tokens", "k_tokens") else [str(i) for i in range(d[name])]
-
-
-# Figures are built once per view and kept (draw.figure): keys are plain values, so nothing big is hashed.
-def heatmap_figure(key: tuple, matrix: str, rows: str, cols: str, talk: bool, opts: tuple) -> go.Figure:
-    d = walkthrough_data(**dict(key))
-    kw = dict(opts)
-    if kw.pop("use_blocked", False):
-        kw["blocked"] = d["blocked"]
-    if kw.pop("use_dropped", False):
-        kw["dropped"] = ~d["keep"]
-    return matrix_heatmap(d[matrix], _labels(d, rows), _labels(d, cols), talk=talk, **kw)
-
-
-def query_figure(key: tuple, kind: str, i: int, talk: bool) -> go.Figure:
-    d = walkthrough_data(**dict(key))
-    kt = d["k_tokens"]
-    if kind == "scores":
-        return query_scores(d["scores"][i], d["scaled"][i], kt, scale=d["scale"], talk=talk)
-    if kind == "weights":
-        return query_weights(d["weights"][i], kt, blocked=d["blocked"][i], talk=talk)
-    return output_blend(d["weights"][i], d["v"], kt, talk=talk)
-
-
-def compare_figure(key: tuple, talk: bool, width: int, height: int | None) -> go.Figure:
-    base = dict(key) | {"mask": "none", "drop": 0.0}
-    plain, causal = walkthrough_data(**base), walkthrough_data(**{**base, "mask": "causal"})
-    return compare_masks(
-        plain["weights"], causal["weights"], plain["q_tokens"], plain["k_tokens"],
-        left_title="no mask", right_title="causal mask", talk=talk, width=width, height=height,
-    )  # fmt: skip
-
-
-def _heatmap(d: dict[str, Any], matrix: str, rows: str, cols: str, key: str, fit: str | None = None,
+def _heatmap(s: Settings, matrix: str, rows: str, cols: str, key: str, fit: str | None = None,
              **opts: Any) -> None:  # fmt: skip
-    fig = draw.figure(heatmap_figure, d["key"], matrix, rows, cols, talk(), tuple(sorted(opts.items())))
+    fig = draw.figure(heatmap_figure, s, matrix, rows, cols, talk(), tuple(sorted(opts.items())))
     # Small side-by-side matrices (colorbar off) get no mode bar: it would cover their titles.
     config = PLOTLY_CONFIG if opts.get("colorbar", True) else {**PLOTLY_CONFIG, "displayModeBar": False}
     draw.chart(fig, key, fit=fit, config=config)
 
 
-def show_step(step: int, d: dict[str, Any]) -> None:
+def show_step(step: int, s: Settings, d: Walkthrough) -> None:
     """Formula, shape, explanation and heatmap of one step."""
-    qt, kt = d["q_tokens"], d["k_tokens"]
+    qt, kt = d.q_tokens, d.k_tokens
     n_q, n_k = len(qt), len(kt)
     head = st.columns([2, 3], vertical_alignment="center")
     head[0].subheader(f"{step}. {STEP_NAMES[step]}")
     with head[1]:
-        st.latex(DECODER_QKV if step == 0 and d["preset"] == "decoder" else FORMULAS[step] if step != 2 or
-                 d["scale"] != 1.0 else r"S' = S \quad(\text{scaling off})")  # fmt: skip
+        st.latex(DECODER_QKV if step == 0 and d.preset == "decoder" else FORMULAS[step] if step != 2 or
+                 d.scale != 1.0 else r"S' = S \quad(\text{scaling off})")  # fmt: skip
     shape = [
-        f"X: {n_k}×{d['d_model']} → Q: {n_q}×{d['d_k']}, K: {n_k}×{d['d_k']}, V: {n_k}×{d['d_v']}",
-        f"{n_q}×{d['d_k']} · ({n_k}×{d['d_k']})ᵀ → {n_q}×{n_k}",
-        f"{n_q}×{n_k}, every entry × {d['scale']:.4g}" + (f" = 1/√{d['d_k']}" if d["scale"] != 1.0 else ""),
-        f"{n_q}×{n_k}, {int(d['blocked'].sum())} cell(s) set to −∞",
+        f"X: {n_k}×{d.d_model} → Q: {n_q}×{d.d_k}, K: {n_k}×{d.d_k}, V: {n_k}×{d.d_v}",
+        f"{n_q}×{d.d_k} · ({n_k}×{d.d_k})ᵀ → {n_q}×{n_k}",
+        f"{n_q}×{n_k}, every entry × {d.scale:.4g}" + (f" = 1/√{d.d_k}" if d.scale != 1.0 else ""),
+        f"{n_q}×{n_k}, {int(d.blocked.sum())} cell(s) set to −∞",
         f"{n_q}×{n_k}, each row sums to 1",
-        f"{n_q}×{n_k} · {n_k}×{d['d_v']} → {n_q}×{d['d_v']}",
+        f"{n_q}×{n_k} · {n_k}×{d.d_v} → {n_q}×{d.d_v}",
     ][step]
     fit = "walkthrough.steps-tall" if step in (3, 4) else "walkthrough.steps"
     if talk():  # the matrix gets the full width on a projector; the shape goes under the heading, notes below
@@ -329,11 +172,11 @@ def show_step(step: int, d: dict[str, Any]) -> None:
         left.markdown(f"**Shape:** {shape}")
         left.markdown(EXPLAIN[step])
     with left:
-        if step == 3 and not d["blocked"].any():
+        if step == 3 and not d.blocked.any():
             st.info("No mask is chosen, so this step leaves the scores unchanged.")
-        if step >= 3 and d["fully_masked"]:
+        if step >= 3 and d.fully_masked:
             st.warning(
-                f"Every key is masked for {', '.join(f'“{qt[i]}”' for i in d['fully_masked'])}. Softmax has "
+                f"Every key is masked for {', '.join(f'“{qt[i]}”' for i in d.fully_masked)}. Softmax has "
                 "nothing to share out there, so those rows get zero weights and a zero output, as torch's fused "
                 "kernels give (a plain softmax would compute 0/0 and show NaN)."
             )
@@ -341,35 +184,35 @@ def show_step(step: int, d: dict[str, Any]) -> None:
         if step == 0:
             for col, name in zip(st.columns(3), ("q", "k", "v"), strict=True):
                 with col:
-                    _heatmap(d, name, "q_tokens" if name == "q" else "k_tokens", "d_v" if name == "v" else "d_k",
+                    _heatmap(s, name, "q_tokens" if name == "q" else "k_tokens", "d_v" if name == "v" else "d_k",
                              f"wt_step0_{name}", fit, title=name.upper(), kind="plain", col_title="feature",
                              colorbar=False, width=(width - 32) // 3, height=height)  # fmt: skip
             # Lazy: the four extra heatmaps are built and sent only while the expander is open.
             xw = st.expander("X and the projection matrices W_Q, W_K, W_V", key="wt_xw", on_change="rerun")
             if xw.open:
                 with xw:
-                    _heatmap(d, "x_kv", "k_tokens", "d_model", "wt_x", title="X (keys' tokens)", kind="plain",
+                    _heatmap(s, "x_kv", "k_tokens", "d_model", "wt_x", title="X (keys' tokens)", kind="plain",
                              col_title="feature")  # fmt: skip
                     for col, name in zip(st.columns(3), ("w_q", "w_k", "w_v"), strict=True):
                         with col:
-                            _heatmap(d, name, "d_model", "d_v" if name == "w_v" else "d_k", f"wt_{name}",
+                            _heatmap(s, name, "d_model", "d_v" if name == "w_v" else "d_k", f"wt_{name}",
                                      title=name.upper(), kind="plain", colorbar=False)  # fmt: skip
             return
         matrix = {1: "scores", 2: "scaled", 3: "masked", 4: "weights", 5: "output"}[step]
-        _heatmap(d, matrix, "q_tokens", "d_v" if step == 5 else "k_tokens", f"wt_step{step}", fit,
+        _heatmap(s, matrix, "q_tokens", "d_v" if step == 5 else "k_tokens", f"wt_step{step}", fit,
                  kind="weights" if step == 4 else "signed", use_blocked=step in (3, 4), row_title="query",
                  col_title="feature" if step == 5 else "key", width=width, height=height)  # fmt: skip
-        if step >= 4 and d["keep"] is not None:
+        if step >= 4 and d.keep is not None:
             p = float(st.session_state.drop)
             st.markdown(
                 f"**Dropout p = {p:.1f}:** cells marked × were zeroed; the survivors are multiplied by "
                 f"1/(1−p) = {1 / (1 - p):.2f}, so each row's expected total is still 1. The output uses these."
             )
-            _heatmap(d, "dropped", "q_tokens", "k_tokens", "wt_dropped", fit, kind="signed", use_dropped=True,
+            _heatmap(s, "dropped", "q_tokens", "k_tokens", "wt_dropped", fit, kind="signed", use_dropped=True,
                      row_title="query", col_title="key", width=width, height=height)  # fmt: skip
 
 
-def steps_view(d: dict[str, Any], nav: Any = None) -> None:
+def steps_view(s: Settings, d: Walkthrough, nav: Any = None) -> None:
     """The step control (in ``nav`` when given: talk mode puts it in the top row) and one step."""
     with nav if nav is not None else st.container():
         c = st.columns([1, 4, 1] if nav is None else [1, 2.2, 1], vertical_alignment="center")
@@ -379,13 +222,13 @@ def steps_view(d: dict[str, Any], nav: Any = None) -> None:
                     width="stretch", disabled=step <= 0, key="wt_prev", help="Previous step (←)")  # fmt: skip
         c[2].button("Next ▶", on_click=_step_by, args=(1,), shortcut="right", width="stretch",
                     disabled=step >= 5, key="wt_next", help="Next step (→)")  # fmt: skip
-    show_step(step, d)
+    show_step(step, s, d)
 
 
-def all_view(d: dict[str, Any]) -> None:
+def all_view(s: Settings, d: Walkthrough) -> None:
     if talk():  # each panel fits the window on its own, so the presenter scrolls one panel at a time
         cols = [st.container()]
-        width, height = draw.TALK_WIDTH, draw.room("walkthrough.all", natural=90 + 44 * len(d["q_tokens"]))
+        width, height = draw.TALK_WIDTH, draw.room("walkthrough.all", natural=90 + 44 * len(d.q_tokens))
     else:
         cols, width, height = st.columns(2), (draw.NORMAL_WIDTH - 16) // 2, None
     for i, step in enumerate(range(1, 6)):
@@ -393,29 +236,29 @@ def all_view(d: dict[str, Any]) -> None:
             st.markdown(f"**{step}. {STEP_NAMES[step]}**")
             st.latex(FORMULAS[step])
             matrix = ("scores", "scaled", "masked", "weights", "output")[i]
-            _heatmap(d, matrix, "q_tokens", "d_v" if step == 5 else "k_tokens", f"wt_all{step}", "walkthrough.all",
+            _heatmap(s, matrix, "q_tokens", "d_v" if step == 5 else "k_tokens", f"wt_all{step}", "walkthrough.all",
                      kind="weights" if step == 4 else "signed", use_blocked=step in (3, 4), width=width,
                      height=height)  # fmt: skip
 
 
-def query_view(d: dict[str, Any]) -> None:
-    qt = d["q_tokens"]
+def query_view(s: Settings, d: Walkthrough) -> None:
+    qt = d.q_tokens
     links.upgrade(q=lambda old: qt[int(old)] if old.isdigit() and int(old) < len(qt) else None)  # by index, once
     i = st.selectbox("Query token", range(len(qt)), _default_query(qt), format_func=qt.__getitem__, key="q",
                      bind="query-params")  # fmt: skip
-    if i in d["fully_masked"]:
+    if i in d.fully_masked:
         st.warning(f"Every key is masked for “{qt[i]}”, so it takes nothing from anyone: its output is zero.")
     else:
-        st.markdown(f"#### {_reading(qt[i], d['top'][i])}")
+        st.markdown(f"#### {_reading(qt[i], d.top[i])}")
     c = st.columns(2)
     c[0].markdown("**Scores of this query against every key**")
     with c[0]:
-        draw.chart(draw.figure(query_figure, d["key"], "scores", i, talk()), "wt_qscores")
+        draw.chart(draw.figure(query_figure, s, "scores", i, talk()), "wt_qscores")
     c[1].markdown("**Its softmax weights**")
     with c[1]:
-        draw.chart(draw.figure(query_figure, d["key"], "weights", i, talk()), "wt_qweights")
+        draw.chart(draw.figure(query_figure, s, "weights", i, talk()), "wt_qweights")
     st.markdown("**Its output, as a blend of the value rows** (each bar is weight × v; the diamond is the sum)")
-    draw.chart(draw.figure(query_figure, d["key"], "blend", i, talk()), "wt_qblend")
+    draw.chart(draw.figure(query_figure, s, "blend", i, talk()), "wt_qblend")
 
 
 def _default_query(tokens: list[str]) -> int:
@@ -432,25 +275,15 @@ def _reading(token: str, shares: list[tuple[str, float]]) -> str:
     return first + "."
 
 
-def backward_figure(
-    key: tuple, upstream: str, row: int, i: int, talk: bool, width: int, height: int | None
-) -> go.Figure:
-    b = backward_data(upstream, row, **dict(key))
-    d = walkthrough_data(**dict(key)) | {"one": 1}
-    name, _formula, rows, cols, _text = BACKWARD[i]
-    return matrix_heatmap(b[name], _labels(d, rows), _labels(d, cols) if cols != "one" else ["D"], kind="signed",
-                          talk=talk, width=width, height=height, colorbar=cols != "one")  # fmt: skip
-
-
-def backward_view(d: dict[str, Any]) -> None:
+def backward_view(s: Settings, d: Walkthrough) -> None:
     """The gradient of attention step by step, from an upstream dO back to dQ, dK and dV."""
-    qt = d["q_tokens"]
+    qt = d.q_tokens
     c = st.columns([3, 2], vertical_alignment="bottom")
     upstream = c[0].segmented_control("Upstream gradient dO", UPSTREAM, format_func=UPSTREAM_NAMES.__getitem__,
                                       default="row", key="upstream", required=True, bind="query-params")  # fmt: skip
     row = c[1].selectbox("Its output row", range(len(qt)), _default_query(qt), format_func=qt.__getitem__, key="q",
                          bind="query-params", disabled=upstream != "row")  # fmt: skip
-    b = backward_data(upstream, row, **dict(d["key"]))
+    b = backward_data(upstream, row, s)
     draw.prose(
         "Training needs the gradient of a loss with respect to Q, K and V. The backward pass starts from dO, how "
         "the loss changes with each output entry, and runs the five steps in reverse. Every matrix below is "
@@ -459,41 +292,41 @@ def backward_view(d: dict[str, Any]) -> None:
         "number D = rowsum(dO ∘ O). So FlashAttention keeps each row's log-sum-exp (n numbers), recomputes P "
         "tile by tile in the backward pass, and never stores the n × n weights.",
     )
-    st.caption(f"Backward steps vs torch autograd: |Δ| ≤ {b['delta_autograd']:.1e}")
+    st.caption(f"Backward steps vs torch autograd: |Δ| ≤ {b.delta_autograd:.1e}")
     width = draw.TALK_WIDTH if talk() else draw.NORMAL_WIDTH // 2 - 16
     cols = [st.container()] if talk() else st.columns(2)
     for i, (name, formula, rows, _cols, text) in enumerate(BACKWARD):
-        n_rows = len(d["q_tokens"] if rows == "q_tokens" else d["k_tokens"])
+        n_rows = len(d.q_tokens if rows == "q_tokens" else d.k_tokens)
         height = draw.room("walkthrough.all", natural=90 + 44 * n_rows) if talk() else None
         with cols[i % len(cols)]:
             st.latex(formula)
             draw.prose(text)
-            fig = draw.figure(backward_figure, d["key"], upstream, row, i, talk(), width, height)
+            fig = draw.figure(backward_figure, s, upstream, row, i, talk(), width, height)
             draw.chart(fig, f"wt_back_{name}", fit="walkthrough.all")
 
 
-def compare_view(d: dict[str, Any]) -> None:
+def compare_view(s: Settings, d: Walkthrough) -> None:
     draw.prose(
         "With the causal mask every query may only look at itself and earlier tokens, so the weights "
         "above the diagonal become 0 and each row shares its 100% among fewer keys."
     )
-    height = draw.room("walkthrough.compare", 140 + 40 * len(d["q_tokens"])) if talk() else None
+    height = draw.room("walkthrough.compare", 140 + 40 * len(d.q_tokens)) if talk() else None
     width = draw.TALK_WIDTH if talk() else draw.NORMAL_WIDTH
-    draw.chart(draw.figure(compare_figure, d["key"], talk(), width, height), "wt_compare", fit="walkthrough.compare")
+    draw.chart(draw.figure(compare_figure, s, talk(), width, height), "wt_compare", fit="walkthrough.compare")
 
 
-def check_panel(d: dict[str, Any]) -> None:
+def check_panel(d: Walkthrough) -> None:
     c = st.columns(3)
-    c[0].metric("Five steps vs one core call", f"|Δ| ≤ {d['delta_core']:.1e}", border=True,
+    c[0].metric("Five steps vs one core call", f"|Δ| ≤ {d.delta_core:.1e}", border=True,
                 help="Largest difference between the traced output and one call of the core's attention.")
-    c[1].metric("Five steps vs torch SDPA", f"|Δ| ≤ {d['delta_torch']:.1e}", border=True,
+    c[1].metric("Five steps vs torch SDPA", f"|Δ| ≤ {d.delta_torch:.1e}", border=True,
                 help="Largest difference from torch.nn.functional.scaled_dot_product_attention.")
-    sums = f"|Σ − 1| ≤ {d['row_sum_error']:.1e}" if d["row_sum_error"] is not None else "all rows masked"
+    sums = f"|Σ − 1| ≤ {d.row_sum_error:.1e}" if d.row_sum_error is not None else "all rows masked"
     c[2].metric("Each weight row sums to 1", sums, border=True)
     notes = []
-    if d["fully_masked"]:
-        notes.append(f"{len(d['fully_masked'])} fully masked row(s) sum to 0 by design.")
-    if d["keep"] is not None:
+    if d.fully_masked:
+        notes.append(f"{len(d.fully_masked)} fully masked row(s) sum to 0 by design.")
+    if d.keep is not None:
         notes.append("torch SDPA is compared without dropout; the core call uses the same dropout seed.")
     if notes:
         st.caption(" ".join(notes))
@@ -510,30 +343,29 @@ def walkthrough_page() -> None:
         params = controls(st.container(border=True))
         view_box = None
     try:
-        d = walkthrough_data(**params)
+        d = walkthrough_data(params)
     except ValueError as exc:
         st.error(f"These settings can't be computed: {exc}")
         return
-    d["key"] = tuple(params.items())
     if view_box is None:
-        st.caption(d["note"])
+        st.caption(d.note)
         view_box = st.container()
     view = view_box.segmented_control("View", tuple(VIEW_NAMES), format_func=VIEW_NAMES.__getitem__, default="steps",
                                       key="view", required=True, bind="query-params", label_visibility="collapsed")
     views = {"all": all_view, "query": query_view, "compare": compare_view, "backward": backward_view}
-    views.get(view, lambda d: steps_view(d, nav))(d)
+    views.get(view, lambda s, d: steps_view(s, d, nav))(params, d)
 
     st.divider()
     check_panel(d)
     code = st.expander("Reproduce these matrices in torch", key="wt_code", on_change="rerun")
     if code.open:
-        code.code(d["snippet"], language="python")
+        code.code(d.snippet, language="python")
     masks = st.expander("Which mask does each kind of attention use?", key="wt_masks", on_change="rerun")
     if masks.open:
         import pandas as pd
 
         styled = pd.DataFrame(MASK_ROWS).style.apply(
-            lambda row: ["background-color: #FFE9B3" if row["mask"] == params["mask"] else "" for _ in row], axis=1
+            lambda row: ["background-color: #FFE9B3" if row["mask"] == params.mask else "" for _ in row], axis=1
         )
         masks.dataframe(styled, hide_index=True, width="stretch")
 

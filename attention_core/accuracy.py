@@ -4,10 +4,10 @@ A float32, float16 or bfloat16 result is never exact, and how far off it may be 
 the dtype, the device and the inputs, so a fixed tolerance is either too loose or breaks on
 another machine. FlashAttention's tests use a relative yardstick instead:
 
-    error(impl) ≤ 2 × error(standard attention)
+    error(impl) ≤ 2 × error(textbook attention)
 
 where both errors are the largest |output − float64 reference| (:func:`.reference_attention`),
-and *standard attention* is :func:`.textbook_attention` in the same dtype on the same device:
+and *textbook attention* is :func:`.textbook_attention` in the same dtype on the same device:
 what people really write. We add one unit in the last place of the output's scale
 (``eps(dtype) · max|reference|``), so that a baseline which happens to be exact on a tiny
 problem does not demand exactness of everyone else.
@@ -31,7 +31,7 @@ class AccuracyCheck:
     """The two errors against float64 and the verdict of FlashAttention's rule."""
 
     error: float  # max |output − float64 reference|
-    baseline_error: float  # max |standard attention in the same dtype − float64 reference|
+    baseline_error: float  # max |textbook attention in the same dtype − float64 reference|
     floor: float  # one unit in the last place at the output's scale
     factor: float = FLASH_FACTOR
     dtype: str = ""
@@ -54,7 +54,7 @@ class AccuracyCheck:
     def describe(self) -> str:
         verdict = "pass" if self.passes else "FAIL"
         return (
-            f"{self.error:.2e} vs float64, {self.ratio:.2f}× standard attention in {self.dtype} "
+            f"{self.error:.2e} vs float64, {self.ratio:.2f}× textbook attention in {self.dtype} "
             f"({self.baseline_error:.2e}): {verdict}"
         )
 
@@ -73,7 +73,7 @@ def flash_rule(
 ) -> AccuracyCheck:
     """Judge ``out`` (the result of some attention on ``q, k, v``) by FlashAttention's rule.
 
-    The float64 reference and the standard-attention baseline are computed on the inputs'
+    The float64 reference and the textbook baseline are computed on the inputs'
     device, and ``out`` is compared there. ``rows`` (1-D indices into L) checks only those
     queries, against every key: the float64 scores of all n² pairs need not fit in memory
     at large n. ``is_causal`` keeps its meaning (query i sees keys 0..i) for the chosen rows.

@@ -3,27 +3,27 @@
 The forward's rule (:mod:`attention_core.accuracy`) judges an output; training also needs the
 gradients right. FlashAttention's tests judge each of dQ, dK and dV the same way:
 
-    error(impl's dX) ≤ 2 × error(standard attention's dX)
+    error(impl's dX) ≤ 2 × error(textbook attention's dX)
 
 where the errors are the largest |dX − float64 dX|, the float64 gradients come from autograd
-through standard attention (plain torch ops) on the same inputs and upstream gradient dO, and
+through textbook attention (plain torch ops) on the same inputs and upstream gradient dO, and
 the baseline is that same autograd run in the inputs' dtype. The floor is the forward rule's,
 one unit in the last place, taken at the scale of all three gradients (``eps(dtype) · the
-largest |float64 dQ|, |dK|, |dV|``): with a single key, dQ and dK are exactly 0, and standard
-attention's softmax backward gets that 0 exactly, while FlashAttention-2's
+largest |float64 dQ|, |dK|, |dV|``): with a single key, dQ and dK are exactly 0, and the textbook
+code's softmax backward gets that 0 exactly, while FlashAttention-2's
 ``D = rowsum(dO ∘ O)`` leaves a rounding error far below the gradients' scale.
 
 One exception, in float32 (:meth:`GradientCheck.passes_beside`): where a row's weights are nearly
-one-hot (the first queries under the causal mask), standard attention's softmax backward
+one-hot (the first queries under the causal mask), textbook attention's softmax backward
 P ∘ (dP − Σ P·dP) cancels exactly, while the fused backwards' ``D = rowsum(dO ∘ O)`` leaves the
 float32 rounding of dP, about eps·|dP|: a few ulps that can exceed 2× the baseline's error. torch's
 own fused SDPA backward uses the same D and fails the plain rule on the same inputs (by up to 2.5×
 on ``(2, 4, n, 64)``, causal, ten seeds), so a float32 gradient may also be held to 2× the larger
-of standard attention's error and torch SDPA's. In 16-bit the baseline's own rounding dwarfs this,
+of textbook attention's error and torch SDPA's. In 16-bit the baseline's own rounding dwarfs this,
 and the plain rule applies.
 
 The float64 reference builds the ``L × S`` weights, so keep ``L · S`` modest when you call it.
-A float mask that blocks every key of a row gives standard attention a NaN gradient (softmax
+A float mask that blocks every key of a row gives textbook attention a NaN gradient (softmax
 of a row of −inf); block such rows with a bool mask instead.
 """
 
@@ -94,7 +94,7 @@ class GradientCheck:
 
     def passes_beside(self, fused: GradientCheck) -> bool:
         """The rule, or in float32 its exception (module note): each error within ``factor`` × the larger
-        of standard attention's error and ``fused``'s (torch SDPA's gradients on the same inputs)."""
+        of textbook attention's error and ``fused``'s (torch SDPA's gradients on the same inputs)."""
         if self.passes:
             return True
         if self.dq.dtype != "float32":
@@ -119,25 +119,25 @@ def gradient_rule(
     *,
     scale: float | None = None,
     factor: float = FLASH_FACTOR,
-    standard: Attention = textbook_attention,
+    textbook: Attention = textbook_attention,
 ) -> GradientCheck:
     """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``.
 
-    The float64 reference and the baseline (``standard`` attention's autograd, in ``q``'s dtype) are
-    computed on the inputs' device, with the same mask, causality and scale. ``standard`` is plain
+    The float64 reference and the baseline (``textbook`` attention's autograd, in ``q``'s dtype) are
+    computed on the inputs' device, with the same mask, causality and scale. ``textbook`` is plain
     torch ops (:func:`.textbook_attention`); with fewer K/V heads than query heads, pass one that
     repeats K and V to every query head first, so dK and dV are the sums over each group.
     """
     factor = check_float("factor", factor, low=1.0)
-    if standard is textbook_attention:  # another standard checks its own arguments when it runs
+    if textbook is textbook_attention:  # another baseline checks its own arguments when it runs
         check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
     check_tensor("grad_out", grad_out, min_dim=2)
     for name, grad, x in zip(("dq", "dk", "dv"), grads, (q, k, v), strict=True):
         if grad.shape != x.shape:
             raise ValueError(f"{name} must have the shape of its input {tuple(x.shape)}, got {tuple(grad.shape)}")
     args = (q, k, v, grad_out, attn_mask, is_causal)
-    reference = attention_grads(standard, *args, scale=scale, dtype=torch.float64)
-    baseline = attention_grads(standard, *args, scale=scale)
+    reference = attention_grads(textbook, *args, scale=scale, dtype=torch.float64)
+    baseline = attention_grads(textbook, *args, scale=scale)
     floor = torch.finfo(q.dtype).eps * max(max(float(ref.abs().max()) for ref in reference), 1e-30)
     dtype = str(q.dtype).removeprefix("torch.")
 

@@ -152,7 +152,7 @@ def multi_head_trace(
     x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor,
     n_heads: int, n_kv_heads: int | None = None, *,
     x_kv: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None, is_causal: bool = False,
-    scale: float | None = None,
+    scale: float | None = None, dropout_p: float = 0.0,
 ) -> MultiHeadTrace:  # fmt: skip
     """Multi-head (or grouped-/multi-query) attention with every intermediate kept.
 
@@ -165,10 +165,11 @@ def multi_head_trace(
         attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., h, L, S)``.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
         scale: multiplier of the scores, default ``1/√d_k``.
+        dropout_p: dropout on the weights (training), as torch SDPA's.
     """
     q, k, v, h, g = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
     heads = attention_trace(
-        q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, is_causal=is_causal, scale=scale
+        q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, dropout_p, is_causal=is_causal, scale=scale
     )  # weights (N, ..., h, L, S), output (N, ..., h, L, d_v)
     concat = merge_heads(heads.output)  # (N, ..., L, h·d_v)
     output = concat @ w_o  # (N, ..., L, h·d_v) @ (h·d_v, d_out) -> (N, ..., L, d_out)
@@ -179,7 +180,7 @@ def multi_head_attention(
     x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor,
     n_heads: int, n_kv_heads: int | None = None, *,
     x_kv: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None, is_causal: bool = False,
-    scale: float | None = None,
+    scale: float | None = None, dropout_p: float = 0.0,
 ) -> torch.Tensor:  # fmt: skip
     """concat_i softmax(Q_i K_{g(i)}ᵀ · scale) V_{g(i)} · W_o; returns ``(N, ..., L, d_out)``.
 
@@ -188,7 +189,7 @@ def multi_head_attention(
     """
     q, k, v, h, _ = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
     out = scaled_dot_product_attention(
-        q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, is_causal=is_causal, scale=scale
+        q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, dropout_p, is_causal=is_causal, scale=scale
     )  # (N, ..., h, L, d_v)
     return merge_heads(out) @ w_o  # (N, ..., L, h·d_v) @ (h·d_v, d_out) -> (N, ..., L, d_out)
 

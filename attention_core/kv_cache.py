@@ -258,7 +258,7 @@ def time_decode_steps(
 
     **cached**: project the new token, write its k and v into a preallocated cache, :func:`decode_step`
     over the t + 1 rows, then W_o: work ∝ t. **recompute**: causal :func:`multi_head_attention` over
-    all t + 1 tokens, keeping the last row: projections ∝ t, scores ∝ t². Both use the explained path
+    all t + 1 tokens, keeping the last row: projections ∝ t, scores ∝ t². Both use the traced path
     on one CPU thread (a step is many small operations; two threads would wait on each other and
     measure the neighbours). Recomputing stops at the first context whose predicted time (the last
     × (t'/t)², three calls) would overrun ``budget_s``; the cached steps cost milliseconds and run.

@@ -6,11 +6,10 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
-from .attention import AttentionTrace, attention_trace, check_attention_args
+from .attention import AttentionTrace
 from .device import new_tensor_device
-from .heads import head_size, merge_heads, split_heads
+from .heads import head_size, multi_head_attention, multi_head_trace
 from .validation import check_float, check_int, check_tensor, check_weight
 
 
@@ -60,11 +59,11 @@ def sinusoidal_positions(
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with W_q, W_k, W_v, W_o (Xavier-initialised).
+    """Multi-head self-attention with W_q, W_k, W_v, W_o (Xavier-initialised), as an ``nn.Module``.
 
-    Two paths, as in nanoGPT: torch's fused SDPA when no weights are needed, and
-    the explained trace of :mod:`attention_core.attention` when they are. Both
-    compute the same function (a test holds them to it).
+    Built on :func:`.heads.multi_head_attention`, and on :func:`.heads.multi_head_trace` when the weights
+    are asked for: the same function either way (a test holds them to it and to torch's
+    ``nn.MultiheadAttention``). The biases ride on a last column of ones appended to ``x``.
     """
 
     def __init__(
@@ -103,22 +102,24 @@ class SelfAttention(nn.Module):
         check_tensor("x", x, min_dim=2)
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (N, L, d_model={self.d_model}), got {tuple(x.shape)}")
-        q = split_heads(self.w_q(x), self.n_heads)  # (N, L, d_model) -> (N, nh, L, hs)
-        k = split_heads(self.w_k(x), self.n_heads)  # (N, nh, L, hs)
-        v = split_heads(self.w_v(x), self.n_heads)  # (N, nh, L, hs)
-        p = self.dropout if self.training else 0.0
+        biased = self.w_q.bias is not None
+        if biased:
+            x = torch.cat([x, x.new_ones(*x.shape[:-1], 1)], dim=-1)  # (N, L, d_model + 1)
+        w_q, w_k, w_v = (self._columns(lin) for lin in (self.w_q, self.w_k, self.w_v))  # (d_model (+1), d_model)
+        args = (x, w_q, w_k, w_v, self.w_o.weight.T, self.n_heads)
+        kw = {"attn_mask": attn_mask, "is_causal": self.is_causal, "dropout_p": self.dropout if self.training else 0.0}
         trace: AttentionTrace | None = None
         if need_weights:
-            trace = attention_trace(q, k, v, attn_mask, p, self.is_causal)
-            y = trace.output  # (N, nh, L, hs)
+            mh = multi_head_trace(*args, **kw)  # type: ignore[arg-type]
+            y, trace = mh.output, mh.heads  # (N, L, d_model); weights (N, nh, L, L)
         else:
-            # the explained path's checks, so both paths reject the same inputs with a ValueError
-            check_attention_args(q, k, v, attn_mask, p, self.is_causal, None)
-            if attn_mask is not None and attn_mask.dtype != torch.bool:
-                attn_mask = attn_mask.to(q.dtype)  # torch's kernel wants a float mask in q's dtype
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask, p, self.is_causal)  # (N, nh, L, hs)
-        y = merge_heads(y)  # (N, nh, L, hs) -> (N, L, d_model)
-        return self.w_o(y), trace
+            y = multi_head_attention(*args, **kw)  # type: ignore[arg-type]  # (N, L, d_model)
+        return (y + self.w_o.bias if biased else y), trace
+
+    @staticmethod
+    def _columns(lin: nn.Linear) -> torch.Tensor:
+        """``x @ W`` form of a linear layer: its weight transposed, with its bias as a last row."""
+        return lin.weight.T if lin.bias is None else torch.cat([lin.weight.T, lin.bias[None]])  # (d_in (+1), d_out)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, is_causal={self.is_causal}"

@@ -1,7 +1,7 @@
 """The attention people write, and its float64 answer.
 
 :func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs'
-dtype and on their device: the benchmark's ``naive`` entry and the baseline of FlashAttention's
+dtype and on their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's
 accuracy rule (:mod:`.accuracy`). :func:`reference_attention` is the same arithmetic in float64,
 the answer every implementation is checked against.
 
@@ -61,7 +61,7 @@ def _checked(output: torch.Tensor) -> torch.Tensor:
 def _textbook_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None, is_causal: bool, scale: float
 ) -> torch.Tensor:
-    """The body, unchecked: the benchmark times it as ``naive``, since checks are not what people write."""
+    """The body, unchecked: the benchmark times it as ``textbook``, since checks are not what people write."""
     scores = q @ k.transpose(-2, -1) * scale  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
     if is_causal:
         allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (L, S)

@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -128,41 +129,43 @@ def performer_goal() -> list[tuple[str, str, str, bool | None]]:
     return rows
 
 
-def sweep(ns: list[int], window: int, budget_s: float, rounds: int) -> eff.CostCurves:
+def sweep(ns: list[int], window: int, budget_s: float, rounds: int) -> list[bench.BenchResult]:
     """Every route at each n, prepared once, then timed in ``rounds`` alternating rounds (the median is
     kept, so a burst of load from elsewhere hits every route alike); peak memory from one call each."""
-    params = eff.RouteParams(window=window, features=256, rank=256)
-    routes = ["sdpa", "sdpa-masked", "flex-window", "linear", "performer", "linformer"]
+    params = bench.RouteParams(window=window)
+    names = ["sdpa", *(params.label(route) for route in bench.ROUTES)]
     deadline = time.perf_counter() + budget_s
-    points: list[eff.RoutePoint] = []
+    rows: list[bench.BenchResult] = []
     for n in ns:
-        q, k, v = eff.random_qkv(n, D, heads=HEADS, seed=0)
-        prepared: dict[str, eff.Prepared] = {}
-        for route in routes:
-            if time.perf_counter() > deadline:
-                points.append(eff.RoutePoint(route, params.label(route), n, "skipped", note="the time budget ran out"))
+        configs = {name: bench.BenchConfig(name, n, d=D, heads=HEADS) for name in names}
+        calls: dict[str, Callable[[], object]] = {}
+        backends: dict[str, str] = {}
+        for name, config in configs.items():
+            impl = bench.get_impl(name)
+            predicted = impl.predicted_bytes(config)
+            why = "the time budget ran out" if time.perf_counter() > deadline else impl.cannot_run(config)
+            if why:
+                rows.append(_row(config, predicted, "skipped" if why.startswith("the time") else "n/a", note=why))
                 continue
-            try:
-                prepared[route] = eff.prepare_route(route, q, k, v, params)
-            except eff.FlexUnavailable as exc:
-                points.append(eff.RoutePoint(route, params.label(route), n, "n/a", note=exc.reason))
-        for call in prepared.values():
-            call.call()  # warm-up
-        peaks = {route: bench.measure_peak_extra(p.call, "cpu")[0] for route, p in prepared.items()}
-        seconds = _rounds({route: p.call for route, p in prepared.items()}, rounds, min_run_time=0.1)
-        for route, p in prepared.items():
-            model = eff.route_extra_bytes(
-                route, n, heads=HEADS, d=D, features=params.features, rank=min(params.rank, n)
-            )
-            point = eff.RoutePoint(
-                route, params.label(route), n, "ok", median_ms=statistics.median(seconds[route]) * 1e3,
-                samples=rounds, peak_bytes=peaks[route], predicted_bytes=model, backend=p.backend,
-            )  # fmt: skip
-            points.append(point)
-            peak = bench.format_bytes(point.peak_bytes)
-            print(f"  {point.label:<18} n = {n:>5}: {point.median_ms:>9.1f} ms  peak {peak:>10}  "
-                  f"model {bench.format_bytes(model):>10}", flush=True)  # fmt: skip
-    return eff.CostCurves(tuple(points))
+            inputs = impl.prepare(*bench.make_inputs(config))
+            calls[name] = lambda impl=impl, inputs=inputs: impl.run(inputs, False)
+            calls[name]()  # warm-up (FlexAttention: its block mask, and the compile the first time)
+            backends[name] = impl.backend(inputs, False)
+        peaks = {name: bench.measure_peak_extra(call, "cpu")[0] for name, call in calls.items()}
+        seconds = _rounds(calls, rounds, min_run_time=0.1)
+        for name in calls:
+            config = configs[name]
+            ms = statistics.median(seconds[name]) * 1e3
+            row = _row(config, bench.get_impl(name).predicted_bytes(config), "ok", backend=backends[name],
+                       median_ms=ms, samples=rounds, peak_bytes=peaks[name])  # fmt: skip
+            rows.append(row)
+            print(f"  {name:<18} n = {n:>5}: {row.median_ms:>9.1f} ms  peak {bench.format_bytes(row.peak_bytes):>10}  "
+                  f"model {bench.format_bytes(row.predicted_bytes):>10}", flush=True)  # fmt: skip
+    return rows
+
+
+def _row(config: bench.BenchConfig, predicted: int, status: str, **values: object) -> bench.BenchResult:
+    return bench.BenchResult(**asdict(config), predicted_bytes=predicted, status=status, **values)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "\nsweep: every route and SDPA (full attention, no mask) over n; median ms per call of the rounds, "
         "peak memory of one call beside the model"
     )
-    curves = sweep(sorted(set(args.ns)), args.window, args.budget, args.rounds)
+    rows_by_n = sweep(sorted(set(args.ns)), args.window, args.budget, args.rounds)
     print(f"load average after:  {_load()}\n")
     busy = max(load_before or 0.0, bench.cpu_load_per_core() or 0.0)
     if busy > DISTURBED_LOAD_PER_CORE:
@@ -199,24 +202,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{what:<{width}}  {value:>14}  {goal:>22}  {mark}")
 
     print("\nroute vs SDPA over n (ms per call; crossover: the n from which the route stays faster)")
-    ns_done = sorted({p.n for p in curves.points if p.status == "ok"})
+    ns_done = sorted({r.n for r in rows_by_n if r.status == "ok"})
+    fits = bench.scaling_fits(rows_by_n)
+    times = {impl: {r.n: r.median_ms for r in rows_by_n if r.impl == impl and r.status == "ok"}
+             for impl in dict.fromkeys(r.impl for r in rows_by_n)}  # fmt: skip
     print(f"{'route':<18}" + "".join(f"{n:>10}" for n in ns_done) + f"{'crossover':>11}{'slope':>8}")
-    for route in curves.routes():
-        by_n = dict(zip(*curves.times(route), strict=True))
-        label = next(p.label for p in curves.points if p.route == route)
+    for impl, by_n in times.items():
         cells = "".join(f"{by_n[n]:>10.1f}" if n in by_n else f"{'–':>10}" for n in ns_done)
-        cross = "–" if route == eff.cost.BASELINE else str(curves.crossover(route) or "none")
-        slope = curves.slope(route)
-        print(f"{label:<18}{cells}{cross:>11}{'–' if slope is None else f'{slope:.2f}':>8}")
+        cross = "–" if impl == "sdpa" else str(bench.crossover_n(rows_by_n, impl) or "none")
+        slope = fits[impl].time_slope if impl in fits else None
+        print(f"{impl:<18}{cells}{cross:>11}{'–' if slope is None else f'{slope:.2f}':>8}")
 
     print(f"\nLong Range Arena (published: {eff.SOURCE})")
     print(f"{'model':<16}{'LRA avg':>8}{'speed 4K':>10}{'mem 4K':>9}   measured here at 4K (one attention call, CPU)")
-    base = dict(zip(*curves.times("sdpa"), strict=True)).get(4096)
+    base = times["sdpa"].get(4096)
+    labels = {bench.parse_route(impl)[0]: impl for impl in times if bench.parse_route(impl)}
     for model, route in eff.ROUTE_OF_MODEL.items():
         row = eff.lra_result(model)
         speed = "–" if row.speedup_4k is None else f"{row.speedup_4k:.1f}×"
         mem = "–" if row.memory_gb_4k is None else f"{row.memory_gb_4k:.2f} GB"
-        here = dict(zip(*curves.times(route), strict=True)).get(4096) if route in eff.ROUTES else None
+        here = times.get(labels.get(route, route), {}).get(4096)
         measured = f"{route}: {base / here:.1f}× SDPA's speed" if here and base else f"{route}: –"
         print(f"{model:<16}{row.average:>8.2f}{speed:>10}{mem:>9}   {measured}")
     return 0

@@ -4,7 +4,7 @@
     python benchmarks/gpu_report.py --csv gpu.csv   # also every row as CSV
     python benchmarks/gpu_report.py --device cpu --n 256 512 --fp32-n 256 --heads 2   # a dry run on the CPU
 
-For naive (the textbook code), explained (the traced path), sdpa (torch's choice), every forced SDPA
+For textbook (the code tutorials write), trace (the traced path), sdpa (torch's choice), every forced SDPA
 backend (math, flash, efficient, cuDNN),
 tiled, and any other entry of the registry, it prints:
 

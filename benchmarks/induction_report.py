@@ -65,7 +65,7 @@ def time_to_target(seed: int, layers: int, *, until_steps: int = MAX_STEPS, unti
 
 
 def rerun_ms(reruns: int) -> dict[str, float]:
-    from benchmarks.widgets import open_page
+    from tests.support.widgets import open_page
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     out = {}

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.widgets import (  # noqa: E402
+from tests.support.widgets import (  # noqa: E402
     Move,
     TabGroup,
     apply,
@@ -284,7 +284,7 @@ def cold_starts(paths: dict[str, str], repeats: int) -> dict[str, list[tuple[flo
     """Per page, seconds from launch to: a healthy server, the page's title drawn, the first idle paint."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.browser import VIEWPORT, launch_chromium, start_server, wait_idle
+    from tests.support.browser import VIEWPORT, launch_chromium, start_server, wait_idle
 
     out: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.browser import goto, launch_chromium, start_server  # noqa: E402
+from tests.support.browser import goto, launch_chromium, start_server  # noqa: E402
 
 GOAL_MB = 1600  # issue 26: with the decoder's 511 MB of bfloat16 weights; Community Cloud gives ~2.7 GB
 VISITS = [

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 
 WALKTHROUGH = "/walkthrough?talk=true&preset=Sentence&mask=Causal"
 BENCH_TIMEOUT_MS = 15 * 60 * 1000

@@ -6,28 +6,28 @@ Prints, with the goal beside each number:
 
 1. the default sweep's wall time, run first in this fresh process, as the CLI would (goal ≤ 20 s),
    and the same sweep in ``fwd+bwd`` mode after it (goal ≤ 20 s, the page's default budget);
-2. a table of ``naive ÷ sdpa``, ``explained ÷ sdpa`` and ``tiled ÷ sdpa`` time per call at each n
-   (d = 64, 8 heads, float32, CPU). ``naive`` is the textbook code, ``explained`` the traced
+2. a table of ``textbook ÷ sdpa``, ``trace ÷ sdpa`` and ``tiled ÷ sdpa`` time per call at each n
+   (d = 64, 8 heads, float32, CPU). ``textbook`` is the code tutorials write, ``trace`` the traced
    walkthrough path. Each round times every implementation once, in an order that alternates
    between rounds, and divides by SDPA's time of the same round; the median over ``--repeats``
    rounds is printed, so a burst of load hits every side alike. Goal: tiled ÷ sdpa ≤ 1.6 at the
    largest n;
 3. the one-call API ``attention_core.scaled_dot_product_attention`` against the textbook code
    at the largest n, timed the same way (goal ≤ 1.3);
-4. tiled ÷ explained peak extra memory at the largest n (goal ≤ 1/50, set when "naive" named the
-   traced path), and tiled ÷ naive (the textbook code) beside it;
+4. tiled ÷ trace peak extra memory at the largest n (goal ≤ 1/50, set when "naive" named the
+   traced path), and tiled ÷ textbook beside it;
 5. each materialising path's peak memory against its model, measured in a fresh worker process
    at n = 1024, where history cannot move it (goal: within 20 %);
-6. training (issue 19): ``naive ÷ sdpa`` and ``tiled ÷ sdpa`` time of forward + backward at each n,
+6. training (issue 19): ``textbook ÷ sdpa`` and ``tiled ÷ sdpa`` time of forward + backward at each n,
    timed as above (the backward through autograd on fresh leaves, a random dO), goal tiled ÷ sdpa
-   ≤ 2.0 at the largest n; ``tiled ÷ naive`` peak memory of forward + backward, each measured in a
+   ≤ 2.0 at the largest n; ``tiled ÷ textbook`` peak memory of forward + backward, each measured in a
    fresh worker process (goal ≤ 1/20 at the largest n), with measured ÷ model beside it;
 7. dQ, dK and dV of every implementation with a backward, in float32 and bfloat16, causal or not, at
    n = 128 against float64 autograd, by FlashAttention's rule (in float32, its exception for nearly
    one-hot rows: 2× the larger of standard attention's and torch SDPA's error).
 
 Timings need a quiet machine: the load average is printed before and after, and other
-processes competing for the cores make the many small kernels of ``tiled`` and ``explained``
+processes competing for the cores make the many small kernels of ``tiled`` and ``trace``
 wait at every thread barrier far more than SDPA's single fused call. Rerun when it is high.
 """
 
@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import attention_core as ac
 from attention_core import bench
 
-BASELINES = ("naive", "explained", "tiled")  # each divided by sdpa
-TRAINING = ("naive", "tiled")  # forward + backward, each divided by sdpa's
+BASELINES = ("textbook", "trace", "tiled")  # each divided by sdpa
+TRAINING = ("textbook", "tiled")  # forward + backward, each divided by sdpa's
 GRAD_DTYPES = ("float32", "bfloat16")  # the CPU's; float16 is checked on CUDA
 LEAN = "lean API"  # ac.scaled_dot_product_attention, timed beside the others
 MEMORY_N = 1024
@@ -127,12 +127,12 @@ def _training(ns: list[int], repeats: int, min_run_time: float) -> tuple[list[st
         for name in TRAINING:
             config = bench.BenchConfig(name, n, d=64, heads=8, dtype="float32", device="cpu", mode="fwd+bwd")
             peaks[name], models[name] = bench.fresh_process_peak(config), bench.get_impl(name).predicted_bytes(config)
-        memory = peaks["naive"] / max(peaks["tiled"], 1) if None not in peaks.values() else None
+        memory = peaks["textbook"] / max(peaks["tiled"], 1) if None not in peaks.values() else None
         fits = "  ".join(f"{peaks[name] / models[name]:>11.3f}" if peaks[name] else f"{'–':>11}" for name in TRAINING)
         table.append(
             f"{n:>6}  {ms['sdpa']:>9.0f}  "
             + "  ".join(f"{ms[name]:>9.0f}  {ratios[name]:>7.2f}" for name in TRAINING)
-            + f"  {bench.format_bytes(peaks['naive']):>10}  {bench.format_bytes(peaks['tiled']):>10}  "
+            + f"  {bench.format_bytes(peaks['textbook']):>10}  {bench.format_bytes(peaks['tiled']):>10}  "
             + (f"{'1/' + format(memory, '.0f'):>11}" if memory else f"{'–':>11}")
             + f"  {fits}"
         )
@@ -141,7 +141,7 @@ def _training(ns: list[int], repeats: int, min_run_time: float) -> tuple[list[st
             rows.append((f"tiled ÷ sdpa forward + backward time, n = {n} (rounds {rounds})",
                          f"{ratios['tiled']:.2f}", "≤ 2.0", ratios["tiled"] <= 2.0))  # fmt: skip
             if memory is not None:
-                rows.append((f"tiled ÷ naive forward + backward peak memory, n = {n} (fresh processes)",
+                rows.append((f"tiled ÷ textbook forward + backward peak memory, n = {n} (fresh processes)",
                              f"1/{memory:.0f}", "≤ 1/20", memory >= 20))  # fmt: skip
     return table, rows
 
@@ -210,18 +210,18 @@ def main(argv: list[str] | None = None) -> int:
         table.append(
             f"{n:>6}  {ms['sdpa']:>9.0f}  "
             + "  ".join(f"{ms[name]:>12.0f}  {r:>7.2f}" for name, r in zip(BASELINES, ratios, strict=True))
-            + f"  {_ratio(seconds, LEAN, 'naive'):>12.2f}"
+            + f"  {_ratio(seconds, LEAN, 'textbook'):>12.2f}"
         )
         if n == largest:
             at_largest = seconds
     tiled_ratio = _ratio(at_largest, "tiled", "sdpa")
-    lean_ratio = _ratio(at_largest, LEAN, "naive")
+    lean_ratio = _ratio(at_largest, LEAN, "textbook")
     rows.append((f"tiled ÷ sdpa time, n = {largest}", f"{tiled_ratio:.2f}", "≤ 1.6", tiled_ratio <= 1.6))
     rows.append(
         (
             f"lean API ÷ textbook time, n = {largest} (lean {statistics.median(at_largest[LEAN]) * 1e3:.0f} ms, "
-            f"textbook {statistics.median(at_largest['naive']) * 1e3:.0f} ms; rounds "
-            f"{', '.join(f'{a / b:.2f}' for a, b in zip(at_largest[LEAN], at_largest['naive'], strict=True))})",
+            f"textbook {statistics.median(at_largest['textbook']) * 1e3:.0f} ms; rounds "
+            f"{', '.join(f'{a / b:.2f}' for a, b in zip(at_largest[LEAN], at_largest['textbook'], strict=True))})",
             f"{lean_ratio:.2f}",
             "≤ 1.3",
             lean_ratio <= 1.3,
@@ -229,30 +229,30 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # 4. Peak extra memory of tiled at the largest n, in this process, against both materialising paths.
-    # The goal was set when "naive" named the traced path, so it is checked against explained;
+    # The goal was set when "naive" named the traced path, so it is checked against trace;
     # the ratio to the textbook code (two n×n matrices, not six) is printed beside it.
-    tiled_peak, naive_peak, explained_peak = (_peak(name, largest) for name in ("tiled", "naive", "explained"))
-    if tiled_peak is not None and naive_peak and explained_peak:
+    tiled_peak, textbook_peak, trace_peak = (_peak(name, largest) for name in ("tiled", "textbook", "trace"))
+    if tiled_peak is not None and textbook_peak and trace_peak:
         rows.append(
             (
-                f"tiled ÷ explained peak extra memory, n = {largest} "
-                f"(tiled {bench.format_bytes(tiled_peak)}, explained {bench.format_bytes(explained_peak)})",
-                f"1/{explained_peak / max(tiled_peak, 1):.0f}",
+                f"tiled ÷ trace peak extra memory, n = {largest} "
+                f"(tiled {bench.format_bytes(tiled_peak)}, trace {bench.format_bytes(trace_peak)})",
+                f"1/{trace_peak / max(tiled_peak, 1):.0f}",
                 "≤ 1/50",
-                tiled_peak * 50 <= explained_peak,
+                tiled_peak * 50 <= trace_peak,
             )
         )
         rows.append(
             (
-                f"  tiled ÷ naive (textbook) peak extra memory (naive {bench.format_bytes(naive_peak)})",
-                f"1/{naive_peak / max(tiled_peak, 1):.0f}",
+                f"  tiled ÷ textbook peak extra memory (textbook {bench.format_bytes(textbook_peak)})",
+                f"1/{textbook_peak / max(tiled_peak, 1):.0f}",
                 "–",
                 True,
             )
         )
 
     # 5. The memory models, against peaks measured in fresh worker processes.
-    for name in ("naive", "explained", "numpy"):
+    for name in ("textbook", "trace", "numpy"):
         config = bench.BenchConfig(name, MEMORY_N, d=64, heads=8, batch=1, dtype="float32", device="cpu")
         peak = bench.fresh_process_peak(config)
         predicted = bench.get_impl(name).extra_bytes(config)
@@ -280,17 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     if busy > DISTURBED_LOAD_PER_CORE:
         print(
             f"warning: the load reached {busy:.1f} per core: other processes competed for the CPU, so the "
-            "timings below are disturbed (most of all explained and tiled). Rerun on a quiet machine.\n"
+            "timings below are disturbed (most of all trace and tiled). Rerun on a quiet machine.\n"
         )
     print(f"time per call, d = 64, 8 heads, float32, CPU: median of {args.repeats} rounds, ratios taken per round")
     head = f"{'n':>6}  {'sdpa ms':>9}  " + "  ".join(f"{name + ' ms':>12}  {'÷ sdpa':>7}" for name in BASELINES)
-    print(head + f"  {'lean ÷ naive':>12}")
+    print(head + f"  {'lean ÷ textbook':>12}")
     print("\n".join(table) + "\n")
     if training:
         print(f"forward + backward, d = 64, 8 heads, float32, CPU: time per call, median of {args.repeats} rounds "
               "(ratios taken per round); peak memory beyond the inputs and dO, each in a fresh process")
         print(f"{'n':>6}  {'sdpa ms':>9}  " + "  ".join(f"{name + ' ms':>9}  {'÷ sdpa':>7}" for name in TRAINING)
-              + f"  {'naive peak':>10}  {'tiled peak':>10}  {'tiled÷naive':>11}  {'naive/model':>11}  "
+              + f"  {'textbook peak':>10}  {'tiled peak':>10}  {'tiled÷textbook':>11}  {'textbook/model':>11}  "
               f"{'tiled/model':>11}")  # fmt: skip
         print("\n".join(training) + "\n")
     width = max(len(r[0]) for r in rows)

@@ -21,7 +21,8 @@ MIB = 2**20
 
 
 def _color(impl: str) -> str:
-    return IMPL_COLORS.get(impl, THEORY)
+    """An entry's colour; a route with its knob (``performer(64)``) keeps its route's."""
+    return IMPL_COLORS.get(impl, IMPL_COLORS.get(impl.partition("(")[0], THEORY))
 
 
 def _by_impl(rows: Sequence[Row], *, ok_only: bool = True) -> dict[str, list[Row]]:
@@ -152,7 +153,7 @@ def rate_figure(
     return _finish(fig, every, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
 
 
-def speedup_figure(speedups: Sequence[Row], *, baseline: str = "naive", talk: bool = False) -> go.Figure:
+def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk: bool = False) -> go.Figure:
     """Baseline time ÷ each implementation's time, against n (rows: ``impl``, ``n``, ``speedup``)."""
     groups = _by_impl(speedups, ok_only=False)
     if not groups:

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
 from .walkthrough import matrix_heatmap
 
-# Vermillion is the costly baseline (the MHA cache, recomputing every step: as naive on the
+# Vermillion is the costly baseline (the MHA cache, recomputing every step: as textbook on the
 # benchmark); green is the saving (the GQA cache, decoding with a cache).
 BASELINE = "#D55E00"
 SAVING = "#009E73"
@@ -48,7 +48,7 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
     return fig
 
 
-def heads_grid(
+def heads_side_by_side(
     weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, columns: int = 4, talk: bool = False
 ) -> go.Figure:
     """Each head's ``(L, S)`` weights side by side on one 0…1 colour scale; ``weights`` is ``(h, L, S)``.

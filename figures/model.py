@@ -37,7 +37,7 @@ def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
         return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
 
 
-def head_grid(
+def layer_head_grid(
     weights: np.ndarray,
     tokens: Sequence[str],
     *,

@@ -16,8 +16,8 @@ THEORY = "#444444"  # theory lines
 MASKED = "#BBBBBB"  # blocked cells
 HIGHLIGHT = "#E69F00"  # the chosen query / selected row
 IMPL_COLORS = {
-    "naive": "#D55E00",
-    "explained": "#882255",  # wine: a darker kin of naive's vermillion (both keep the n×n matrix)
+    "textbook": "#D55E00",
+    "trace": "#882255",  # wine: a darker kin of textbook's vermillion (both keep the n×n matrix)
     "sdpa": "#0072B2",
     "sdpa-math": "#56B4E9",
     "sdpa-flash": "#009E73",

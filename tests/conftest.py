@@ -17,8 +17,15 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from benchmarks.browser import VIEWPORT, StreamlitServer, browser_missing, chromium_path, launch_chromium, start_server
-from benchmarks.widgets import open_page as open_app_page
+from tests.support.browser import (
+    VIEWPORT,
+    StreamlitServer,
+    browser_missing,
+    chromium_path,
+    launch_chromium,
+    start_server,
+)
+from tests.support.widgets import open_page as open_app_page
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Playwright

@@ -88,7 +88,7 @@ def test_every_widget_then_run_gives_a_table_a_csv_and_no_exception():
     frame = results_frame(at)
     assert list(frame["impl"]) == list(EXACT)  # the routes that approximate live on Beyond n²
     by_impl = dict(zip(frame["impl"], frame["status"], strict=True))
-    assert by_impl["naive"] == by_impl["tiled"] == by_impl["sdpa"] == "ok"
+    assert by_impl["textbook"] == by_impl["tiled"] == by_impl["sdpa"] == "ok"
     assert by_impl["sdpa-efficient"] == "n/a" and by_impl["numpy"] == "n/a"  # CUDA only; no bfloat16 in numpy
     assert len(at.get("download_button")) == 1
     assert "Results" in [h.value for h in at.subheader]
@@ -116,8 +116,8 @@ def test_a_busy_server_queues_the_run_and_gives_up_without_an_exception(monkeypa
 
 
 def test_an_over_cap_configuration_is_reported_as_skipped(monkeypatch):
-    monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.0001")  # 105 KiB: the naive path at n = 128 needs more
-    at = forget(open_page({**TINY, "bm_impl": "naive"}))
+    monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.0001")  # 105 KiB: the textbook path at n = 128 needs more
+    at = forget(open_page({**TINY, "bm_impl": "textbook"}))
     assert "will be skipped" in text(at)
     at.button(key="bm_run").click().run()
     frame = results_frame(at)
@@ -126,20 +126,20 @@ def test_an_over_cap_configuration_is_reported_as_skipped(monkeypatch):
 
 def test_the_page_names_both_materialising_baselines_and_says_why_explained_is_slower():
     at = open_page()
-    assert {"naive", "explained"} <= set(at.multiselect(key="bm_impl").value)
+    assert {"textbook", "trace"} <= set(at.multiselect(key="bm_impl").value)
     page = text(at)
-    assert "slower than naive because it checks every n×n step" in page
-    assert "naive ≈ 3–4× the time of SDPA" in page  # what to expect, per baseline
+    assert "slower than textbook because it checks every n×n step" in page
+    assert "textbook ≈ 3–4× the time of SDPA" in page  # what to expect, per baseline
 
 
 def test_an_old_bookmark_with_impl_naive_still_opens_and_runs():
-    """Before naive meant the textbook code, links said bm_impl=naive for the traced path."""
+    """Links from before named the textbook code bm_impl=naive: it opens as today's textbook."""
     at = forget(open_page({**TINY, "bm_impl": "naive"}))
-    assert at.multiselect(key="bm_impl").value == ["naive"]
+    assert at.multiselect(key="bm_impl").value == ["textbook"]
     assert not at.warning or all("ignored" not in w.value for w in at.warning)
     at.button(key="bm_run").click().run()
     frame = results_frame(at)
-    assert list(frame["impl"]) == ["naive"] and list(frame["status"]) == ["ok"]
+    assert list(frame["impl"]) == ["textbook"] and list(frame["status"]) == ["ok"]
     assert list(frame["samples"]) == [3] or frame["samples"][0] >= 3
 
 
@@ -175,11 +175,11 @@ def test_float16_is_offered_on_cuda_only():
 
 def test_a_link_in_todays_form_restores_the_view():
     """What the browser writes (tests/test_browser_benchmark.py checks the writing itself)."""
-    link = {"bm_impl": ["sdpa", "naive"], "bm_nmin": "256", "bm_nmax": "4096", "bm_d": "32", "bm_batch": "2",
+    link = {"bm_impl": ["sdpa", "textbook"], "bm_nmin": "256", "bm_nmax": "4096", "bm_d": "32", "bm_batch": "2",
             "bm_dtype": "bfloat16", "bm_causal": "true", "bm_budget": "30", "talk": "true"}  # fmt: skip
     at = open_page(link)
     s = at.session_state
-    assert s["bm_impl"] == ["sdpa", "naive"] and (s["bm_nmin"], s["bm_nmax"], s["bm_d"]) == (256, 4096, 32)
+    assert s["bm_impl"] == ["sdpa", "textbook"] and (s["bm_nmin"], s["bm_nmax"], s["bm_d"]) == (256, 4096, 32)
     assert (s["bm_batch"], s["bm_dtype"], s["bm_causal"], s["bm_budget"], s["talk"]) == (2, "bfloat16", True, 30, True)
     assert "10 configurations" in text(at) and not notice(at)
 
@@ -188,9 +188,9 @@ def test_a_bookmark_from_before_bound_widgets_opens_the_same_view():
     """Old links wrote lists with commas and on/off as 1/0; they are rewritten once and open as before."""
     at = open_page({"bm_impl": "naive,tiled", "bm_causal": "1", "bm_nmax": "4096", "bm_d": "32", "talk": "1"})
     s = at.session_state
-    assert (s["bm_impl"], s["bm_causal"], s["bm_nmax"], s["bm_d"]) == (["naive", "tiled"], True, 4096, 32)
+    assert (s["bm_impl"], s["bm_causal"], s["bm_nmax"], s["bm_d"]) == (["textbook", "tiled"], True, 4096, 32)
     assert s["talk"]
-    assert at.query_params["bm_impl"] == ["naive", "tiled"] and at.query_params["bm_causal"] == "true"
+    assert at.query_params["bm_impl"] == ["textbook", "tiled"] and at.query_params["bm_causal"] == "true"
     assert not notice(at)
 
 
@@ -210,7 +210,7 @@ def test_talk_mode_shows_less_prose():
 
 
 def test_the_timed_pass_control_runs_the_backward_and_shows_its_gradients_and_flops():
-    at = forget(open_page({**TINY, "bm_impl": ["naive", "tiled", "numpy"]}))
+    at = forget(open_page({**TINY, "bm_impl": ["textbook", "tiled", "numpy"]}))
     assert at.button_group(key="bm_mode").value == "fwd" and not notice(at)  # the forward by default
     flops = next(t for t in (df.value for df in at.dataframe) if "step" in t.columns)
     assert "dV = Pᵀ·dO" not in set(flops["step"])
@@ -232,7 +232,7 @@ def test_a_link_names_the_timed_pass_by_its_label():
     at = open_page({"bm_mode": "forward + backward"})
     assert at.button_group(key="bm_mode").value == "fwd+bwd" and not notice(at)
     assert "FLOPs per forward + backward call" in text(at)
-    assert "In training the naive code holds three" in text(at) or "Largest n" not in text(at)
+    assert "In training the textbook code holds three" in text(at) or "Largest n" not in text(at)
     bad = open_page({"bm_mode": "training"})
     assert bad.button_group(key="bm_mode").value == "fwd" and "bm_mode =" in notice(bad)
 
@@ -248,7 +248,7 @@ def _rows() -> list[dict]:
             "status": status, "samples": 3,
         }  # fmt: skip
 
-    rows = [row("naive", n, 1e-4 * n * n, 24 * n * n) for n in (512, 1024, 2048)]
+    rows = [row("textbook", n, 1e-4 * n * n, 24 * n * n) for n in (512, 1024, 2048)]
     rows += [row("tiled", n, 1e-4 * n * n, 4096 * n) for n in (512, 1024)]
     rows += [row("tiled", 2048, None, None, status="oom")]
     return rows
@@ -258,11 +258,11 @@ def test_time_figure_draws_ok_rows_and_names_the_fitted_slope():
     from figures.benchmark import time_figure
     from figures.style import IMPL_COLORS
 
-    fig = time_figure(_rows(), {"naive": (2.0, -9.2, 512, 2048)})
+    fig = time_figure(_rows(), {"textbook": (2.0, -9.2, 512, 2048)})
     named = {t.name: t for t in fig.data if t.showlegend is not False}
-    assert set(named) == {"naive ∝ n^2.00", "tiled"}
+    assert set(named) == {"textbook ∝ n^2.00", "tiled"}
     assert list(named["tiled"].x) == [512, 1024]  # the oom row is not drawn
-    assert named["naive ∝ n^2.00"].line.color == IMPL_COLORS["naive"]
+    assert named["textbook ∝ n^2.00"].line.color == IMPL_COLORS["textbook"]
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
 
 
@@ -271,8 +271,8 @@ def test_memory_figure_has_measured_points_and_predicted_lines():
 
     fig = memory_figure(_rows())
     kinds = {t.name: t.mode for t in fig.data}
-    assert kinds["naive measured"] == "markers" and kinds["naive predicted"] == "lines"
-    measured = next(t for t in fig.data if t.name == "naive measured")
+    assert kinds["textbook measured"] == "markers" and kinds["textbook predicted"] == "lines"
+    measured = next(t for t in fig.data if t.name == "textbook measured")
     assert list(measured.y) == [24 * n * n / 2**20 for n in (512, 1024, 2048)]
 
 

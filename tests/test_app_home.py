@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from benchmarks.widgets import discover_pages
+from tests.support.widgets import discover_pages
 
 
 def test_home_renders_formula_and_links_every_other_page() -> None:

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core.scaling import DEFAULT_LR
-from benchmarks.widgets import apply, edge_moves, restore_move, widgets
+from tests.support.widgets import apply, edge_moves, restore_move, widgets
 
 TABS = ("Variance", "Saturation", "Gradients", "Scaling strategies", "Initialisation", "Numerical stability",
         "Training")  # fmt: skip

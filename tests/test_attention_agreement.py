@@ -75,14 +75,14 @@ def test_matches_float64_reference(case: tuple, device: torch.device) -> None:
     if device.type == "cpu":  # bounds measured on the CPU
         assert max_err(trace.weights, ref_w) < 1e-6
         assert max_err(trace.output, ref_out) < 1e-5
-    # FlashAttention's rule on every device: at most 2× the error of standard torch attention, same dtype
+    # FlashAttention's rule on every device: at most 2× the error of textbook attention, same dtype
     check = flash_rule(trace.output, q, k, v, mask, is_causal, scale=scale)
     assert check.passes, check.describe()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_flashattention_acceptance(dtype: torch.dtype, device: torch.device) -> None:
-    """FlashAttention's rule: error vs a float64 reference ≤ 2 × the error of standard torch attention
+    """FlashAttention's rule: error vs a float64 reference ≤ 2 × the error of textbook attention
     (softmax(q kᵀ s) v in plain torch ops) in the same dtype on the same device."""
     gen = torch.Generator().manual_seed(7)
     q32, k32 = randn(gen, 2, 4, 24, 16, scale=2.0), randn(gen, 2, 4, 30, 16, scale=2.0)

@@ -1,4 +1,4 @@
-"""The explained path's trace: the five steps as formulas, the masks it records, and dropout."""
+"""The traced path's trace: the five steps as formulas, the masks it records, and dropout."""
 
 from __future__ import annotations
 

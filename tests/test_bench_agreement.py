@@ -53,7 +53,7 @@ def _run_or_not_available(impl: Impl, config: BenchConfig, q, k, v):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_every_implementation_passes_flashattentions_rule(device, name, causal, dtype):
-    """Error against float64 at most 2× that of standard torch attention, same dtype, same device."""
+    """Error against float64 at most 2× that of textbook attention, same dtype, same device."""
     impl = IMPLEMENTATIONS[name]
     config = BenchConfig(name, 96, d=16, heads=3, batch=2, causal=causal, dtype=dtype, device=str(device))
     if not _runs_here(impl, device, config.torch_dtype):
@@ -71,14 +71,14 @@ def test_every_implementation_passes_flashattentions_rule(device, name, causal, 
         assert float((out.double() - ref).abs().max()) < 1e-5
 
 
-@pytest.mark.parametrize("name", ["lean", "explained", "sdpa", "sdpa-math", "tiled"])
+@pytest.mark.parametrize("name", ["lean", "trace", "sdpa", "sdpa-math", "tiled"])
 def test_rectangular_and_masked_inputs_match_torch(device, name):
     """n_q ≠ n_k and a padding mask, through the functions the registry wraps."""
     from attention_core import attention_trace, padding_mask, scaled_dot_product_attention, tiled_attention
 
     fns = {
         "lean": scaled_dot_product_attention,
-        "explained": lambda *a, **kw: attention_trace(*a, **kw).output,
+        "trace": lambda *a, **kw: attention_trace(*a, **kw).output,
         "sdpa": F.scaled_dot_product_attention,
         "tiled": tiled_attention,
     }
@@ -111,6 +111,6 @@ def test_the_numpy_entry_matches_torch():
 def test_tiled_and_sdpa_pass_the_acceptance_rule_in_16_bit(device, dtype):
     config = BenchConfig("tiled", 160, d=32, heads=2, dtype=dtype, device=str(device))
     q, k, v = make_inputs(config)
-    for name in ("tiled", "sdpa", "naive"):
+    for name in ("tiled", "sdpa", "textbook"):
         check = flash_rule(IMPLEMENTATIONS[name].run((q, k, v), False), q, k, v)
         assert check.passes, (name, check.describe())

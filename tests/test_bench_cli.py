@@ -30,13 +30,13 @@ REQUIRED_COLUMNS += ["median_ms", "iqr_ms", "peak_bytes", "predicted_bytes", "gf
 def test_the_cli_prints_a_table_and_writes_the_csv_columns(tmp_path):
     path = tmp_path / "out.csv"
     out = io.StringIO()
-    argv = ["--impl", "naive", "sdpa", "tiled", "--n", "16", "32", "--d", "8", "--heads", "2"]
+    argv = ["--impl", "textbook", "sdpa", "tiled", "--n", "16", "32", "--d", "8", "--heads", "2"]
     argv += ["--batch", "1", "--dtype", "float32", "--device", "auto", "--causal", "--csv", str(path)]
     assert main([*argv, "--min-run-time", "0", "--quiet"], stream=out) == 0
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert set(REQUIRED_COLUMNS) <= set(rows[0]) and tuple(rows[0]) == CSV_COLUMNS
-    assert [(r["impl"], r["n"]) for r in rows] == [(i, n) for n in ("16", "32") for i in ("naive", "sdpa", "tiled")]
+    assert [(r["impl"], r["n"]) for r in rows] == [(i, n) for n in ("16", "32") for i in ("textbook", "sdpa", "tiled")]
     assert {r["status"] for r in rows} == {"ok"} and {r["causal"] for r in rows} == {"True"}
     text = out.getvalue()
     assert "median ms" in text and "wrote" in text and "tiled" in text
@@ -52,7 +52,7 @@ def test_the_cli_defaults_are_the_pages_default_sweep(monkeypatch):
     monkeypatch.setattr("attention_core.bench.cli.run_sweep", fake_sweep)
     assert main(["--quiet"], stream=io.StringIO()) == 0
     assert seen["spec"].ns == DEFAULT_SWEEP.ns and seen["budget"] == bench.DEFAULT_BUDGET_S
-    assert {"naive", "explained"} <= set(DEFAULT_SWEEP.impls)  # both baselines, side by side
+    assert {"textbook", "trace"} <= set(DEFAULT_SWEEP.impls)  # both baselines, side by side
     args = _parser().parse_args([])
     assert tuple(args.impl) == DEFAULT_SWEEP.impls
     assert (args.d, args.heads, args.batch, args.dtype, args.causal) == (
@@ -81,16 +81,16 @@ def test_a_sweep_with_explicit_sizes_skips_none_of_them(monkeypatch):
     """The issue's case: tiled at the largest n was dropped by a budget nobody asked for."""
     monkeypatch.setattr("attention_core.bench.cli.DEFAULT_BUDGET_S", 1e-9)  # a budget would skip them all
     out = io.StringIO()
-    argv = ["--impl", "naive", "tiled", "--n", "16", "64", "--d", "4", "--heads", "1", "--min-run-time", "0"]
+    argv = ["--impl", "textbook", "tiled", "--n", "16", "64", "--d", "4", "--heads", "1", "--min-run-time", "0"]
     assert main([*argv, "--quiet"], stream=out) == 0
     assert "skipped" not in out.getvalue() and out.getvalue().count(" ok") == 4
 
 
 def test_the_table_marks_rows_timed_from_fewer_than_three_samples():
-    row = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
+    row = run_mod._result(BenchConfig("textbook", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=1)
     table = bench.format_table([row])
     assert "1*" in table and "fewer than 3 timed samples" in table
-    full = run_mod._result(BenchConfig("naive", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
+    full = run_mod._result(BenchConfig("textbook", 16, d=4, heads=1), 1, "ok", median_ms=1.0, iqr_ms=0.0, samples=3)
     assert "fewer than" not in bench.format_table([full])
 
 
@@ -122,3 +122,20 @@ def test_a_sweep_started_on_a_busy_cpu_says_its_timings_are_disturbed(monkeypatc
     out = io.StringIO()
     assert main(["--impl", "tiled", "--n", "16", "--d", "4", "--heads", "1", "--min-run-time", "0"], stream=out) == 0
     assert "disturbed" in out.getvalue()
+
+
+def test_older_names_still_run_under_todays() -> None:
+    from attention_core.bench import IMPLEMENTATIONS, RENAMED, BenchConfig, get_impl
+
+    for old, new in RENAMED.items():
+        assert BenchConfig(old, 64).impl == new and get_impl(old) is IMPLEMENTATIONS[new]
+        assert _parser().parse_args(["--impl", old]).impl == [old]  # the CLI takes it; the config renames it
+
+
+def test_a_route_with_its_knob_runs_from_the_command_line() -> None:
+    out = io.StringIO()
+    argv = ["--impl", "sdpa", "performer(32)", "--n", "128", "--d", "16", "--heads", "1", "--min-run-time", "0"]
+    assert main([*argv, "--quiet"], stream=out) == 0
+    assert any(line.split()[:1] == ["performer(32)"] and " ok " in line for line in out.getvalue().splitlines())
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--impl", "performer(x)"])

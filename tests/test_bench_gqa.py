@@ -60,9 +60,9 @@ def test_the_config_validates_and_counts_the_smaller_inputs():
 
 
 def test_paths_that_repeat_kv_say_so_and_count_the_copies():
-    gqa, mha = BenchConfig("naive", 256, d=32, heads=8, kv_heads=2), BenchConfig("naive", 256, d=32, heads=8)
+    gqa, mha = BenchConfig("textbook", 256, d=32, heads=8, kv_heads=2), BenchConfig("textbook", 256, d=32, heads=8)
     copies = 2 * 8 * 256 * 32 * 4  # K and V repeated to 8 heads
-    for name in ("naive", "tiled", "numpy", "sdpa-math"):
+    for name in ("textbook", "tiled", "numpy", "sdpa-math"):
         impl = get_impl(name)
         assert (
             impl.extra_bytes(BenchConfig(name, 256, d=32, heads=8, kv_heads=2))
@@ -70,8 +70,8 @@ def test_paths_that_repeat_kv_say_so_and_count_the_copies():
             == copies
         )
     inputs = make_inputs(gqa)
-    assert "repeated 4×" in get_impl("naive").backend(inputs, False)
-    assert "repeated" not in get_impl("naive").backend(make_inputs(mha), False)
+    assert "repeated 4×" in get_impl("textbook").backend(inputs, False)
+    assert "repeated" not in get_impl("textbook").backend(make_inputs(mha), False)
 
 
 @LINUX_PEAK
@@ -92,7 +92,7 @@ def test_sdpa_shares_kv_heads_without_copying_them():
 def test_the_cli_takes_kv_heads_and_writes_them_to_the_csv(tmp_path):
     path = tmp_path / "gqa.csv"
     out = io.StringIO()
-    argv = ["--impl", "naive", "sdpa", "--n", "32", "--d", "8", "--heads", "4", "--kv-heads", "2", "--device", "cpu"]
+    argv = ["--impl", "textbook", "sdpa", "--n", "32", "--d", "8", "--heads", "4", "--kv-heads", "2", "--device", "cpu"]
     assert main([*argv, "--min-run-time", "0", "--quiet", "--csv", str(path)], stream=out) == 0
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -102,5 +102,5 @@ def test_the_cli_takes_kv_heads_and_writes_them_to_the_csv(tmp_path):
 
 
 def test_a_spec_passes_kv_heads_to_every_config():
-    configs = SweepSpec(("naive", "sdpa"), (16, 32), d=8, heads=4, kv_heads=1).configs()
+    configs = SweepSpec(("textbook", "sdpa"), (16, 32), d=8, heads=4, kv_heads=1).configs()
     assert {c.kv_heads for c in configs} == {1}

@@ -22,9 +22,9 @@ from attention_core.bench import (
     math_extra_bytes,
     measure_peak_extra,
     memory_table,
-    naive_extra_bytes,
     run_config,
     score_matrix_bytes,
+    textbook_extra_bytes,
     time_call,
 )
 from attention_core.bench import measure as measure_mod
@@ -46,17 +46,17 @@ def test_the_guard_refuses_an_over_cap_config_without_allocating(monkeypatch):
         raise AssertionError("the guard let an over-cap configuration allocate")
 
     monkeypatch.setattr(run_mod, "make_inputs", must_not_allocate)
-    config = BenchConfig("naive", 1 << 17, d=64, heads=8)  # 6 × 512 GiB of scores
+    config = BenchConfig("textbook", 1 << 17, d=64, heads=8)  # 6 × 512 GiB of scores
     row = run_config(config, cap_bytes=2**30)
     assert row.status == "skipped"
     assert row.note.startswith("needs ") and row.note.endswith("> cap 1.0 GiB")
-    assert row.predicted_bytes == naive_extra_bytes(config)
+    assert row.predicted_bytes == textbook_extra_bytes(config)
 
 
 def test_the_guard_uses_the_default_cap_when_none_is_given(monkeypatch):
     monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.001")
     monkeypatch.setattr(run_mod, "make_inputs", lambda *a, **k: pytest.fail("allocated"))
-    row = run_config(BenchConfig("naive", 1024, d=64, heads=8))
+    row = run_config(BenchConfig("textbook", 1024, d=64, heads=8))
     assert row.status == "skipped" and "cap 1.0 MiB" in row.note
 
 
@@ -93,7 +93,7 @@ def test_score_matrix_bytes_and_the_theoretical_table():
 def test_flop_table_matches_the_formula():
     for causal in (False, True):
         rows = {r["operation"]: r["flops"] for r in flop_table(1024, 64, batch=2, heads=8, causal=causal)}
-        config = BenchConfig("naive", 1024, d=64, heads=8, batch=2, causal=causal)
+        config = BenchConfig("textbook", 1024, d=64, heads=8, batch=2, causal=causal)
         assert rows["QKᵀ"] + rows["weights·V"] == config.flops()
     assert flop_table(1024, 64)[0]["flops"] == 2 * 1024 * 1024 * 64
 
@@ -191,15 +191,16 @@ def test_every_memory_model_matches_the_cuda_allocator_within_20_percent(name, d
 
 @LINUX_PEAK
 @pytest.mark.parametrize(
-    "name, causal", [("naive", False), ("naive", True), ("explained", False), ("explained", True), ("numpy", False)]
+    "name, causal",
+    [("textbook", False), ("textbook", True), ("trace", False), ("trace", True), ("numpy", False)],
 )
 def test_the_memory_models_hold_in_a_fresh_process(name, causal):
     """The model against the peak measured in a fresh worker (history cannot move it there).
 
     Margin: 20 fresh workers per case on a loaded 2-core machine gave measured ÷ predicted
-    of 0.976–1.007 (naive 0.989–0.999, naive causal 0.990–1.007, explained 0.976–0.981,
-    explained causal 0.976–0.979, numpy 0.983–0.999), so ±8 % is over three times the largest
-    deviation seen, and still fails a model one n×n matrix off (50 % for naive, 17 % for explained).
+    of 0.976–1.007 (textbook 0.989–0.999, textbook causal 0.990–1.007, trace 0.976–0.981,
+    trace causal 0.976–0.979, numpy 0.983–0.999), so ±8 % is over three times the largest
+    deviation seen, and still fails a model one n×n matrix off (50 % for textbook, 17 % for trace).
     """
     config = BenchConfig(name, 512, d=64, heads=8, causal=causal)
     peak = bench.fresh_process_peak(config)

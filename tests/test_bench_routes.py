@@ -17,11 +17,10 @@ from attention_core.bench import EXACT, IMPLEMENTATIONS, BenchConfig, SweepSpec,
 from attention_core.bench.cli import main
 from attention_core.efficient.flex import NO_COMPILE_ENV, flex_available
 from attention_core.efficient.lowrank import linformer_projections
-from attention_core.efficient.memory import route_extra_bytes
 from attention_core.efficient.performer import orthogonal_features
 from attention_core.heads import repeat_kv
 
-ROUTES = ("flex-window", "linear", "performer", "linformer")
+ROUTES = ("sdpa-masked", "flex-window", "linear", "performer", "linformer")
 
 
 def run(name: str, config: BenchConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -85,12 +84,19 @@ def test_linformer_projects_keys_and_values_to_256_rows_and_has_no_causal_form()
 
 
 @pytest.mark.parametrize("name", ROUTES)
-def test_each_memory_model_is_the_cores_plus_the_repeated_kv_heads(name: str) -> None:
-    plain = BenchConfig(name, 2048, d=64, heads=8)
-    core = route_extra_bytes(name, 2048, heads=8, d=64, features=256, rank=256)
-    assert IMPLEMENTATIONS[name].extra_bytes(plain) == core
-    grouped = BenchConfig(name, 2048, d=64, heads=8, kv_heads=2)
-    assert IMPLEMENTATIONS[name].extra_bytes(grouped) == core + 2 * 8 * 2048 * 64 * 4  # K and V for 8 heads
+def test_each_memory_model_counts_the_repeated_kv_heads(name: str) -> None:
+    plain = IMPLEMENTATIONS[name].extra_bytes(BenchConfig(name, 2048, d=64, heads=8))
+    grouped = IMPLEMENTATIONS[name].extra_bytes(BenchConfig(name, 2048, d=64, heads=8, kv_heads=2))
+    assert grouped == plain + 2 * 8 * 2048 * 64 * 4  # K and V repeated for 8 heads, float32
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_masked_is_exact_softmax_over_its_window(causal: bool) -> None:
+    out, q, k, v = run("sdpa-masked", BenchConfig("sdpa-masked", 300, d=16, heads=2, causal=causal))
+    offset = torch.arange(300)[:, None] - torch.arange(300)[None, :]  # (n, n): query minus key position
+    allowed = (offset.abs() <= 256) & ((offset >= 0) if causal else True)
+    scores = (q @ k.transpose(-2, -1) / 4.0).masked_fill(~allowed, -math.inf)
+    torch.testing.assert_close(out, torch.softmax(scores, dim=-1) @ v, atol=1e-5, rtol=1e-4)
 
 
 def test_the_sweep_says_an_approximations_error_instead_of_judging_it() -> None:

@@ -23,16 +23,16 @@ from attention_core.bench import (
     BenchConfig,
     Impl,
     SweepSpec,
-    naive_extra_bytes,
     run_config,
     run_sweep,
+    textbook_extra_bytes,
 )
 from attention_core.bench.cli import main
 
 # ---- one configuration end to end ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["naive", "sdpa", "tiled"])
+@pytest.mark.parametrize("name", ["textbook", "sdpa", "tiled"])
 def test_run_config_records_an_ok_row(device, name):
     config = BenchConfig(name, 64, d=8, heads=2, device=str(device))
     row = run_config(config, min_run_time=0.0, cap_bytes=2**30, peak_gflops=50.0)
@@ -67,7 +67,7 @@ def test_a_forced_kernel_that_refuses_is_na_with_torchs_reason(monkeypatch):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return F.scaled_dot_product_attention(q, k, v[..., :4], is_causal=causal)
 
-    fake = Impl("fake-flash", "refuses", run, naive_extra_bytes, lambda i, c: "flash", forced=True)
+    fake = Impl("fake-flash", "refuses", run, textbook_extra_bytes, lambda i, c: "flash", forced=True)
     monkeypatch.setitem(IMPLEMENTATIONS, "fake-flash", fake)
     row = run_config(BenchConfig("fake-flash", 32, d=8, heads=1), cap_bytes=2**30)
     assert row.status == "n/a"
@@ -83,7 +83,7 @@ def _no_kernel(reason: str) -> Impl:
         warnings.warn(f"{reason} (Triggered internally at sdp_utils.cpp:123.)", UserWarning, stacklevel=1)
         raise RuntimeError("No available kernel. Aborting execution.")
 
-    return Impl("sdpa-nokernel", "refuses", run, naive_extra_bytes, lambda i, c: "flash", forced=True)
+    return Impl("sdpa-nokernel", "refuses", run, textbook_extra_bytes, lambda i, c: "flash", forced=True)
 
 
 def test_no_available_kernel_shows_as_not_available_in_the_row_the_table_the_cli_and_the_csv(monkeypatch, tmp_path):
@@ -116,7 +116,7 @@ def _raising(exc: BaseException) -> Impl:
     def run(inputs, causal):
         raise exc
 
-    return Impl("fake", "raises", run, naive_extra_bytes, lambda i, c: "fake")
+    return Impl("fake", "raises", run, textbook_extra_bytes, lambda i, c: "fake")
 
 
 @pytest.mark.parametrize(

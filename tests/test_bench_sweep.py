@@ -28,9 +28,9 @@ from attention_core.bench import sweep as sweep_mod
 
 def test_a_sweep_runs_n_outermost_and_reports_progress():
     events = []
-    spec = SweepSpec(("naive", "tiled"), (64, 32), d=8, heads=1)
+    spec = SweepSpec(("textbook", "tiled"), (64, 32), d=8, heads=1)
     result = run_sweep(spec, min_run_time=0.0, progress=events.append, cap_bytes=2**30)
-    assert [(r.impl, r.n) for r in result.rows] == [("naive", 32), ("tiled", 32), ("naive", 64), ("tiled", 64)]
+    assert [(r.impl, r.n) for r in result.rows] == [("textbook", 32), ("tiled", 32), ("textbook", 64), ("tiled", 64)]
     assert [(e.done, e.result is None) for e in events] == [(i // 2 + i % 2, i % 2 == 0) for i in range(8)]
     assert all(r.status == "ok" and r.max_error is not None and r.max_error < 1e-5 for r in result.rows)
     assert result.stopped is None and result.peak_gflops == 100.0 and result.env["threads"]
@@ -45,15 +45,15 @@ def test_a_cancelled_sweep_stops_cleanly():
 
 
 def test_a_used_up_budget_skips_the_rest(monkeypatch):
-    spec = SweepSpec(("naive", "tiled"), (16, 32), d=8, heads=1)
+    spec = SweepSpec(("textbook", "tiled"), (16, 32), d=8, heads=1)
     result = run_sweep(spec, budget_s=1e-9, min_run_time=0.0)
     assert {r.status for r in result.rows} == {"skipped"}
     assert all("time budget" in r.note for r in result.rows) and result.stopped == "budget"
 
 
 def test_the_budget_skips_a_config_predicted_to_overrun():
-    prev = {"naive": (1024, 2.0)}  # 2 s per call at n = 1024
-    config = BenchConfig("naive", 4096, d=64, heads=8)
+    prev = {"textbook": (1024, 2.0)}  # 2 s per call at n = 1024
+    config = BenchConfig("textbook", 4096, d=64, heads=8)
     why = sweep_mod._over_budget(config, prev, sweep_mod.time.perf_counter() + 10, 10.0, 0.1)
     assert why is not None and why.startswith("would take about 128 s")  # 4 calls of 2 s × (4096/1024)²
 
@@ -72,11 +72,11 @@ def test_unknown_implementations_and_bad_specs_raise():
     with pytest.raises(ValueError, match="at least one"):
         SweepSpec((), (16,)).configs()
     with pytest.raises(ValueError, match="n"):
-        BenchConfig("naive", 0)
+        BenchConfig("textbook", 0)
     with pytest.raises(ValueError, match="dtype"):
-        BenchConfig("naive", 16, dtype="int8")
+        BenchConfig("textbook", 16, dtype="int8")
     with pytest.raises(ValueError, match="device"):
-        BenchConfig("naive", 16, device="tpu")
+        BenchConfig("textbook", 16, device="tpu")
 
 
 # ---- fits ---------------------------------------------------------------------------------
@@ -123,15 +123,15 @@ def test_growth_start_drops_the_launch_bound_sizes():
 
 
 def test_a_launch_bound_range_gets_no_exponent():
-    """The GPU case of the issue: n = 512…2048 gave "naive ∝ n^0.80", which reads as a law."""
+    """The GPU case of the issue: n = 512…2048 gave "textbook ∝ n^0.80", which reads as a law."""
     ns = [512, 1024, 2048]
     times = [0.20, 0.33, 0.61]  # ∝ n^0.80 over the range, like the H100's
     assert fit_loglog_slope(ns, times)[0] == pytest.approx(0.80, abs=0.03)  # what the old fit printed
-    fit = scaling_fits([_row("naive", n, t, 4 * n * n) for n, t in zip(ns, times, strict=True)])["naive"]
+    fit = scaling_fits([_row("textbook", n, t, 4 * n * n) for n, t in zip(ns, times, strict=True)])["textbook"]
     assert fit.time_slope is None and fit.launch_bound_below is None and fit.launch_bound_to == 2048
     assert "launch-bound at every n measured (up to 2048)" in fit.describe() and "∝ n^0" not in fit.describe()
     times = [0.20, 0.22, 0.60]  # the last step grows (n^1.4): still too short to be a law
-    fit = scaling_fits([_row("naive", n, t, 4 * n * n) for n, t in zip(ns, times, strict=True)])["naive"]
+    fit = scaling_fits([_row("textbook", n, t, 4 * n * n) for n, t in zip(ns, times, strict=True)])["textbook"]
     assert fit.time_slope is None and fit.launch_bound_below == 1024
     assert "launch-bound below n = 1024" in fit.describe()
 
@@ -145,18 +145,18 @@ def test_the_exponent_is_fitted_where_time_grows():
     assert fit.time_slope == pytest.approx(2.0, abs=0.25)  # the fitted sizes still carry a little launch cost
     assert fit.describe().startswith("sdpa: time ∝ n^") and "launch-bound up to n = 1024" in fit.describe()
     # On the CPU nothing is launch-bound at these sizes: every point is kept, as before.
-    cpu = scaling_fits([_row("naive", n, 1e-4 * n**2, 24 * n * n) for n in (512, 1024, 2048)])["naive"]
+    cpu = scaling_fits([_row("textbook", n, 1e-4 * n**2, 24 * n * n) for n in (512, 1024, 2048)])["textbook"]
     assert cpu.time_slope == pytest.approx(2.0) and cpu.launch_bound_to is None and cpu.n_from == 512
 
 
 def test_scaling_fits_use_the_largest_ok_points_per_implementation():
-    rows = [_row("naive", n, 1e-4 * n**2, 24 * n * n) for n in (256, 512, 1024, 2048)]
-    rows += [_row("naive", 128, 50.0, 10)]  # an overhead-dominated small n, below min_n
+    rows = [_row("textbook", n, 1e-4 * n**2, 24 * n * n) for n in (256, 512, 1024, 2048)]
+    rows += [_row("textbook", 128, 50.0, 10)]  # an overhead-dominated small n, below min_n
     rows += [_row("tiled", n, 1e-4 * n**2, 4096 * n) for n in (512, 1024)]
     rows += [_row("tiled", 2048, None, None, status="oom")]
     fits = scaling_fits(rows, tail=3, min_n=256)
-    assert fits["naive"].time_slope == pytest.approx(2.0) and fits["naive"].memory_slope == pytest.approx(2.0)
-    assert (fits["naive"].n_from, fits["naive"].n_to) == (512, 2048)
+    assert fits["textbook"].time_slope == pytest.approx(2.0) and fits["textbook"].memory_slope == pytest.approx(2.0)
+    assert (fits["textbook"].n_from, fits["textbook"].n_to) == (512, 2048)
     assert fits["tiled"].memory_slope == pytest.approx(1.0)
-    assert "naive" not in scaling_fits(rows[:1] + rows[-4:-3], min_n=256)  # one point is not a fit
+    assert "textbook" not in scaling_fits(rows[:1] + rows[-4:-3], min_n=256)  # one point is not a fit
     assert speedups(rows)[0] == {"impl": "tiled", "n": 512, "speedup": pytest.approx(1.0)}

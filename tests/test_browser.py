@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from benchmarks.browser import (
+from tests.support.browser import (
     ALERT,
     TALK_VIEWPORT,
     StreamlitServer,
@@ -42,7 +42,7 @@ PAGES = {
 }
 
 # A sweep that takes a few seconds: two implementations at the smallest n, one small head.
-TINY_SWEEP = "bm_impl=sdpa&bm_impl=naive&bm_nmin=128&bm_nmax=128&bm_d=16&bm_heads=1&bm_batch=1&bm_budget=5"
+TINY_SWEEP = "bm_impl=sdpa&bm_impl=textbook&bm_nmin=128&bm_nmax=128&bm_d=16&bm_heads=1&bm_batch=1&bm_budget=5"
 
 
 def query(page: Page) -> dict[str, str]:
@@ -172,7 +172,7 @@ def test_every_scaling_tab_renders(page: Page, streamlit_server: StreamlitServer
 def test_benchmark_runs_a_tiny_sweep_and_shows_the_table(page: Page, streamlit_server: StreamlitServer) -> None:
     goto(page, streamlit_server, f"/benchmark?{TINY_SWEEP}")
     assert "2 configurations" in main_text(page)
-    assert parse_qs(urlsplit(page.url).query)["bm_impl"] == ["sdpa", "naive"]  # a list: the parameter repeated
+    assert parse_qs(urlsplit(page.url).query)["bm_impl"] == ["sdpa", "textbook"]  # a list: the parameter repeated
     rerun(page, page.locator(".st-key-bm_run button").click, timeout=180_000)
     assert exception_texts(page) == []
     captions = page.locator("[data-testid='stCaptionContainer']").all_inner_texts()

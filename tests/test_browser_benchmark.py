@@ -12,14 +12,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from benchmarks.browser import StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
+from tests.support.browser import StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
-TINY = "/benchmark?bm_impl=naive&bm_impl=explained&bm_impl=sdpa&bm_impl=tiled&bm_nmax=256&bm_d=16&bm_heads=1"
+TINY = "/benchmark?bm_impl=textbook&bm_impl=trace&bm_impl=sdpa&bm_impl=tiled&bm_nmax=256&bm_d=16&bm_heads=1"
 
 
 def main_text(page: Page) -> str:
@@ -49,9 +49,9 @@ def test_a_tiny_sweep_shows_the_results_table(page: Page, streamlit_server: Stre
 
 
 def test_cancel_stops_a_run_and_the_next_run_still_works(page: Page, streamlit_server: StreamlitServer):
-    # explained and tiled: the two slowest paths, so the sweep is still running when Cancel arrives
+    # trace and tiled: the two slowest paths, so the sweep is still running when Cancel arrives
     goto(page, streamlit_server,
-         "/benchmark?bm_impl=explained&bm_impl=tiled&bm_nmax=2048&bm_d=16&bm_heads=1&bm_budget=120")  # fmt: skip
+         "/benchmark?bm_impl=trace&bm_impl=tiled&bm_nmax=2048&bm_d=16&bm_heads=1&bm_budget=120")  # fmt: skip
     page.get_by_role("button", name="Forget measurements").click()
     wait_idle(page)
     page.get_by_role("button", name="Run").click()
@@ -68,12 +68,12 @@ def test_cancel_stops_a_run_and_the_next_run_still_works(page: Page, streamlit_s
 def test_the_controls_write_the_link_and_an_old_link_is_rewritten(page: Page, streamlit_server: StreamlitServer):
     goto(page, streamlit_server, "/benchmark?bm_impl=naive,tiled&bm_causal=1&bm_nmax=4096")  # written before bind
     assert exception_texts(page) == []
-    assert link(page) == {"bm_impl": ["naive", "tiled"], "bm_causal": ["true"], "bm_nmax": ["4096"]}
+    assert link(page) == {"bm_impl": ["textbook", "tiled"], "bm_causal": ["true"], "bm_nmax": ["4096"]}
     assert "This link asked for" not in main_text(page) and "12 configurations" in main_text(page)
     rerun(page, lambda: page.locator(".st-key-bm_causal label").click())
     assert "bm_causal" not in link(page), "back to the default: it drops out of the link"
     rerun(page, lambda: page.locator(".st-key-bm_impl [data-testid='stMultiSelect']").get_by_role(
-        "button", name="Remove naive").click())  # fmt: skip
+        "button", name="Remove textbook").click())  # fmt: skip
     assert link(page)["bm_impl"] == ["tiled"]
     page.locator(".st-key-bm_dtype [data-testid='stSelectbox']").click()
     rerun(page, page.get_by_role("option", name="bfloat16").click)

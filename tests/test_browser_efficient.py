@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from benchmarks.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
+from tests.support.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, screenshot, wait_idle
+from tests.support.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, screenshot, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.browser import (
+from tests.support.browser import (
     StreamlitServer,
     cut_off,
     exception_texts,

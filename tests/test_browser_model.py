@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from benchmarks.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
+from tests.support.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.browser import VIEWPORT, StreamlitServer, exception_texts, wait_idle
+from tests.support.browser import VIEWPORT, StreamlitServer, exception_texts, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -26,7 +26,7 @@ TABS = 8
 # for long enough (about a second at 0.1 s each) that the other tabs' clicks land while it holds the
 # lock. With two configurations the first run could end before the next click was handled: CI run 18
 # of a fresh clone failed that way once, with nobody queued.
-SWEEP = "bm_impl=sdpa&bm_impl=naive&bm_nmin=128&bm_nmax=2048&bm_d=32&bm_heads=1&bm_batch=1&bm_budget=30"
+SWEEP = "bm_impl=sdpa&bm_impl=textbook&bm_nmin=128&bm_nmax=2048&bm_d=32&bm_heads=1&bm_batch=1&bm_budget=30"
 RESULTS = re.compile(r"^10 configurations, forward · d = 32, 1 heads")
 WAITING = re.compile(r"busy, queued|still busy", re.IGNORECASE)
 CANCELLED = re.compile(r"cancelled|was stopped after", re.IGNORECASE)

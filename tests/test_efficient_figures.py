@@ -70,3 +70,16 @@ def test_weights_figure_puts_exact_beside_the_route_or_says_why_it_cannot() -> N
     assert len(empty.data) == 1 and "signed coefficients" in empty.layout.annotations[-1].text
     with pytest.raises(ValueError, match="labels"):
         weights_figure(exact, route, ["a"], "Window")
+
+
+def test_a_route_with_its_knob_keeps_its_routes_colour_on_the_cost_figures() -> None:
+    from figures.benchmark import memory_figure, time_figure
+
+    rows = [{"impl": impl, "n": n, "status": "ok", "median_ms": 1.0 * n, "iqr_ms": 0.1, "samples": 3,
+             "predicted_bytes": 1000 * n, "peak_bytes": 900 * n}
+            for impl in ("sdpa", "performer(64)", "sdpa-masked(32)") for n in (256, 512)]  # fmt: skip
+    for fig in (time_figure(rows), memory_figure(rows)):
+        colours = {t.name.split(" ")[0]: t.line.color or t.marker.color for t in fig.data}
+        assert colours["performer(64)"] == IMPL_COLORS["performer"] != THEORY
+        assert colours["sdpa-masked(32)"] == IMPL_COLORS["sdpa-masked"]
+        assert colours["sdpa"] == IMPL_COLORS["sdpa"]

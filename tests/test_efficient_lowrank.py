@@ -78,9 +78,9 @@ def test_spectrum_equals_numpy_and_energy_shares_add_up():
 
 def test_rank_one_and_identity_matrices():
     ones = torch.full((8, 8), 1 / 8)  # uniform attention: rank 1
-    assert float(lowrank.energy_share(ones, 1)) == pytest.approx(1.0)
+    assert float(lowrank.attention_spectrum(ones).share(1)) == pytest.approx(1.0)
     eye = torch.eye(8)  # each token on itself: energy spread evenly
-    assert float(lowrank.energy_share(eye, 2)) == pytest.approx(2 / 8)
+    assert float(lowrank.attention_spectrum(eye).share(2)) == pytest.approx(2 / 8)
     assert int(lowrank.attention_spectrum(eye).rank_for(0.5)) == 4
     with pytest.raises(ValueError, match="share must be ≤ 1"):
         lowrank.attention_spectrum(eye).rank_for(1.5)
@@ -91,7 +91,7 @@ def test_trained_attention_is_closer_to_low_rank_than_random_weights():
 
     tokens, w = sentence_weights(load_bert(), "The animal didn't cross the street because it was too tired.")
     n = len(tokens)
-    trained = lowrank.energy_share(w, 3).mean()  # every layer and head, (6, 12)
+    trained = lowrank.attention_spectrum(w).share(3).mean()  # every layer and head, (6, 12)
     gen = torch.Generator().manual_seed(0)
-    random = lowrank.energy_share(torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1), 3).mean()
+    random = lowrank.attention_spectrum(torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1)).share(3).mean()
     assert float(trained) > float(random)

@@ -288,7 +288,6 @@ ENTRY_POINTS: dict[str, Callable[[Fake], Any]] = {
     "decode_with_cache": _decode_with_cache,
     # the efficient routes and their patterns
     "random_qkv": lambda f: eff.random_qkv(9, 8, heads=2, device=f.device),
-    "exact_attention": lambda f: eff.exact_attention(f.q, f.k, f.v),
     "performer_attention": lambda f: eff.performer_attention(f.q, f.k, f.v, features=16, seed=0),
     "performer_attention causal": lambda f: eff.performer_attention(*_square(f), features=16, seed=0, is_causal=True),
     "performer_weights": lambda f: eff.performer_weights(f.q, f.k, features=16, seed=0),

@@ -51,7 +51,7 @@ from streamlit.testing.v1.element_tree import (
     UnknownElement,
 )
 
-from benchmarks.widgets import Move, apply, discover_pages, edge_moves, open_page, random_move, restore_move, widgets
+from tests.support.widgets import Move, apply, discover_pages, edge_moves, open_page, random_move, restore_move, widgets
 
 PAGES = discover_pages()
 BUDGET_S = float(os.environ.get("FUZZ_SECONDS", "60"))  # shared by the pages; the edge walk always completes
@@ -63,7 +63,7 @@ SEED = 20240607
 # Where each page's fuzz starts (a URL query). The benchmark starts from a sweep of a few seconds, so
 # the edge walk's click on Run (made with the other controls back at their start values) stays short.
 START = {
-    "benchmark": {"bm_impl": "sdpa,naive", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
+    "benchmark": {"bm_impl": "sdpa,textbook", "bm_nmin": "128", "bm_nmax": "128", "bm_d": "16", "bm_heads": "1",
                   "bm_batch": "1", "bm_budget": "5"},
     "heads": {"hd_tmax": "2048", "hd_tdm": "64"},  # the decode tab's live timing at its smallest
     # Run measures linear beside SDPA at n = 128 (no FlexAttention: no compile of seconds).

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core.bench import EXACT, IMPLEMENTATIONS, NOT_AVAILABLE, Impl, naive_extra_bytes
+from attention_core.bench import EXACT, IMPLEMENTATIONS, NOT_AVAILABLE, Impl, textbook_extra_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def _refusing() -> Impl:
         warnings.warn("cuDNN attention does not support these inputs.", UserWarning, stacklevel=1)
         raise RuntimeError("No available kernel. Aborting execution.")
 
-    return Impl("sdpa-refuses", "refuses", run, naive_extra_bytes, lambda i, c: "cudnn", forced=True)
+    return Impl("sdpa-refuses", "refuses", run, textbook_extra_bytes, lambda i, c: "cudnn", forced=True)
 
 
 def test_a_dry_run_on_the_cpu_prints_every_column(report, monkeypatch, tmp_path):
@@ -58,7 +58,7 @@ def test_a_dry_run_on_the_cpu_prints_every_column(report, monkeypatch, tmp_path)
     path, out = tmp_path / "gpu.csv", io.StringIO()
     argv = ["--device", "cpu", "--n", "32", "64", "--fp32-n", "32", "--heads", "1", "--d", "8"]
     argv += ["--min-run-time", "0", "--check-rows", "16", "--csv", str(path)]
-    argv += ["--impl", "naive", "sdpa", "sdpa-math", "sdpa-efficient", "sdpa-refuses", "tiled"]
+    argv += ["--impl", "textbook", "sdpa", "sdpa-math", "sdpa-efficient", "sdpa-refuses", "tiled"]
     assert report.main(argv, stream=out) == 0
     text = out.getvalue()
     for column in ("×sdpa", "peak/pred", "err vs f64", "2× rule"):
@@ -70,7 +70,7 @@ def test_a_dry_run_on_the_cpu_prints_every_column(report, monkeypatch, tmp_path)
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["impl"], r["dtype"], r["n"]) for r in rows][:6] == [
-        ("naive", "float16", "32"),
+        ("textbook", "float16", "32"),
         ("sdpa", "float16", "32"),
         ("sdpa-math", "float16", "32"),
         ("sdpa-efficient", "float16", "32"),
@@ -80,4 +80,4 @@ def test_a_dry_run_on_the_cpu_prints_every_column(report, monkeypatch, tmp_path)
     by = {(r["impl"], r["dtype"], r["n"]): r for r in rows}
     assert float(by[("sdpa", "float16", "64")]["vs_sdpa"]) == 1.0
     assert by[("sdpa-refuses", "float32", "32")]["status"] == "n/a"
-    assert all(by[(i, "float32", "32")]["verdict"] == "pass" for i in ("naive", "sdpa", "sdpa-math", "tiled"))
+    assert all(by[(i, "float32", "32")]["verdict"] == "pass" for i in ("textbook", "sdpa", "sdpa-math", "tiled"))

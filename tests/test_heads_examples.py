@@ -13,7 +13,7 @@ from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
     decode_timing_figure,
-    heads_grid,
+    heads_side_by_side,
     kv_cache_figure,
     sharing_figure,
     split_figure,
@@ -92,12 +92,12 @@ def test_split_snippet_rejects_what_cannot_be_split() -> None:
 
 def test_heads_grid_has_one_heatmap_per_head_on_a_0_1_scale() -> None:
     w = np.random.default_rng(0).dirichlet(np.ones(5), size=(4, 5))  # (h, L, S), rows sum to 1
-    fig = heads_grid(w, list("abcde"), [0, 0, 1, 1])
+    fig = heads_side_by_side(w, list("abcde"), [0, 0, 1, 1])
     heatmaps = [t for t in fig.data if isinstance(t, go.Heatmap)]
     assert len(heatmaps) == 4 and all(t.zmin == 0 and t.zmax == 1 for t in heatmaps)
     assert "K/V 1" in fig.layout.annotations[3].text
     with pytest.raises(ValueError):
-        heads_grid(w, list("abcde"), [0, 1])
+        heads_side_by_side(w, list("abcde"), [0, 1])
 
 
 def test_sharing_figure_draws_one_line_per_query_head() -> None:

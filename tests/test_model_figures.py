@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from figures.model import head_grid, head_label, layer_head_map, token_across_heads
+from figures.model import head_label, layer_head_grid, layer_head_map, token_across_heads
 
 
 def fake_weights(n_layers: int = 6, n_heads: int = 12, n: int = 5, seed: int = 0) -> np.ndarray:
@@ -17,7 +17,7 @@ def fake_weights(n_layers: int = 6, n_heads: int = 12, n: int = 5, seed: int = 0
 def test_each_tile_holds_its_heads_weights_and_each_marker_names_it() -> None:
     w = fake_weights()
     tokens = [f"t{i}" for i in range(5)]
-    fig = head_grid(w, tokens, selected=(3, 1))
+    fig = layer_head_grid(w, tokens, selected=(3, 1))
     z = np.asarray(fig.data[0].z, dtype=float)
     step = 5 + max(1, 5 // 6)
     for layer, head in [(0, 0), (3, 1), (5, 11)]:
@@ -36,11 +36,11 @@ def test_each_tile_holds_its_heads_weights_and_each_marker_names_it() -> None:
 
 def test_grid_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="n_layers, H, L, L"):
-        head_grid(np.zeros((6, 12, 4, 5)), ["a"] * 4)
+        layer_head_grid(np.zeros((6, 12, 4, 5)), ["a"] * 4)
     with pytest.raises(ValueError, match="token labels"):
-        head_grid(fake_weights(), ["a"] * 4)
+        layer_head_grid(fake_weights(), ["a"] * 4)
     with pytest.raises(ValueError, match="outside"):
-        head_grid(fake_weights(), ["a"] * 5, selected=(6, 0))
+        layer_head_grid(fake_weights(), ["a"] * 5, selected=(6, 0))
 
 
 def test_one_tokens_row_in_every_head() -> None:
@@ -67,7 +67,7 @@ def test_layer_head_map_writes_every_share() -> None:
 
 def test_long_sentences_are_shown_as_block_means() -> None:
     w = fake_weights(n=70)
-    fig = head_grid(w, [f"t{i}" for i in range(70)], max_side=32)
+    fig = layer_head_grid(w, [f"t{i}" for i in range(70)], max_side=32)
     z = np.asarray(fig.data[0].z, dtype=float)
     k, m = 3, 24  # ceil(70 / 32) = 3 tokens a block, ceil(70 / 3) = 24 blocks a side
     step = m + max(1, m // 6)

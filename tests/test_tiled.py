@@ -1,4 +1,4 @@
-"""The tiled online-softmax kernel against torch's SDPA, the explained path and a float64 reference."""
+"""The tiled online-softmax kernel against torch's SDPA, the traced path and a float64 reference."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from attention_core import (
     tiled_attention,
     tiled_extra_bytes,
 )
-from attention_core.bench import BenchConfig, naive_extra_bytes, score_matrix_bytes
+from attention_core.bench import BenchConfig, score_matrix_bytes, textbook_extra_bytes
 
 
 def _qkv(shape_q, shape_k, d_v, *, device, dtype=torch.float32, seed=0):
@@ -37,7 +37,7 @@ def _agrees(out: torch.Tensor, q, k, v, attn_mask=None, is_causal=False, scale=N
     """FlashAttention's rule on every device; on the CPU also within 1e-5 of torch's SDPA (measured here).
 
     A fixed 1e-5 is a CPU fact, not a law: on a GPU the fused kernels and cuBLAS sum in other orders,
-    so there the rule (error vs float64 ≤ 2 × standard attention's, same dtype, same device) decides.
+    so there the rule (error vs float64 ≤ 2 × textbook attention's, same dtype, same device) decides.
     """
     check = flash_rule(out, q, k, v, attn_mask, is_causal, scale=scale)
     assert check.passes, check.describe()
@@ -192,7 +192,7 @@ def test_extra_memory_grows_as_n_not_n_squared():
     # Linear once n exceeds the block: each doubling adds twice what the previous one added.
     assert extra(16384) - extra(8192) == 2 * (extra(8192) - extra(4096)) > 0
     assert extra(4096) < score_matrix_bytes(4096, "float32", heads=8) / 40  # one n×n matrix is already 40× more
-    assert extra(4096) < naive_extra_bytes(BenchConfig("naive", 4096, d=64, heads=8)) / 50
+    assert extra(4096) < textbook_extra_bytes(BenchConfig("textbook", 4096, d=64, heads=8)) / 50
     with pytest.raises(ValueError, match="itemsize"):
         tiled_extra_bytes(16, 16, 8, itemsize=0)
 

@@ -1,7 +1,7 @@
 """The tiled kernel's backward (FlashAttention-2, Algorithm 2) against autograd and float64.
 
 Independent references: torch's numerical gradcheck in float64, and float64 autograd through
-standard attention (plain torch ops), judged by FlashAttention's rule on each of dQ, dK and dV.
+textbook attention (plain torch ops), judged by FlashAttention's rule on each of dQ, dK and dV.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _assert_flash_rule(block: int, q, k, v, d_out, attn_mask=None, is_causal=Fal
 
     float32 gets a second baseline, torch's own fused SDPA backward (the exception explained in
     attention_core/grad_accuracy.py: on nearly one-hot rows both fused backwards' D = rowsum(dO ∘ O)
-    leave a few ulps that standard attention's softmax backward cancels exactly).
+    leave a few ulps that textbook attention's softmax backward cancels exactly).
     """
     tiled = functools.partial(tiled_attention, block_size=block)
     args = (q, k, v, d_out, attn_mask, is_causal)
@@ -132,7 +132,7 @@ def test_masks_and_broadcast_inputs_pass_the_flash_rule(device, dtype):
 
     gen = torch.Generator().manual_seed(6)
     float_mask = torch.randn(50, 70, generator=gen).to(device)
-    float_mask[:, 10:20] = float("-inf")  # no row blocked entirely: standard attention's gradient would be NaN
+    float_mask[:, 10:20] = float("-inf")  # no row blocked entirely: textbook attention's gradient would be NaN
     _assert_flash_rule(32, q, k, v, d_out, float_mask)
 
 

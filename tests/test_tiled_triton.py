@@ -3,7 +3,7 @@ interpreter (where Triton is installed); and the "needs a CUDA GPU with Triton" 
 that the registry, the CLI and the wrapper give everywhere else.
 
 FlashAttention's acceptance rule throughout: the kernel's error against a float64 reference
-is at most twice the error of the explained path run in the same dtype.
+is at most twice the error of the traced path run in the same dtype.
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def test_the_reports_blockwise_errors_equal_the_whole_matrix_errors(monkeypatch,
     # A block that lost its row offset would see the wrong keys: errors of order 1, not 1e-7.
     assert got["sdpa"] == pytest.approx(_err(out, ref), rel=1e-6)
     plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # blockwise, its matmuls may round differently
-    assert got["explained"] == pytest.approx(_err(plain, ref), rel=0.5)
+    assert got["traced"] == pytest.approx(_err(plain, ref), rel=0.5)
 
 
 # ---- compiled for an H100 without one: Triton's own compiler and the ptxas it ships -----------

@@ -57,7 +57,7 @@ def errors(dtype: str, causal: bool, n_q: int, n_k: int, d: int) -> dict:
     with torch.no_grad():
         out = tiled_triton_attention(q, k, v, is_causal=causal)
         ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
-        plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # the explained path, same dtype
+        plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # the traced path, same dtype
         fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     return {
         "shape": list(out.shape),

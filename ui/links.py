@@ -34,11 +34,6 @@ def on_off(old: str) -> str | None:
     return {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(old.lower())
 
 
-def comma_list(old: str) -> list[str] | None:
-    """An old comma-separated list as repeated parameters (``a,b`` → ``?k=a&k=b``)."""
-    return [s.strip() for s in old.split(",") if s.strip()] if "," in old else None
-
-
 def upgrade(**old_forms: Upgrade) -> None:
     """Rewrite values of an older link in today's form, once per session, and rerun.
 
@@ -49,12 +44,18 @@ def upgrade(**old_forms: Upgrade) -> None:
     st.session_state.setdefault(_FORMS, {}).update(old_forms)
     if _SETTLED in st.session_state:
         return
-    new = {}
+    new: dict[str, str | list[str]] = {}
     for key, form in old_forms.items():
         values = st.query_params.get_all(key)
-        value = _apply(form, values[0]) if len(values) == 1 else None
-        if value is not None and value != values[0]:
-            new[key] = value
+        if len(values) == 1:
+            value = _apply(form, values[0])
+            if value is not None and value != values[0]:
+                new[key] = value
+        elif values:  # a repeated parameter (a list): each value in today's form
+            each = [_apply(form, v) or v for v in values]
+            flat = [x for v in each for x in (v if isinstance(v, list) else [v])]
+            if flat != values:
+                new[key] = flat
     rewrite(new)
 
 

@@ -2,7 +2,7 @@
 
 Both are judged as FlashAttention's tests judge them (:mod:`attention_core.accuracy`,
 :mod:`attention_core.grad_accuracy`): the largest absolute error against a float64 reference, beside
-that of standard attention (plain torch ops) in the same dtype. The benchmark shows the errors
+that of textbook attention (plain torch ops) in the same dtype. The benchmark shows the errors
 (``max_error``; ``err_dq``, ``err_dk``, ``err_dv``); ``benchmarks/report.py`` prints the verdicts.
 The check runs at ``n = 128`` whatever the sweep's n: the float64 reference builds the n×n weights.
 """
@@ -18,7 +18,8 @@ import torch
 from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
 from ..heads import repeat_kv
 from ..textbook import reference_attention, textbook_attention
-from .impls import BenchConfig, Impl, get_impl, make_inputs
+from .config import BenchConfig, Impl
+from .impls import get_impl, make_inputs
 from .passes import grad_out
 
 CHECK_N = 128  # the n at which every implementation is compared with the float64 reference
@@ -72,7 +73,7 @@ def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | Non
 
     ``None`` when the implementation has no backward or cannot run there, and for a route that is not
     exact attention (its gradients are not an approximation of softmax attention's to be held to the rule).
-    With fewer K/V heads than query heads, standard attention repeats K and V, so dK and dV are sums over
+    With fewer K/V heads than query heads, textbook attention repeats K and V, so dK and dV are sums over
     each group, as the implementation's own.
     """
     impl = get_impl(config.impl)
@@ -87,7 +88,7 @@ def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | Non
             grads = attention_grads(_as_attention(impl), q, k, v, d_out, is_causal=config.causal)
     except RuntimeError:  # a forced kernel with no backward for these inputs: the row says so
         return None
-    return gradient_rule(grads, q, k, v, d_out, is_causal=config.causal, standard=_standard(config.heads))
+    return gradient_rule(grads, q, k, v, d_out, is_causal=config.causal, textbook=_textbook(config.heads))
 
 
 def _as_attention(impl: Impl) -> Any:
@@ -100,11 +101,11 @@ def _as_attention(impl: Impl) -> Any:
     return attention
 
 
-def _standard(heads: int) -> Any:
+def _textbook(heads: int) -> Any:
     """Standard attention with each K/V head repeated for its query heads (no copy without GQA)."""
 
-    def standard(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
+    def textbook(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
                  scale: float | None) -> torch.Tensor:  # fmt: skip
         return textbook_attention(q, repeat_kv(k, heads), repeat_kv(v, heads), attn_mask, is_causal, scale=scale)
 
-    return standard
+    return textbook

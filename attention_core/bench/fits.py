@@ -30,6 +30,18 @@ def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[floa
     return float(slope), float(intercept)
 
 
+def crossover_n(rows: Sequence[BenchResult], impl: str, baseline: str = "sdpa") -> int | None:
+    """The smallest n from which ``impl`` is faster than ``baseline`` at every larger n measured for
+    both (ok rows); ``None`` when it is not faster at the largest."""
+    times = {name: {r.n: r.median_ms for r in rows if r.impl == name and r.status == "ok"} for name in (impl, baseline)}
+    found = None
+    for n in sorted(times[impl].keys() & times[baseline].keys(), reverse=True):
+        if times[impl][n] >= times[baseline][n]:  # type: ignore[operator]
+            break
+        found = n
+    return found
+
+
 MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth in time is fixed cost per call
 MIN_POINTS_AFTER_KNEE = 3  # past a launch-bound stretch, an exponent needs three sizes that grow
 

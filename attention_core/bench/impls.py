@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -31,166 +29,27 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..attention import attention_trace
-from ..device import resolve_device
-from ..heads import check_head_counts, repeat_kv
 from ..textbook import _textbook_attention
 from ..tiled import CUDA_MAX_BLOCK, DEFAULT_BLOCK_SIZE, pick_block_size, tiled_attention
 from ..tiled_triton import DTYPES as TRITON_DTYPES
 from ..tiled_triton import interpreting, tiled_triton_attention, triton_available
 from ..validation import check_choice, check_int
+from .config import MAX_N, RENAMED, BenchConfig, Impl, Inputs, gqa_note, shared_kv
 from .memory_models import (
-    autograd_guess_bytes,
-    explained_extra_bytes,
-    explained_training_bytes,
     fused_extra_bytes,
     fused_training_bytes,
     math_extra_bytes,
     math_training_bytes,
-    naive_extra_bytes,
-    naive_training_bytes,
     numpy_extra_bytes,
+    textbook_extra_bytes,
+    textbook_training_bytes,
     tiled_config_bytes,
     tiled_training_bytes,
+    trace_extra_bytes,
+    trace_training_bytes,
     triton_config_bytes,
 )
-
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "float64": torch.float64,
-}
-MAX_N = 1 << 20
-MODES = ("fwd", "bwd", "fwd+bwd")
-MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
-MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
-
-
-def flop_formula(mode: str) -> str:
-    """The FLOPs a call of ``mode`` counts, as a formula: "4·B·H·n²·d" for the forward (halved when causal)."""
-    return f"{2 * MATMULS[check_choice('mode', mode, MODES)]}·B·H·n²·d"
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """One measurement: an implementation on ``(batch, heads, n, d)`` inputs, self-attention (L = S = n).
-
-    ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
-    it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
-    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``.
-    """
-
-    impl: str
-    n: int
-    d: int = 64
-    heads: int = 8
-    batch: int = 1
-    dtype: str = "float32"
-    causal: bool = False
-    device: str = "cpu"
-    kv_heads: int | None = None
-    mode: str = "fwd"
-
-    def __post_init__(self) -> None:
-        check_int("n", self.n, low=1, high=MAX_N)
-        check_int("d", self.d, low=1, high=1024)
-        check_int("heads", self.heads, low=1, high=1024)
-        object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
-        check_int("batch", self.batch, low=1, high=1 << 16)
-        check_choice("dtype", self.dtype, DTYPES)
-        if not isinstance(self.causal, bool):
-            raise ValueError(f"causal must be True or False, got {self.causal!r}")
-        object.__setattr__(self, "device", str(resolve_device(self.device)))
-        check_choice("mode", self.mode, MODES)
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
-
-    @property
-    def itemsize(self) -> int:
-        return self.torch_dtype.itemsize
-
-    @property
-    def batch_heads(self) -> int:
-        return self.batch * self.heads
-
-    @property
-    def grouped(self) -> bool:
-        """Fewer K/V heads than query heads (GQA or MQA)."""
-        return self.kv_heads != self.heads
-
-    @property
-    def backward(self) -> bool:
-        """The mode runs the backward pass."""
-        return self.mode != "fwd"
-
-    def input_bytes(self) -> int:
-        """q, k and v together (k and v with ``kv_heads`` heads), and the upstream gradient dO when the
-        mode runs the backward."""
-        tensors = self.heads + 2 * self.kv_heads + (self.heads if self.backward else 0)
-        return tensors * self.batch * self.n * self.d * self.itemsize
-
-    def flops(self) -> int:
-        """2·n²·d per matmul per head: 4·B·H·n²·d forward, 10 backward, 14 both; halved under the causal mask."""
-        total = MATMULS[self.mode] * 2 * self.batch_heads * self.n * self.n * self.d
-        return total // 2 if self.causal else total
-
-
-Inputs = tuple[Any, Any, Any]
-
-
-@dataclass(frozen=True)
-class Impl:
-    """An entry of the registry.
-
-    ``run(inputs, causal)`` is the timed call; ``prepare`` turns torch ``q, k, v`` into
-    what ``run`` takes (numpy arrays for ``numpy``), outside the timing. ``not_here``
-    gives the reason the entry cannot run on a device and dtype, or ``None``;
-    ``backend`` names what actually ran; ``extra_bytes`` predicts the peak memory a
-    forward call needs beyond its inputs (output included).
-
-    The backward: ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch
-    ops) unless ``no_backward`` says, in a sentence, why the entry has none; its ``bwd`` and
-    ``fwd+bwd`` rows are then ``n/a`` with that sentence. ``training_bytes`` predicts the peak of
-    those modes (:mod:`.memory_models`); an entry with a backward but no model gets a rough guess
-    (:func:`.memory_models.autograd_guess_bytes`).
-    """
-
-    name: str
-    description: str
-    run: Callable[[Inputs, bool], Any]
-    extra_bytes: Callable[[BenchConfig], int]
-    backend: Callable[[Inputs, bool], str]
-    prepare: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Inputs] = lambda q, k, v: (q, k, v)
-    to_tensor: Callable[[Any], torch.Tensor] = lambda out: out
-    not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None
-    forced: bool = False  # a forced kernel: an error on the first call means "cannot run here"
-    exact: bool = True  # False: a route that approximates softmax attention (.routes): its error is said, not judged
-    no_backward: str | None = None  # why there is no backward pass; None: it has one (its own or autograd's)
-    training_bytes: Callable[[BenchConfig], int] | None = None  # the peak in the bwd and fwd+bwd modes
-
-    def predicted_bytes(self, config: BenchConfig) -> int:
-        """The memory model for the config's mode: bytes beyond the inputs (and dO) at the peak."""
-        if not config.backward or self.no_backward:
-            return self.extra_bytes(config)
-        if self.training_bytes is None:
-            return autograd_guess_bytes(config, self.extra_bytes)
-        return self.training_bytes(config)
-
-    def guard_bytes(self, config: BenchConfig) -> int:
-        """What the memory guard holds against the cap: the inputs (and dO) and the peak beyond them. In
-        ``bwd`` mode that is the peak of forward and backward together: what the forward keeps is in
-        memory before the timed backward starts."""
-        whole = replace(config, mode="fwd+bwd") if config.mode == "bwd" else config
-        return config.input_bytes() + self.predicted_bytes(whole)
-
-    def cannot_run(self, config: BenchConfig) -> str | None:
-        """Why the config cannot run at all (device, dtype, or a backward this entry does not have), or None."""
-        reason = self.not_here(torch.device(config.device), config.torch_dtype)
-        if reason is None and config.backward and self.no_backward:
-            return f"no backward pass: {self.no_backward}"
-        return reason
+from .routes import ROUTE_IMPLEMENTATIONS, parse_route, route_impl
 
 
 def _tiled_label(inputs: Inputs, causal: bool) -> str:
@@ -198,35 +57,24 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
     block = pick_block_size(
         q.device, q.shape[-2], k.shape[-2], batch_heads=math.prod(q.shape[:-2]), itemsize=q.element_size()
     )
-    return f"tiled, block {block}" + _gqa_note(inputs)
+    return f"tiled, block {block}" + gqa_note(inputs)
 
 
 # ---- the entries --------------------------------------------------------------------------
 
 
-def _shared_kv(inputs: Inputs) -> Inputs:
-    q, k, v = inputs
-    h = q.shape[-3]
-    return q, repeat_kv(k, h), repeat_kv(v, h)  # (B, H, n, d) each
-
-
-def _gqa_note(inputs: Inputs) -> str:
-    q, k, _ = inputs
-    return f", K/V heads repeated {q.shape[-3] // k.shape[-3]}×" if k.shape[-3] != q.shape[-3] else ""
-
-
-def _run_naive(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = _shared_kv(inputs)
+def _run_textbook(inputs: Inputs, causal: bool) -> torch.Tensor:
+    q, k, v = shared_kv(inputs)
     return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
 
 
-def _run_explained(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = _shared_kv(inputs)
+def _run_trace(inputs: Inputs, causal: bool) -> torch.Tensor:
+    q, k, v = shared_kv(inputs)
     return attention_trace(q, k, v, is_causal=causal).output
 
 
 def _run_tiled(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = _shared_kv(inputs)
+    q, k, v = shared_kv(inputs)
     return tiled_attention(q, k, v, is_causal=causal)
 
 
@@ -339,22 +187,22 @@ def _to_numpy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
 
 
 IMPLEMENTATIONS: dict[str, Impl] = {
-    "naive": Impl(
-        "naive",
+    "textbook": Impl(
+        "textbook",
         "The textbook code in plain torch: softmax(q @ kᵀ · scale) @ v, one n×n matrix and its softmax.",
-        _run_naive,
-        naive_extra_bytes,
-        lambda inputs, causal: "torch ops (textbook)" + _gqa_note(inputs),
-        training_bytes=naive_training_bytes,
+        _run_textbook,
+        textbook_extra_bytes,
+        lambda inputs, causal: "torch ops (textbook)" + gqa_note(inputs),
+        training_bytes=textbook_training_bytes,
     ),
-    "explained": Impl(
-        "explained",
+    "trace": Impl(
+        "trace",
         "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
-        "every intermediate (scores, scaled, masked, weights), so it is slower than naive.",
-        _run_explained,
-        explained_extra_bytes,
-        lambda inputs, causal: "attention_core.attention_trace" + _gqa_note(inputs),
-        training_bytes=explained_training_bytes,
+        "every intermediate (scores, scaled, masked, weights), so it is slower than textbook.",
+        _run_trace,
+        trace_extra_bytes,
+        lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
+        training_bytes=trace_training_bytes,
     ),
     "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
@@ -379,7 +227,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "What people write first: numpy on the CPU, scores then softmax then the weighted sum.",
         _run_numpy,
         numpy_extra_bytes,
-        lambda inputs, causal: f"numpy {np.__version__}" + _gqa_note(inputs),
+        lambda inputs, causal: f"numpy {np.__version__}" + gqa_note(inputs),
         prepare=_to_numpy,
         to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
@@ -389,12 +237,13 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "tiled-triton",
         "The tiled recurrence as one Triton kernel: tiles stay on chip, nothing n×n reaches GPU memory. "
         "CUDA only; no boolean or float masks.",
-        lambda inputs, causal: tiled_triton_attention(*_shared_kv(inputs), is_causal=causal),
+        lambda inputs, causal: tiled_triton_attention(*shared_kv(inputs), is_causal=causal),
         triton_config_bytes,
-        lambda inputs, causal: triton_config_label() + _gqa_note(inputs),
+        lambda inputs, causal: triton_config_label() + gqa_note(inputs),
         not_here=lambda device, dtype: triton_available(device) or _triton_dtype_reason(dtype),
         no_backward="the Triton kernel computes the forward only (it has no backward kernel yet)",
     ),
+    **ROUTE_IMPLEMENTATIONS,  # the efficient routes (Beyond n²), which approximate attention
 }
 
 
@@ -416,9 +265,15 @@ def triton_config_label() -> str:
 
 
 def get_impl(name: str) -> Impl:
-    """The registry entry called ``name``; ValueError names the known ones otherwise."""
-    check_choice("impl", name, IMPLEMENTATIONS)
-    return IMPLEMENTATIONS[name]
+    """The registry entry called ``name``, or a route with its knob (``"performer(64)"``, :mod:`.routes`);
+    ValueError names the known ones otherwise."""
+    name = RENAMED.get(name, name)
+    if name in IMPLEMENTATIONS:
+        return IMPLEMENTATIONS[name]
+    route = parse_route(name)
+    if route is None:
+        check_choice("impl", name, IMPLEMENTATIONS)
+    return route_impl(*route)
 
 
 def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -430,8 +285,4 @@ def make_inputs(config: BenchConfig, *, n: int | None = None, seed: int = 0) -> 
     return tuple(torch.randn(s, generator=gen).to(device=config.device, dtype=config.torch_dtype) for s in shapes)
 
 
-# The efficient routes (Beyond n²) join the registry; their module builds on Impl and the helpers above.
-from .routes import ROUTE_IMPLEMENTATIONS  # noqa: E402
-
-IMPLEMENTATIONS |= ROUTE_IMPLEMENTATIONS
 EXACT = tuple(name for name, impl in IMPLEMENTATIONS.items() if impl.exact)  # the entries FlashAttention's rule judges

@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from .impls import BenchConfig
+from .config import BenchConfig
 
 FRESH_PAGES = 64 * 2**10
 FRESH_PAGES_ENV = {"MALLOC_MMAP_THRESHOLD_": str(FRESH_PAGES), "MALLOC_TRIM_THRESHOLD_": "0"}

@@ -31,7 +31,8 @@ from torch.utils.benchmark import Timer
 
 from ..device import device_info, measuring_threads, resolve_device
 from ..validation import check_choice, check_float, check_int
-from .impls import DTYPES, MODES
+from .config import DTYPES, MODES
+from .memory_models import PEAK_SQUARES
 
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
 LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
@@ -137,9 +138,6 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
-# n×n matrices (naive, explained) at the peak of a run in each mode (see .memory_models); a backward
-# timed alone still needs what its forward kept, so bwd counts as fwd+bwd.
-PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
 def memory_table(
@@ -153,9 +151,9 @@ def memory_table(
     mode: str = "fwd",
 ) -> list[dict[str, Any]]:
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
-    here"), and whether the peak of the naive code and of the explained path fits under ``cap_bytes``:
+    here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
-    naive, explained = PEAK_SQUARES[check_choice("mode", mode, MODES)]
+    textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     rows = []
     for n in ns:
         size = score_matrix_bytes(n, dtype, batch, heads)
@@ -165,8 +163,8 @@ def memory_table(
                 "score_matrix_bytes": size,
                 "score matrix": format_bytes(size),
                 "fits here": None if free_bytes is None else size <= free_bytes,
-                "naive ≤ cap": None if cap_bytes is None else naive * size <= cap_bytes,
-                "explained ≤ cap": None if cap_bytes is None else explained * size <= cap_bytes,
+                "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
+                "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
             }
         )
     return rows

@@ -15,16 +15,15 @@ keep the output and one log-sum-exp per row, O(n), and rebuild the weights tile 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import math
 
 import torch
 
+from ..efficient.linear import DEFAULT_CHUNK
+from ..efficient.patterns import FLEX_BLOCK
 from ..tiled import pick_block_size, tiled_extra_bytes, tiled_saved_bytes
 from ..tiled_triton import tiled_triton_extra_bytes
-
-if TYPE_CHECKING:  # the registry imports the models: at run time they only read a config's fields
-    from .impls import BenchConfig
+from .config import BenchConfig
 
 
 def _square(c: BenchConfig, itemsize: int | None = None) -> int:
@@ -49,7 +48,7 @@ def _kept_copies(c: BenchConfig, copies: int) -> int:
     return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 
-def naive_extra_bytes(c: BenchConfig) -> int:
+def textbook_extra_bytes(c: BenchConfig) -> int:
     """The textbook code holds two ``n × n`` tensors at its peak: the raw scores while they are
     scaled, then the scaled scores (still named) and the weights while the output is written.
     Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
@@ -58,8 +57,8 @@ def naive_extra_bytes(c: BenchConfig) -> int:
     return 2 * _square(c) + _output(c) + _repeated_kv(c)
 
 
-def explained_extra_bytes(c: BenchConfig) -> int:
-    """The explained path keeps scores, scaled and weights (and masked, under a mask) alive to
+def trace_extra_bytes(c: BenchConfig) -> int:
+    """The traced path keeps scores, scaled and weights (and masked, under a mask) alive to
     the end, and its softmax briefly holds exp, the quotient, a zeros tensor and the result:
     six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
     overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
@@ -68,7 +67,7 @@ def explained_extra_bytes(c: BenchConfig) -> int:
     return 6 * _square(c) + _output(c) + _repeated_kv(c)
 
 
-def naive_training_bytes(c: BenchConfig) -> int:
+def textbook_training_bytes(c: BenchConfig) -> int:
     """Autograd keeps the weights W (softmax's output, which its backward and W·V's both need) and,
     under the causal mask, the inverted ``(n, n)`` boolean mask. The backward's peak is softmax's
     backward: W, its gradient dW = dO·Vᵀ and the scores' gradient dS, three n×n, beside the output
@@ -79,7 +78,7 @@ def naive_training_bytes(c: BenchConfig) -> int:
     return 3 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
 
 
-def explained_training_bytes(c: BenchConfig) -> int:
+def trace_training_bytes(c: BenchConfig) -> int:
     """Autograd keeps three n×n of the traced softmax: the scores its row max reads, their exp, and
     the weights (``masked`` stands for the scores under a mask, whose inverted boolean mask is kept
     too). Backward through the max, subtract, exp, sum and divide of ``stable_softmax`` holds five
@@ -92,7 +91,7 @@ def explained_training_bytes(c: BenchConfig) -> int:
         return 5 * _square(c) + eq + _output(c)
     mask = c.n * c.n if c.causal else 0
     backward = 7 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)
-    return max(backward, explained_extra_bytes(c) + mask)
+    return max(backward, trace_extra_bytes(c) + mask)
 
 
 def fused_extra_bytes(c: BenchConfig) -> int:
@@ -196,7 +195,49 @@ def triton_config_bytes(c: BenchConfig) -> int:
     return tiled_triton_extra_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=c.batch_heads) + _repeated_kv(c)
 
 
-def autograd_guess_bytes(c: BenchConfig, forward: Callable[[BenchConfig], int]) -> int:
-    """For an entry with a backward but no training model, a rough guess for the memory guard: autograd
-    keeps all the forward made, the backward needs as much again, and dQ, dK, dV are the inputs' size."""
-    return 2 * forward(c) + c.input_bytes()
+# n×n matrices the textbook code and the traced path hold at the peak of a run in each mode,
+# the squares of the models above, for the page's table; a backward timed alone still needs what its
+# forward kept, so bwd counts as fwd+bwd.
+PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
+
+
+def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: int = 256,
+                      chunk: int = DEFAULT_CHUNK) -> int:  # fmt: skip
+    """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls
+    (the dense mask, Linformer's projections), which a measured peak of one call does not see:
+
+    - ``sdpa-masked``: the ``(n, n)`` bool mask, which torch turns into a float mask of the inputs' dtype;
+    - ``flex-window``: the output, a row statistic and a block mask of (n/128)² tile indices;
+    - ``linear``, ``performer``: feature maps of n × d (linear) or n × m (Performer) per head; the
+      causal forms add a chunk × chunk square per chunk and a (d or m) × d state per chunk;
+    - ``linformer``: the projections ``(rank, n)``, the projected keys and values, and an ``(n, rank)``
+      score matrix and its softmax.
+    """
+    bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
+    rows = _output(c)  # one (B, H, n, d) tensor: the output's size
+    if route == "sdpa-masked":
+        own = n * n + n * n * item + rows + bh * n * 4  # bool mask, its float copy, output, row statistic
+    elif route == "flex-window":
+        own = rows + bh * n * 4 + 8 * math.ceil(n / FLEX_BLOCK) ** 2 * 4  # output, log-sum-exp, tiles (int32)
+    elif route == "linformer":
+        # E and F (held between calls), E·K and F·V, then the (n, rank) scores and their softmax
+        own = 2 * rank * n * item + 2 * bh * rank * d * item + 2 * bh * n * rank * item
+    else:
+        own = _feature_bytes(c, d if route == "linear" else features, min(chunk, n), performer=route == "performer")
+    return own + _repeated_kv(c)
+
+
+def _feature_bytes(c: BenchConfig, width: int, chunk: int, *, performer: bool) -> int:
+    bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
+    rows = _output(c)
+    maps = 2 * bh * n * width * item  # φ(q) and φ(k)
+    # Building them: linear's elu is elementwise; the Performer holds φ(q) while φ(k)'s projection,
+    # exponent, shifted exponent and exp are alive at once, and q and k times √scale.
+    build = 5 * maps // 2 + 2 * rows if performer else maps
+    if not c.causal:
+        return max(build, maps + 2 * rows + bh * width * d * item)  # + φ(q)·S, the output, S (width, d)
+    chunks = math.ceil(n / chunk)
+    padded = 2 * bh * chunks * chunk * width * item + bh * chunks * chunk * d * item  # padded φ(q), φ(k), v
+    states = 3 * bh * chunks * width * d * item  # each chunk's φ(k)ᵀv, their cumulative sum, shifted
+    local = 2 * bh * chunks * chunk * chunk * item  # the chunk squares, before and after masking
+    return max(build, maps + padded + states + local + 2 * rows)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from ..validation import check_choice, check_int
-from .impls import MAX_N, MODES, BenchConfig
+from .config import MAX_N, MODES, BenchConfig
 
 Run = Callable[[Any, bool], Any]  # an implementation's run(inputs, causal)
 

@@ -1,126 +1,202 @@
-"""The efficient-attention routes (:mod:`attention_core.efficient`) as benchmark entries.
+"""The efficient-attention routes (:mod:`attention_core.efficient`) as entries of the benchmark's registry.
 
-Each is named by its route and runs at the parameters documented in
-:class:`attention_core.efficient.cost.RouteParams` (said in its description and backend label):
+Each route has one knob (:class:`RouteParams`), and its name with the knob's value names an entry:
+``"performer(64)"`` is FAVOR+ with 64 features, ``"performer"`` the default of 256
+(:func:`route_impl`; the registry resolves either form):
 
-- ``flex-window``: a sliding window of 256 keys each side under compiled FlexAttention, which skips
-  the empty 128 × 128 tiles (n/a where ``torch.compile`` cannot run: no C++ compiler, say);
+- ``sdpa-masked(w)``: torch SDPA with the sliding window as a dense ``(n, n)`` bool mask: what people
+  write for a window before FlexAttention, all n² work;
+- ``flex-window(w)``: the same window under compiled FlexAttention, which skips the empty 128 × 128
+  tiles (n/a where ``torch.compile`` cannot run: no C++ compiler, say);
 - ``linear``: linear attention with elu + 1 features, O(n);
-- ``performer``: FAVOR+ with 256 orthogonal positive random features (seed 0), O(n);
-- ``linformer``: keys and values projected to 256 rows by random Gaussian matrices (seed 0); no
-  causal form, so a causal configuration is n/a.
+- ``performer(m)``: FAVOR+ with m orthogonal positive random features (seed 0), O(n);
+- ``linformer(k)``: keys and values projected to k rows (n when smaller) by random Gaussian
+  matrices (seed 0); no causal form, so a causal configuration is n/a.
 
 None of them is exact softmax attention (``Impl.exact`` is False): FlashAttention's rule does not
-apply, and the benchmark reports each one's relative error against the float64 reference in the
-row's note (:func:`attention_core.bench.run.approximation_note`) instead of a max error. The random
-features and projections are drawn in ``prepare``, outside the timing, as a model holds them
-between calls; FlexAttention's block mask and compile are made by the warm-up call.
+apply, and the benchmark says each one's relative error against the float64 reference in the row's
+note (:func:`attention_core.bench.checks.approximation_note`) instead of a max error. The dense mask,
+the random features and the projections are made in ``prepare``, outside the timing, as a model holds
+them between calls; FlexAttention's block mask and compile are made by the warm-up call, and its
+backend label says how long the compile took.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
-from ..efficient.cost import RouteParams
 from ..efficient.flex import flex_available, flex_plan
 from ..efficient.linear import linear_attention
 from ..efficient.lowrank import linformer_attention, linformer_projections
-from ..efficient.memory import route_extra_bytes
-from ..efficient.patterns import and_masks, causal, sliding_window
+from ..efficient.patterns import and_masks, causal, dense_mask, sliding_window
 from ..efficient.performer import favor_attention, orthogonal_features
-from .impls import BenchConfig, Impl, Inputs, _shared_kv
-from .memory_models import _repeated_kv
+from ..validation import check_choice, check_int
+from .config import Impl, Inputs, shared_kv
+from .memory_models import route_extra_bytes
+
+ROUTES = ("sdpa-masked", "flex-window", "linear", "performer", "linformer")
+KNOB = {"sdpa-masked": "window", "flex-window": "window", "performer": "features", "linformer": "rank"}
+
+
+@dataclass(frozen=True)
+class RouteParams:
+    """The knobs of the routes: ``window`` (flex-window, sdpa-masked: keys each side), ``features``
+    (performer), ``rank`` (linformer; n when n is smaller), ``seed`` (performer, linformer)."""
+
+    window: int = 256
+    features: int = 256
+    rank: int = 256
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("window", self.window, low=1, high=1 << 20)
+        check_int("features", self.features, low=1, high=1 << 16)
+        check_int("rank", self.rank, low=1, high=1 << 20)
+        check_int("seed", self.seed, low=0, high=2**63 - 1)
+
+    def label(self, route: str) -> str:
+        """The route's entry name with its knob, e.g. ``"flex-window(256)"`` (``"linear"`` has none)."""
+        knob = KNOB.get(route)
+        return route if knob is None else f"{route}({getattr(self, knob)})"
+
 
 DEFAULTS = RouteParams()  # window, features and rank 256, seed 0
 
 
-def _memory(route: str) -> Any:
-    def extra_bytes(c: BenchConfig) -> int:
-        shape = {"heads": c.heads, "d": c.d, "batch": c.batch, "dtype": c.dtype, "is_causal": c.causal}
-        sizes = {"features": DEFAULTS.features, "rank": min(DEFAULTS.rank, c.n)}
-        return route_extra_bytes(route, c.n, **shape, **sizes) + _repeated_kv(c)
-
-    return extra_bytes
-
-
-def _flex_run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
-    q, k, v = _shared_kv(inputs[:3])
-    plans = inputs[3]
-    if is_causal not in plans:  # the warm-up call: the block mask, and the compile the first time
-        window = sliding_window(DEFAULTS.window)
-        plans[is_causal] = flex_plan(q, k, v, and_masks(window, causal()) if is_causal else window)
-    return plans[is_causal].run(q, k, v)
+def parse_route(name: str) -> tuple[str, RouteParams] | None:
+    """``"performer(64)"`` → ``("performer", RouteParams(features=64))``; ``None`` for a name that is no route."""
+    match = re.fullmatch(r"([a-z-]+)(?:\((\d+)\))?", name) if isinstance(name, str) else None
+    if match is None or match[1] not in ROUTES or (match[2] is not None and match[1] not in KNOB):
+        return None
+    if match[2] is None:
+        return match[1], DEFAULTS
+    return match[1], replace(DEFAULTS, **{KNOB[match[1]]: int(match[2])})
 
 
-def _flex_label(inputs: Inputs, is_causal: bool) -> str:
-    plan = inputs[3].get(is_causal)
-    skipped = f", {plan.sparsity:.0%} of the tiles skipped" if plan is not None else ""
-    return f"FlexAttention, window {DEFAULTS.window}, compiled, block-sparse{skipped}"
-
-
-def _linformer_run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
-    if is_causal:  # a RuntimeError on the first call of a forced entry is recorded as n/a, with this reason
-        raise RuntimeError("Linformer has no causal form: its projection along the sequence mixes future tokens in")
-    return linformer_attention(*_shared_kv(inputs[:3]), projection=inputs[3])
-
-
-def _features(q: torch.Tensor) -> torch.Tensor:
-    return orthogonal_features(DEFAULTS.features, q.shape[-1], seed=DEFAULTS.seed, device=q.device, dtype=q.dtype)
-
-
-def _projections(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    n = q.shape[-2]
-    return linformer_projections(min(DEFAULTS.rank, n), n, seed=DEFAULTS.seed, device=q.device, dtype=q.dtype)
+def _pattern(window: int, is_causal: bool) -> Any:
+    return and_masks(sliding_window(window), causal()) if is_causal else sliding_window(window)
 
 
 def _with(extra: Any) -> Any:
-    """``prepare``: the inputs and what ``extra(q)`` draws once, outside the timing. K and V are repeated to
+    """``prepare``: the inputs and what ``extra(q)`` makes once, outside the timing. K and V are repeated to
     every query head (GQA) inside the timed call, as for the other entries that cannot share them."""
     return lambda q, k, v: (q, k, v, extra(q))
 
 
-ROUTE_IMPLEMENTATIONS: dict[str, Impl] = {
-    "flex-window": Impl(
-        "flex-window",
-        f"Not exact: a sliding window of {DEFAULTS.window} keys each side (Longformer's local attention) under "
+def _masked(params: RouteParams) -> Impl:
+    def run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
+        q, k, v = shared_kv(inputs[:3])
+        masks = inputs[3]
+        if is_causal not in masks:  # made by the warm-up call, as FlexAttention's block mask is
+            masks[is_causal] = dense_mask(_pattern(params.window, is_causal), q.shape[-2], k.shape[-2], device=q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=masks[is_causal])  # mask (n, n) bool
+
+    return Impl(
+        params.label("sdpa-masked"),
+        f"Not exact: a sliding window of {params.window} keys each side as a dense n×n bool mask to torch SDPA: "
+        "what people write before FlexAttention, still all n² work.",
+        run,
+        lambda c: route_extra_bytes("sdpa-masked", c),
+        lambda inputs, is_causal: f"torch SDPA, dense bool mask, window {params.window}",
+        prepare=_with(lambda q: {}),
+        exact=False,
+    )
+
+
+def _flex(params: RouteParams) -> Impl:
+    def run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
+        q, k, v = shared_kv(inputs[:3])
+        plans = inputs[3]
+        if is_causal not in plans:  # the warm-up call: the block mask, and the compile the first time
+            plans[is_causal] = flex_plan(q, k, v, _pattern(params.window, is_causal))
+        return plans[is_causal].run(q, k, v)
+
+    def label(inputs: Inputs, is_causal: bool) -> str:
+        plan = inputs[3].get(is_causal)
+        if plan is None:
+            return f"FlexAttention, window {params.window}, compiled, block-sparse"
+        paid = "compiled in this run" if plan.compiled_now else "compiled earlier"
+        return (f"FlexAttention, window {params.window}, block-sparse, {plan.sparsity:.0%} of the tiles skipped; "
+                f"{paid} ({plan.compile_s:.1f} s), block mask {plan.block_mask_s * 1e3:.0f} ms")  # fmt: skip
+
+    return Impl(
+        params.label("flex-window"),
+        f"Not exact: a sliding window of {params.window} keys each side (Longformer's local attention) under "
         "compiled FlexAttention, which skips the empty 128×128 tiles. The first call compiles (seconds).",
-        _flex_run,
-        _memory("flex-window"),
-        _flex_label,
+        run,
+        lambda c: route_extra_bytes("flex-window", c),
+        label,
         prepare=_with(lambda q: {}),
         not_here=lambda device, dtype: flex_available(device),
         exact=False,
         no_backward="the page and the benchmark compile FlexAttention's forward only",
-    ),
-    "linear": Impl(
-        "linear",
-        "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
-        lambda inputs, is_causal: linear_attention(*_shared_kv(inputs), is_causal=is_causal),
-        _memory("linear"),
-        lambda inputs, is_causal: "linear attention, elu + 1 features",
+    )
+
+
+def _performer(params: RouteParams) -> Impl:
+    def features(q: torch.Tensor) -> torch.Tensor:
+        return orthogonal_features(params.features, q.shape[-1], seed=params.seed, device=q.device, dtype=q.dtype)
+
+    return Impl(
+        params.label("performer"),
+        f"Not exact: the Performer's FAVOR+ with {params.features} orthogonal positive random features "
+        f"(seed {params.seed}), O(n); an estimate of softmax attention.",
+        lambda inputs, is_causal: favor_attention(*shared_kv(inputs[:3]), inputs[3], is_causal=is_causal),
+        lambda c: route_extra_bytes("performer", c, features=params.features),
+        lambda inputs, is_causal: f"FAVOR+, {params.features} orthogonal random features",
+        prepare=_with(features),
         exact=False,
-    ),
-    "performer": Impl(
-        "performer",
-        f"Not exact: the Performer's FAVOR+ with {DEFAULTS.features} orthogonal positive random features "
-        f"(seed {DEFAULTS.seed}), O(n); an estimate of softmax attention.",
-        lambda inputs, is_causal: favor_attention(*_shared_kv(inputs[:3]), inputs[3], is_causal=is_causal),
-        _memory("performer"),
-        lambda inputs, is_causal: f"FAVOR+, {DEFAULTS.features} orthogonal random features",
-        prepare=_with(_features),
-        exact=False,
-    ),
-    "linformer": Impl(
-        "linformer",
-        f"Not exact: Linformer, keys and values projected to {DEFAULTS.rank} rows (n when smaller) by random "
-        f"Gaussian matrices (seed {DEFAULTS.seed}), O(n); untrained. No causal form.",
-        _linformer_run,
-        _memory("linformer"),
+    )
+
+
+def _linformer(params: RouteParams) -> Impl:
+    def projections(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n = q.shape[-2]
+        return linformer_projections(min(params.rank, n), n, seed=params.seed, device=q.device, dtype=q.dtype)
+
+    def run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
+        if is_causal:  # a RuntimeError on the first call of a forced entry is recorded as n/a, with this reason
+            raise RuntimeError("Linformer has no causal form: its projection along the sequence mixes future tokens in")
+        return linformer_attention(*shared_kv(inputs[:3]), projection=inputs[3])
+
+    return Impl(
+        params.label("linformer"),
+        f"Not exact: Linformer, keys and values projected to {params.rank} rows (n when smaller) by random "
+        f"Gaussian matrices (seed {params.seed}), O(n); untrained. No causal form.",
+        run,
+        lambda c: route_extra_bytes("linformer", c, rank=min(params.rank, c.n)),
         lambda inputs, is_causal: f"Linformer, rank {inputs[3][0].shape[0]}, random Gaussian projections",
-        prepare=_with(_projections),
+        prepare=_with(projections),
         forced=True,
         exact=False,
-    ),
-}
+    )
+
+
+LINEAR = Impl(
+    "linear",
+    "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
+    lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
+    lambda c: route_extra_bytes("linear", c),
+    lambda inputs, is_causal: "linear attention, elu + 1 features",
+    exact=False,
+)
+
+
+@functools.cache
+def route_impl(route: str, params: RouteParams = DEFAULTS) -> Impl:
+    """The registry entry of ``route`` at ``params``, named by :meth:`RouteParams.label`."""
+    route = check_choice("route", route, ROUTES)
+    if route == "linear":
+        return LINEAR
+    return {"sdpa-masked": _masked, "flex-window": _flex, "performer": _performer, "linformer": _linformer}[route](
+        params
+    )
+
+
+ROUTE_IMPLEMENTATIONS: dict[str, Impl] = {route: replace(route_impl(route), name=route) for route in ROUTES}

@@ -26,11 +26,11 @@ from typing import IO, Any
 import torch
 
 from ..validation import check_int
-from .impls import BenchConfig, get_impl, make_inputs
+from .config import BenchConfig
+from .impls import get_impl, make_inputs
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
 from .passes import grad_out, leaves, timed_pass
 
-STATUSES = ("ok", "n/a", "skipped", "oom", "cancelled", "error")
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
 
@@ -217,7 +217,7 @@ def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
 
 
-def speedups(rows: Sequence[BenchResult], baseline: str = "naive") -> list[dict[str, Any]]:
+def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:
     """For every ok row that has an ok ``baseline`` row at the same n: baseline time / its time."""
     base = {r.n: r.median_ms for r in rows if r.impl == baseline and r.status == "ok" and r.median_ms}
     return [

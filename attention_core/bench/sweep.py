@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from ..validation import check_float, check_int, check_int_list
 from .checks import approximation_note, correctness_error, gradient_check
-from .impls import BenchConfig, get_impl
+from .config import BenchConfig
+from .impls import get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
 from .run import BenchResult, _result, run_config
 
@@ -23,7 +24,7 @@ DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are
 class SweepSpec:
     """A grid of configurations: every implementation at every n, one shape and dtype."""
 
-    impls: tuple[str, ...] = ("naive", "explained", "sdpa", "tiled")
+    impls: tuple[str, ...] = ("textbook", "trace", "sdpa", "tiled")
     ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     d: int = 64
     heads: int = 8

@@ -1,4 +1,5 @@
-"""Beyond n²: the efficient-attention routes, measured against exact attention.
+"""Beyond n²: the efficient-attention routes, compared with exact attention. (Their time and memory are
+measured by the benchmark, :mod:`attention_core.bench.routes`, which imports this package: never the reverse.)
 
 One concept per module:
 
@@ -12,23 +13,10 @@ One concept per module:
 - :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
 - :mod:`.variants`: every route as one call with plain arguments, with its weights;
 - :mod:`.real`: a trained model's layer with its softmax swapped for a route;
-- :mod:`.cost`: time and peak memory against n, crossover and log-log slope;
-- :mod:`.memory`: predicted memory per route and n, and the guard against a cap;
 - :mod:`.lra`: the published Long Range Arena figures.
 """
 
-from .accuracy import Accuracy, ErrorCurve, compare, exact_attention, random_qkv, relative_error, row_kl
-from .cost import (
-    ROUTES,
-    CostCurves,
-    Prepared,
-    RouteParams,
-    RoutePoint,
-    crossover_n,
-    measure_route,
-    measure_routes,
-    prepare_route,
-)
+from .accuracy import Accuracy, ErrorCurve, compare, random_qkv, relative_error, row_kl
 from .flex import (
     MAX_COMPILE_KEYS,
     NO_COMPILE_ENV,
@@ -52,7 +40,6 @@ from .lowrank import (
     PROJECTIONS,
     Spectrum,
     attention_spectrum,
-    energy_share,
     linformer_attention,
     linformer_error_curve,
     linformer_projections,
@@ -60,7 +47,6 @@ from .lowrank import (
 )
 from .lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE, LRAResult, lra_result
 from .masked import BACKENDS, MaskedAttention, masked_attention, masked_weights
-from .memory import largest_n, memory_guard, route_extra_bytes
 from .patterns import (
     EMPTY,
     FLEX_BLOCK,

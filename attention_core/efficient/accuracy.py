@@ -51,15 +51,6 @@ def random_qkv(
     return q.to(dev, dtype), k.to(dev, dtype), v.to(dev, dtype)
 
 
-def exact_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-    mask: torch.Tensor | None = None, is_causal: bool = False, scale: float | None = None,
-) -> torch.Tensor:  # fmt: skip
-    """softmax(Q Kᵀ · scale) V in float64, the project's one reference
-    (:func:`attention_core.textbook.reference_attention`): what every route is measured against."""
-    return reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., L, Ev)
-
-
 def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
     """``‖output − reference‖ / ‖reference‖`` in float64 (Frobenius norms over every element)."""
     check_tensor("output", output)
@@ -194,7 +185,7 @@ def _error_curve(
     errors: list[list[float]] = [[] for _ in sizes]
     for seed in seeds:
         q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
-        exact = exact_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
+        exact = reference_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
         for i, size in enumerate(sizes):
             errors[i].append(relative_error(route(q, k, v, size, seed), exact))
     return ErrorCurve(x=sizes, seeds=seeds, errors=tuple(tuple(e) for e in errors))

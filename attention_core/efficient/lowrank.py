@@ -169,7 +169,3 @@ def attention_spectrum(weights: torch.Tensor) -> Spectrum:
     check_tensor("weights", weights, min_dim=2)
     return Spectrum(torch.linalg.svdvals(weights.detach().to("cpu", torch.float64)))  # (..., min(L, S))
 
-
-def energy_share(weights: torch.Tensor, k: int) -> torch.Tensor:
-    """Share of the energy of ``weights (..., L, S)`` in its top ``k`` singular values: ``(...)``."""
-    return attention_spectrum(weights).share(k)

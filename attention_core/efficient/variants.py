@@ -4,7 +4,8 @@
 ``(N, ..., L, S)`` weights it puts on the keys (explicit for the sparse patterns, implied for the
 kernel and low-rank routes), so a page can draw them beside exact attention and
 :func:`compare_variant` can measure the difference. The weights are materialised: this module is
-for small n (a sentence, a few hundred tokens); :mod:`.cost` times the routes at large n.
+for small n (a sentence, a few hundred tokens); the benchmark (:mod:`attention_core.bench.routes`) times
+the routes at large n.
 
 The variants (parameters in brackets):
 
@@ -112,18 +113,13 @@ def variant_attention(
     return VariantOutput(variant=variant, output=out, weights=weights, note=note)
 
 
-def exact_trace(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, scale: float | None = None
-) -> AttentionTrace:
-    """Exact softmax attention in float64 by the core's traced path (output and weights)."""
-    return attention_trace(q.double(), k.double(), v.double(), is_causal=is_causal, scale=scale)
-
-
 def compare_variant(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, variant: str, **params: object
-) -> tuple[VariantOutput, Accuracy]:
-    """Run ``variant`` (parameters as :func:`variant_attention`) and measure it against exact
-    softmax attention in float64: relative error of the output, per-row KL of the weights."""
+) -> tuple[VariantOutput, AttentionTrace, Accuracy]:
+    """Run ``variant`` (parameters as :func:`variant_attention`) and measure it against exact softmax
+    attention in float64, by the core's traced path: the variant, the exact trace, and the relative
+    error of the output with the per-row KL of the weights."""
     result = variant_attention(q, k, v, variant, with_weights=True, **params)  # type: ignore[arg-type]
-    exact = exact_trace(q, k, v, is_causal=bool(params.get("is_causal", False)), scale=params.get("scale"))
-    return result, compare(result.output, exact.output, result.weights, exact.weights, note=result.note)
+    causal, scale = bool(params.get("is_causal", False)), params.get("scale")
+    exact = attention_trace(q.double(), k.double(), v.double(), is_causal=causal, scale=scale)  # type: ignore[arg-type]
+    return result, exact, compare(result.output, exact.output, result.weights, exact.weights, note=result.note)

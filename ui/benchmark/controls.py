@@ -6,8 +6,15 @@ import streamlit as st
 
 from attention_core import bench
 from ui import links
-from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEVICE, DEVICES, N_OPTIONS
+from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEFAULT_DEVICE, DEVICES, N_OPTIONS
 from ui.benchmark.server import results
+
+
+def _old_impls(old: str) -> str | list[str] | None:
+    """Links from before: a comma-separated list (``naive,tiled``) and the entries' older names (naive)."""
+    names = [bench.RENAMED.get(s.strip(), s.strip()) for s in old.split(",") if s.strip()]
+    return names if len(names) > 1 else names[0] if names else None
+
 
 DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
 MODE_HELP = (
@@ -19,7 +26,7 @@ MODE_HELP = (
 
 def sweep_controls() -> bench.SweepSpec:
     """Read the widgets; return the sweep they describe."""
-    links.upgrade(bm_impl=links.comma_list, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
+    links.upgrade(bm_impl=_old_impls, bm_causal=links.on_off, bm_device=DEVICE_NAMES)  # links from before bind
     described = "\n".join(f"- **{name}**: {bench.IMPLEMENTATIONS[name].description}" for name in bench.EXACT)
     mode = st.segmented_control("Timed pass", bench.MODES, default=DEFAULT.mode, required=True,
                                 format_func=bench.MODE_NAMES.__getitem__, key="bm_mode", bind="query-params",
@@ -31,7 +38,7 @@ def sweep_controls() -> bench.SweepSpec:
     hi = top[2].select_slider("Largest n", N_OPTIONS, DEFAULT.ns[-1], key="bm_nmax", bind="query-params",
                               help="n runs over the powers of two between.")
     # The device first: its dtypes depend on it (a float16 left from a CUDA device falls back to float32).
-    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEVICE), format_func=DEVICE_NAMES.__getitem__,
+    device = row[4].selectbox("Device", DEVICES, DEVICES.index(DEFAULT_DEVICE), format_func=DEVICE_NAMES.__getitem__,
                               key="bm_device", bind="query-params")
     dtypes = ("float32", "bfloat16", "float16") if device.startswith("cuda") else ("float32", "bfloat16")
     lo, hi = sorted((lo, hi))

@@ -25,7 +25,7 @@ MEMORY_NOTE = (
 
 GRAD_HELP = (
     "max |{x} − float64 autograd's {x}| at n = 128, for a random upstream gradient dO (modes with a backward). "
-    "FlashAttention's rule allows twice naive's error in the same dtype. In float32, fused backwards "
+    "FlashAttention's rule allows twice textbook's error in the same dtype. In float32, fused backwards "
     "(sdpa's, tiled's) compute D = rowsum(dO ∘ O) and may reach twice torch SDPA's own error where rows "
     "are nearly one-hot."
 )
@@ -101,7 +101,7 @@ def _summary(saved: dict[str, Any]) -> None:
         st.warning(
             f"When this run started the CPU was busy with other work (load {saved['load']:.1f} per core), "
             "so these timings are disturbed, most of all for implementations made of many small steps "
-            "(explained, tiled). Forget measurements and run again when the machine is quiet.",
+            "(trace, tiled). Forget measurements and run again when the machine is quiet.",
             icon=":material/warning:",
         )
 

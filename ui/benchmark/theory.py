@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attention_core import bench
-from attention_core.bench.measure import PEAK_SQUARES
+from attention_core.bench.memory_models import PEAK_SQUARES
 from attention_core.tiled_triton import triton_available, triton_kernel_sources
 from ui import draw
 from ui.benchmark import data
@@ -23,12 +23,12 @@ BACKWARD_FLOPS = (
     "count: FlashAttention's backward recomputes QKᵀ; the textbook backward keeps P and does four."
 )
 EXPECT = {
-    "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: naive ≈ 3–4× the time of "
-    "SDPA, explained ≈ 10–13×, tiled ≈ 1–1.6×.",
+    "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: textbook ≈ 3–4× the time of "
+    "SDPA, trace ≈ 10–13×, tiled ≈ 1–1.6×.",
     "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes 2–3× its "
     "forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
     "fwd+bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly, for forward + "
-    "backward: naive ≈ 2.5–3× the time of SDPA, tiled ≈ 1.2–1.4×.",
+    "backward: textbook ≈ 2.5–3× the time of SDPA, tiled ≈ 1.2–1.4×.",
 }
 
 
@@ -36,7 +36,7 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
     left, right = st.columns(2, gap="large")
-    naive, explained = PEAK_SQUARES[spec.mode]
+    textbook, trace = PEAK_SQUARES[spec.mode]
     n = spec.ns[-1] if spec.ns else DEFAULT.ns[-1]
     with left:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
@@ -48,22 +48,22 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
             [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table], hide_index=True,
             width="stretch", column_config={  # short headers, so the table fits half the page in talk mode too
                 "fits here": TICK("fits", help="one score matrix fits in free memory"),
-                "naive ≤ cap": TICK("naive", help=f"the naive code's peak ({WORDS[naive]} score matrices) fits under "
-                                    "the cap"),
-                "explained ≤ cap": TICK("explained", help=f"the explained path's peak ({WORDS[explained]} score "
+                "textbook ≤ cap": TICK("textbook", help=f"the textbook code's peak ({WORDS[textbook]} score "
+                                       "matrices) fits under the cap"),
+                "trace ≤ cap": TICK("trace", help=f"the traced path's peak ({WORDS[trace]} score "
                                         "matrices) fits under the cap"),
             },
         )  # fmt: skip
         if free:
-            n_fit, n_naive, n_explained = (
+            n_fit, n_textbook, n_trace = (
                 bench.largest_fitting_n(limit, spec.dtype, spec.batch, spec.heads, copies=copies)
-                for limit, copies in ((free, 1), (cap, naive), (cap, explained))
+                for limit, copies in ((free, 1), (cap, textbook), (cap, trace))
             )
             when = "in training" if spec.mode != "fwd" else "at its peak"
             st.markdown(
                 f"Largest n whose score matrix fits in the free memory here ({bench.format_bytes(free)}): "
-                f"**{n_fit}**. {when.capitalize()} the naive code holds {WORDS[naive]} of them and the explained "
-                f"path {WORDS[explained]}; under the cap they reach **{n_naive}** and **{n_explained}**."
+                f"**{n_fit}**. {when.capitalize()} the textbook code holds {WORDS[textbook]} of them and the traced "
+                f"path {WORDS[trace]}; under the cap they reach **{n_textbook}** and **{n_trace}**."
             )
     with right:
         st.markdown(f"**FLOPs per {bench.MODE_NAMES[spec.mode]} call** at n = {n}, d = {spec.d}"
@@ -81,7 +81,7 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
         if not talk():
             st.caption(
                 "The matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
-                "but read and write the whole n×n matrix, which is where the naive code loses time."
+                "but read and write the whole n×n matrix, which is where the textbook code loses time."
                 + (BACKWARD_FLOPS if spec.mode != "fwd" else "")
             )
         draw.prose(EXPECT[spec.mode] + " `python benchmarks/report.py` measures them side by side on your machine.")
@@ -101,10 +101,10 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
     else:
         words, numbers = st.columns([3, 2], gap="large")
         words.markdown(
-            "Softmax's backward needs only the weights P and one number per row, D. The **naive** code (and "
+            "Softmax's backward needs only the weights P and one number per row, D. The **textbook** code (and "
             "torch's math kernel) lets autograd keep P, an n×n matrix per head, from the forward to the "
             "backward; at the backward's peak P, its gradient dP and the scores' gradient dS are all alive: "
-            "three n×n. **explained** keeps three n×n of its traced softmax and holds five more at its peak. "
+            "three n×n. **trace** keeps three n×n of its traced softmax and holds five more at its peak. "
             "**FlashAttention** (SDPA's fused kernels) and **tiled** keep only the output O and each row's "
             "log-sum-exp (lse): O(n) numbers per head. Their backward recomputes each tile's scores S = QKᵀ "
             "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."

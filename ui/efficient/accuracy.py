@@ -4,12 +4,14 @@ for a sentence (one layer's softmax swapped for the route): output error, per-ro
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from attention_core.efficient.accuracy import Accuracy, random_qkv
-from attention_core.efficient.variants import PATTERNS, compare_variant, exact_trace
+from attention_core.efficient.variants import PATTERNS, compare_variant
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT
 from figures.efficient import weights_figure
 from ui import draw
@@ -30,42 +32,60 @@ def variant_params(variant: str, window: int, n_global: int, dilation: int, n_ra
     return {"linear": {}, "performer": {"features": features}, "linformer": {"rank": rank}}[variant]
 
 
-def _numbers(acc: Accuracy, exact: Any, weights: Any, tokens: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RouteReading:
+    """A route against exact attention: every head's exact weights and the route's ``(H, L, L)`` (``None``
+    where it has none), the output error, the row-mean KLs, the exact weight kept; on the model, its layer
+    and "it" → "animal" (heads exact, heads under the route, distance, whether the route has weights)."""
+
+    tokens: list[str]
+    exact: np.ndarray
+    weights: np.ndarray | None
+    error: float
+    note: str | None
+    kl: float | None
+    reverse_kl: float | None
+    kept: float | None
+    layer: int | None = None
+    it: tuple[int, int, int, bool] | None = None
+
+
+def _numbers(acc: Accuracy, exact: Any, weights: Any, tokens: list[str]) -> RouteReading:
     def plain(x: Any) -> float | None:
         return None if x is None else float(x)
 
-    return {"tokens": tokens, "exact": exact.detach().float().cpu().numpy(), "error": acc.relative_error,
-            "weights": None if weights is None else weights.detach().float().cpu().numpy(), "note": acc.note,
-            "kl": plain(acc.mean_kl), "reverse_kl": plain(acc.mean_reverse_kl), "kept": acc.kept}  # fmt: skip
+    return RouteReading(tokens, exact.detach().float().cpu().numpy(),
+                        None if weights is None else weights.detach().float().cpu().numpy(), acc.relative_error,
+                        acc.note, plain(acc.mean_kl), plain(acc.mean_reverse_kl), acc.kept)  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int], ...]) -> RouteReading:
     """The model's layer ``layer`` on ``text`` with ``variant`` in place of softmax, against the exact layer."""
     from attention_core.efficient.real import swap_layer
     from ui.model import encoder
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
-    out = _numbers(s.accuracy, s.exact.weights, s.weights, list(s.tokens)) | {"layer": layer}
+    out = replace(_numbers(s.accuracy, s.exact.weights, s.weights, list(s.tokens)), layer=layer)
     if {"it", "animal"} <= set(s.tokens) and s.index("animal") not in (s.index("it"), 0, len(s.tokens) - 1):
         most = s.attends_most("it", "animal")
-        out["it"] = (most.exact_heads, most.variant_heads, abs(most.query - most.key), s.weights is not None)
+        out = replace(out, it=(most.exact_heads, most.variant_heads, abs(most.query - most.key), s.weights is not None))
     return out
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
-def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tuple[str, int], ...]) -> RouteReading:
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
-    result, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
+    result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
     weights = None if result.weights is None else result.weights[0]
-    return _numbers(acc, exact_trace(q, k, v, is_causal=causal).weights[0], weights, [str(i) for i in range(n)])
+    return _numbers(acc, exact.weights[0], weights, [str(i) for i in range(n)])
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
     d = model_data(*key) if source == "model" else random_data(*key)
-    w = None if d["weights"] is None else d["weights"][head]
-    return weights_figure(d["exact"][head], w, d["tokens"], f"{name}: output error {d['error']:.0%}", d["note"],
+    w = None if d.weights is None else d.weights[head]
+    return weights_figure(d.exact[head], w, d.tokens, f"{name}: output error {d.error:.0%}", d.note,
                           talk=is_talk)  # fmt: skip
 
 
@@ -106,24 +126,24 @@ def accuracy_tab() -> None:
     show_numbers(d, variant, on_model)
 
 
-def show_numbers(d: dict[str, Any], variant: str, on_model: bool) -> None:
+def show_numbers(d: RouteReading, variant: str, on_model: bool) -> None:
     """The output error, the KL in the direction that is finite, and the "it" → "animal" check."""
-    items = [("Output error", f"{d['error']:.1%}", "‖O − O_exact‖ / ‖O_exact‖")]
-    if d["weights"] is None:
+    items = [("Output error", f"{d.error:.1%}", "‖O − O_exact‖ / ‖O_exact‖")]
+    if d.weights is None:
         items.append(("Per-row KL", "—", "no weights to compare (see the figure)"))
     elif variant in PATTERNS:  # KL(exact ‖ pattern) is ∞ wherever the pattern drops a weighted key
-        items.append(("Exact weight kept", f"{d['kept']:.0%}", "on the keys the pattern allows"))
-        items.append(("KL(route ‖ exact)", f"{d['reverse_kl']:.3f} nats", "−log(weight kept), row mean"))
+        items.append(("Exact weight kept", f"{d.kept:.0%}", "on the keys the pattern allows"))
+        items.append(("KL(route ‖ exact)", f"{d.reverse_kl:.3f} nats", "−log(weight kept), row mean"))
     else:
-        kl = d["kl"]
+        kl = d.kl
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
-    if "it" in d:
-        exact, kept, distance, has = d["it"]
+    if d.it is not None:
+        exact, kept, distance, has = d.it
         items.append(("“it” looks most at “animal”", f"{exact} → {kept if has else '—'} of {HEADS} heads",
                       f"exact → route; {distance} tokens apart"))  # fmt: skip
     draw.metrics(*items)
-    where = (f"The model's own Q, K and V of layer {d['layer']}, every head, go through the route in place of its "
-             "softmax; the later layers are not rerun." if on_model else f"Random inputs: n = {len(d['tokens'])}, "
+    where = (f"The model's own Q, K and V of layer {d.layer}, every head, go through the route in place of its "
+             "softmax; the later layers are not rerun." if on_model else f"Random inputs: n = {len(d.tokens)}, "
              f"d = 64, {HEADS} heads, q, k and v standard normal.")  # fmt: skip
     why = (" A sparse pattern gives exactly 0 weight to the keys it skips, so KL(exact ‖ route) is infinite wherever "
            "exact attention weighed one of them; the share of exact weight it keeps, and KL(route ‖ exact) = −log of "

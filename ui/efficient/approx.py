@@ -3,15 +3,17 @@ as their size grows, and how close a trained model's attention maps are to low r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.accuracy import exact_attention, random_qkv, relative_error
+from attention_core.efficient.accuracy import random_qkv, relative_error
 from attention_core.efficient.linear import linear_attention
 from attention_core.efficient.lowrank import attention_spectrum, linformer_error_curve
 from attention_core.efficient.performer import performer_error_curve
+from attention_core.textbook import reference_attention
 from figures.efficient import error_figure, spectrum_figure
 from ui import draw
 from ui.frame import talk
@@ -29,8 +31,22 @@ PARAGRAPH = (
 )
 
 
+@dataclass(frozen=True)
+class ErrorCurves:
+    """Each route's relative error against exact attention at each size: ``curves[name] = (route, sizes, mean,
+    spread over seeds)``; the Performer's 1/√m ``trend``, its log-log ``slope`` and its error ``ratio`` from 16
+    to 256 features; ``linear``'s error, which has no size."""
+
+    curves: dict[str, tuple[str, tuple[int, ...], tuple[float, ...], tuple[float, ...]]]
+    trend: tuple[tuple[int, ...], tuple[float, ...]]
+    slope: float
+    ratio: float
+    chi_ratio: float  # the same ratio with Gaussian (chi) lengths, the unbiased heavy-tailed estimate
+    linear: float
+
+
 @st.cache_data(show_spinner="Measuring each route against exact attention on random inputs…")
-def error_curves(spread: str) -> dict[str, Any]:
+def error_curves(spread: str) -> ErrorCurves:
     """Mean and spread over seeds of each route's relative error, at each size; linear's, which has no size."""
     std = STD[spread]
     perf = performer_error_curve(FEATURES, n=N, d=D, heads=HEADS, seeds=SEEDS, std=std)
@@ -43,11 +59,11 @@ def error_curves(spread: str) -> dict[str, Any]:
     linear = []
     for seed in SEEDS:
         q, k, v = random_qkv(N, D, heads=HEADS, seed=seed, std=std)
-        linear.append(relative_error(linear_attention(q, k, v), exact_attention(q, k, v)))
-    return {"curves": {name: (route, c.x, c.mean, c.std) for (route, name), c in curves.items()}, "trend": (perf.x,
-            perf.inverse_sqrt_trend()), "slope": perf.slope(), "ratio": perf.ratio(16, 256),
-            "chi_ratio": chi.ratio(16, 256),
-            "linear": float(np.mean(linear))}  # fmt: skip
+        linear.append(relative_error(linear_attention(q, k, v), reference_attention(q, k, v)))
+    named = {name: (route, c.x, c.mean, c.std) for (route, name), c in curves.items()}
+    trend = (perf.x, perf.inverse_sqrt_trend())
+    return ErrorCurves(named, trend, perf.slope(), perf.ratio(16, 256), chi.ratio(16, 256),
+                        float(np.mean(linear)))
 
 
 @st.cache_data(show_spinner=False)
@@ -62,7 +78,7 @@ def spectrum() -> tuple[np.ndarray, int]:
 
 def _errors(is_talk: bool, spread: str) -> Any:
     d = error_curves(spread)
-    return error_figure(d["curves"], d["trend"], {"Linear (elu+1)": ("linear", d["linear"])}, talk=is_talk)
+    return error_figure(d.curves, d.trend, {"Linear (elu+1)": ("linear", d.linear)}, talk=is_talk)
 
 
 def _spectrum(is_talk: bool, k: int) -> Any:
@@ -89,9 +105,9 @@ def approx_tab() -> None:
     with right:
         draw.chart(draw.figure(_spectrum, talk(), k), "ef_spectrum", fit="efficient.Kernels & low rank")
     draw.metrics(
-        ("Performer, 16 → 256 features", f"{d['ratio']:.1f}× smaller", f"log-log slope {draw.fmt(d['slope'], 2)} "
-         f"(1/√m: −0.5); Gaussian lengths {d['chi_ratio']:.1f}×"),
-        ("Linear (elu + 1)", f"{d['linear']:.0%}", "relative error at any n"),
+        ("Performer, 16 → 256 features", f"{d.ratio:.1f}× smaller", f"log-log slope {draw.fmt(d.slope, 2)} "
+         f"(1/√m: −0.5); Gaussian lengths {d.chi_ratio:.1f}×"),
+        ("Linear (elu + 1)", f"{d.linear:.0%}", "relative error at any n"),
         (f"Top {k} of {n_tokens} singular values", f"{np.median(energy[:, min(k, n_tokens) - 1]):.0%}",
          "of the energy, median over the 72 maps"),
     )  # fmt: skip

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from attention_core.efficient.patterns import FLEX_BLOCK, block_summary, dense_mask
@@ -31,19 +33,29 @@ def route_params(variant: str, window: int, n_global: int, dilation: int, n_rand
     return {"window": window, "n_global": n_global, "dilation": dilation}
 
 
+@dataclass(frozen=True)
+class PatternReading:
+    """The first tokens' dense mask ``(zoom, zoom)``, every tile's state, and the shares of the n² scores
+    skipped, allowed, and in tiles computed then masked."""
+
+    allowed: np.ndarray
+    states: np.ndarray
+    skipped: float
+    pairs: float
+    partial: float
+
+
 @st.cache_data(max_entries=64, show_spinner="Reading the pattern tile by tile…")
-def pattern_data(variant: str, causal: bool, n: int, *params: int) -> dict[str, Any]:
-    """The first tokens' dense mask, every tile's state, and the shares skipped and allowed."""
+def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternReading:
     mod = variant_pattern(variant, n=n, is_causal=causal, device="cpu", **route_params(variant, *params))
     tiles, zoom = block_summary(mod, n, n, device="cpu"), min(n, ZOOM)
-    return {"allowed": dense_mask(mod, zoom, zoom, device="cpu").numpy(), "states": tiles.states.numpy(),
-            "skipped": tiles.skipped_share, "pairs": tiles.allowed_share,
-            "partial": tiles.n_partial / tiles.states.numel()}  # fmt: skip
+    return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), tiles.states.numpy(),
+                          tiles.skipped_share, tiles.allowed_share, tiles.n_partial / tiles.states.numel())  # fmt: skip
 
 
 def _figure(is_talk: bool, *key: Any) -> Any:
     d = pattern_data(*key)
-    return pattern_figure(d["allowed"], d["states"], key[2], FLEX_BLOCK, talk=is_talk)
+    return pattern_figure(d.allowed, d.states, key[2], FLEX_BLOCK, talk=is_talk)
 
 
 def patterns_tab() -> None:
@@ -70,7 +82,7 @@ def patterns_tab() -> None:
     d = pattern_data(*key)
     draw.chart(draw.figure(_figure, talk(), *key), "ef_pattern", fit="efficient.Sparse patterns")
     draw.metrics(
-        ("Work skipped", f"{d['skipped']:.0%}", "of the n² scores: tiles never computed"),
-        ("Pairs allowed", f"{d['pairs']:.1%}", "what a perfect kernel would compute"),
-        ("Tiles masked", f"{d['partial']:.0%}", "computed, then masked"),
+        ("Work skipped", f"{d.skipped:.0%}", "of the n² scores: tiles never computed"),
+        ("Pairs allowed", f"{d.pairs:.1%}", "what a perfect kernel would compute"),
+        ("Tiles masked", f"{d.partial:.0%}", "computed, then masked"),
     )

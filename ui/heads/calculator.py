@@ -26,7 +26,7 @@ def cache_figure(model: str, ctx: int, batch: int, dtype: str, left: int, talk: 
                            model=model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
 
 
-def calculator_tab(**_: object) -> None:
+def calculator_tab(_: object) -> None:
     c = st.columns([2, 2.4, 1, 1.3, 1.3, 1.8] if talk() else [2, 3, 1.2, 1.5], vertical_alignment="bottom")
     c += [] if talk() else st.columns([3, 2], vertical_alignment="bottom")  # one row on a projector, two here
     model = c[0].selectbox("Model", MODELS, MODELS.index("Llama-3-8B"), key="hd_model", bind="query-params")

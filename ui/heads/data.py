@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import fields
-from typing import Any
+from dataclasses import fields, replace
+from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -12,22 +12,23 @@ import torch
 
 from attention_core.kv_cache import time_decode_steps
 from attention_core.presets import sentence_example
-from ui.heads.examples import decode_example, example_weights, heads_example
+from ui.heads.examples import DecodeExample, HeadsExample, decode_example, example_weights, heads_example
 
 N_TOKENS = 11  # the sentence preset
+E = TypeVar("E", HeadsExample, DecodeExample)
 
 
-def _plain(example: Any) -> dict[str, Any]:
-    """An example's fields, tensors (and lists of them) as numpy arrays, which st.cache_data copies cheaply."""
+def _plain(example: E) -> E:
+    """The example with its tensors (and lists of them) as numpy arrays, which st.cache_data copies cheaply."""
 
     def cpu(v: Any) -> Any:
         return v.numpy() if isinstance(v, torch.Tensor) else [cpu(x) for x in v] if isinstance(v, list) else v
 
-    return {f.name: cpu(getattr(example, f.name)) for f in fields(example)}
+    return replace(example, **{f.name: cpu(getattr(example, f.name)) for f in fields(example)})
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def example_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool) -> dict[str, Any]:
+def example_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool) -> HeadsExample:
     return _plain(heads_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed, causal=causal))
 
 
@@ -39,7 +40,7 @@ def q_data(d_model: int, n_heads: int, seed: int) -> tuple[np.ndarray, tuple[str
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> dict[str, Any]:
+def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> DecodeExample:
     return _plain(decode_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed))
 
 

@@ -10,6 +10,7 @@ from figures.heads import decode_steps_figure, decode_timing_figure, kilo
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import N_TOKENS, decode_data, timing_data
+from ui.heads.examples import HeadSettings
 from ui.heads.gqa import kv_heads_control
 
 MEASURE_MAX = {kilo(t): t for t in (2048, 4096, 8192, 16384)}  # by what the slider shows
@@ -19,7 +20,7 @@ MEASURE_DM = (64, 128, 256)
 def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head: int, talk: bool) -> go.Figure:
     d = decode_data(d_model, n_heads, g, seed)
     room = draw.room("heads.Decode", 560) if talk else 560  # talk: its numbers sized for the projector's room
-    return decode_steps_figure(d["weights"], d["tokens"], step, head, talk=talk, max_height=room)
+    return decode_steps_figure(d.weights, d.tokens, step, head, talk=talk, max_height=room)
 
 
 def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
@@ -27,7 +28,8 @@ def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> 
     return decode_timing_figure(r["cached"], r["recompute"], r["fits"], talk=talk)
 
 
-def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def decode_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed = sh.d_model, sh.n_heads, sh.seed
     st.latex(
         r"o_t = \operatorname{softmax}\!\left(\frac{q_t K_{\le t}^\top}{\sqrt{d_k}}\right)V_{\le t},\quad "
         r"K_{\le t} = [K_{\le t-1};\, k_t],\ V_{\le t} = [V_{\le t-1};\, v_t]"
@@ -39,7 +41,7 @@ def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     g = kv_heads_control(n_heads, c[2])
     d = decode_data(d_model, n_heads, g, seed)
     draw.prose(
-        f"At step {step} the new token “{d['tokens'][step]}” is projected alone: one query per head, and one key "
+        f"At step {step} the new token “{d.tokens[step]}” is projected alone: one query per head, and one key "
         f"and one value per K/V head, which are appended to the cache. Its query then attends to the {step + 1} "
         "cached keys. No mask is needed, because the cache holds only the past: each row below is exactly the row "
         "of causal attention, computed once and never again."
@@ -48,8 +50,8 @@ def decode_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
     draw.chart(fig, "hd_decode_fig", fit="heads.Decode")
     draw.metrics(
         ("Keys and values in the cache", f"{step + 1} tokens",
-         f"{2 * (step + 1) * g * d['d_k'] * 4} B in this one layer (float32)"),
-        ("Token-by-token vs full causal", f"|Δ| ≤ {d['max_abs_diff']:.1e}", None,
+         f"{2 * (step + 1) * g * d.d_k * 4} B in this one layer (float32)"),
+        ("Token-by-token vs full causal", f"|Δ| ≤ {d.max_abs_diff:.1e}", None,
          "Every decoded row against causal multi-head attention over the whole sentence."),
         ("K/V heads in the cache", f"{g} of {n_heads}", attention_kind(n_heads, g)),
         border=True,

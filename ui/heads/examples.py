@@ -28,6 +28,16 @@ from attention_core.presets import sentence_example
 from attention_core.validation import check_int
 
 D_MODELS = (16, 32, 64)
+
+
+@dataclass(frozen=True)
+class HeadSettings:
+    """The controls above the heads page's tabs."""
+
+    d_model: int
+    n_heads: int
+    seed: int
+    causal: bool
 QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, visibly different heads
 
 

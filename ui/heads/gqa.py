@@ -10,6 +10,7 @@ from figures.heads import sharing_figure
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import example_data, fmt_int
+from ui.heads.examples import HeadSettings
 from ui.heads.side_by_side import grid_figure
 
 
@@ -34,7 +35,8 @@ def kv_heads_control(n_heads: int, box: DeltaGenerator | None = None) -> int:
     )  # fmt: skip
 
 
-def gqa_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def gqa_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed, causal = sh.d_model, sh.n_heads, sh.seed, sh.causal
     g = kv_heads_control(n_heads)
     d = example_data(d_model, n_heads, g, seed, causal)
     st.latex(
@@ -42,16 +44,16 @@ def gqa_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
         rf"\qquad h = {n_heads},\ g = {g}\ \text{{({attention_kind(n_heads, g)})}}"
     )
     draw.chart(draw.figure(sharing_figure, n_heads, g, talk()), "hd_share_fig", fit="heads.MHA → GQA → MQA")
-    kv, kv_mha = 2 * g * d["d_k"] * 4, 2 * n_heads * d["d_k"] * 4  # float32 K and V of one token, one layer
+    kv, kv_mha = 2 * g * d.d_k * 4, 2 * n_heads * d.d_k * 4  # float32 K and V of one token, one layer
     draw.metrics(
-        ("Attention weights", fmt_int(d["params_gqa"]),
-         f"{d['params_gqa'] / d['params_mha']:.0%} of MHA's {fmt_int(d['params_mha'])}",
+        ("Attention weights", fmt_int(d.params_gqa),
+         f"{d.params_gqa / d.params_mha:.0%} of MHA's {fmt_int(d.params_mha)}",
          "W_Q, W_K, W_V and W_O of one attention block, no biases."),
         ("KV cache per token", f"{kv} B", f"{kv / kv_mha:.0%} of MHA's {kv_mha} B",
          "K and V of one token in one layer, float32."),
-        ("Output |Δ| vs MHA", f"{d['max_abs_diff']:.3g}", f"relative ‖Δ‖/‖O‖ = {d['rel_diff']:.2f}",
+        ("Output |Δ| vs MHA", f"{d.max_abs_diff:.3g}", f"relative ‖Δ‖/‖O‖ = {d.rel_diff:.2f}",
          "The same W_Q and W_O; K/V projections mean-pooled within each group."),
-        ("|Δ| vs torch SDPA", f"{d['delta_torch']:.0e}", "enable_gqa=True",
+        ("|Δ| vs torch SDPA", f"{d.delta_torch:.0e}", "enable_gqa=True",
          "This page's grouped-query output against torch.nn.functional.scaled_dot_product_attention."),
         border=True,
     )  # fmt: skip

@@ -6,20 +6,22 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.heads import kv_head_of
-from figures.heads import heads_grid
+from figures.heads import heads_side_by_side
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import example_data
+from ui.heads.examples import HeadSettings
 
 
 def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, talk: bool) -> go.Figure:
     """Each head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group."""
     d = example_data(d_model, n_heads, n_kv_heads, seed, causal)
     kv_of = [kv_head_of(i, n_heads, n_kv_heads) for i in range(n_heads)]
-    return heads_grid(d["weights_gqa"], d["tokens"], kv_of, talk=talk)
+    return heads_side_by_side(d.weights_gqa, d.tokens, kv_of, talk=talk)
 
 
-def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def heads_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed, causal = sh.d_model, sh.n_heads, sh.seed, sh.causal
     d = example_data(d_model, n_heads, n_heads, seed, causal)
     st.latex(
         r"\operatorname{head}_i = \operatorname{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right)V_i,\qquad "
@@ -36,7 +38,7 @@ def heads_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
         )
     fig = draw.figure(grid_figure, d_model, n_heads, n_heads, seed, causal, talk())
     draw.chart(fig, "hd_grid_fig", fit="heads.Heads side by side")
-    tokens, it = d["tokens"], d["weights_mha"][:, d["tokens"].index("it")]  # (h, L): each head's row of “it”
+    tokens, it = d.tokens, d.weights_mha[:, d.tokens.index("it")]  # (h, L): each head's row of “it”
     st.markdown(
         "**Where “it” looks, head by head:** "
         + " · ".join(f"head {i}: “{tokens[row.argmax()]}” {row.max():.0%}" for i, row in enumerate(it))

@@ -9,6 +9,7 @@ from figures.heads import split_figure
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import N_TOKENS, q_data
+from ui.heads.examples import HeadSettings
 from ui.snippets import split_snippet
 
 
@@ -16,7 +17,8 @@ def q_figure(d_model: int, n_heads: int, seed: int, talk: bool) -> go.Figure:
     return split_figure(*q_data(d_model, n_heads, seed), n_heads, talk=talk)
 
 
-def split_tab(d_model: int, n_heads: int, seed: int, causal: bool) -> None:
+def split_tab(sh: HeadSettings) -> None:
+    d_model, n_heads, seed = sh.d_model, sh.n_heads, sh.seed
     d_k = d_model // n_heads
     st.latex(
         rf"Q \in \mathbb{{R}}^{{{N_TOKENS}\times {d_model}}} \longrightarrow "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,8 @@ from attention_core.scaling import (
     train_toy,
     variance_table,
 )
-from ui.scaling.settings import DEVICE, DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
+from ui.device import DEVICE
+from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
 
 
 def rows_for(n_keys: int) -> int:
@@ -58,18 +59,29 @@ def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
+@dataclass(frozen=True)
+class RowReading:
+    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the scores, the weights, their Jacobians
+    ``(n, n)``, and the entropy as a percentage of its maximum log n."""
+
+    scores: np.ndarray
+    unscaled: np.ndarray
+    scaled: np.ndarray
+    jac_unscaled: np.ndarray
+    jac_scaled: np.ndarray
+    entropy_pct_unscaled: float
+    entropy_pct_scaled: float
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
-def row_data(d_k: int, n_keys: int, seed: int) -> dict[str, Any]:
+def row_data(d_k: int, n_keys: int, seed: int) -> RowReading:
     r = sample_row(d_k, n_keys, seed, device=DEVICE)
-    return {
-        "scores": r.scores.cpu().numpy(),
-        "unscaled": r.weights_unscaled.cpu().numpy(),
-        "scaled": r.weights_scaled.cpu().numpy(),
-        "jac_unscaled": r.jacobian_unscaled.cpu().numpy(),
-        "jac_scaled": r.jacobian_scaled.cpu().numpy(),
-        "entropy_pct_unscaled": float(100 * row_entropy(r.weights_unscaled) / math.log(n_keys)),
-        "entropy_pct_scaled": float(100 * row_entropy(r.weights_scaled) / math.log(n_keys)),
-    }
+    return RowReading(
+        r.scores.cpu().numpy(), r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
+        r.jacobian_unscaled.cpu().numpy(), r.jacobian_scaled.cpu().numpy(),
+        float(100 * row_entropy(r.weights_unscaled) / math.log(n_keys)),
+        float(100 * row_entropy(r.weights_scaled) / math.log(n_keys)),
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

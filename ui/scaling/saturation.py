@@ -20,7 +20,7 @@ def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool, tau: float =
         return saturation_figure(saturation_data(n_keys, seed), d_k, talk=talk)
     if kind == "row":
         row = row_data(d_k, n_keys, seed)
-        return row_bars_figure(row["unscaled"], row["scaled"], d_k, talk=talk)
+        return row_bars_figure(row.unscaled, row.scaled, d_k, talk=talk)
     if kind == "tau_bars":
         return temperature_bars_figure(tau_row_data(d_k, n_keys, seed, tau)[0], tau, talk=talk)
     return temperature_figure(sweep_data(d_k, n_keys, seed), tau, d_k, talk=talk)
@@ -57,8 +57,8 @@ def saturation_tab(sh: Shared) -> None:
     draw.prose(
         f"Dividing the same scores by a temperature τ moves the row continuously from one-hot (small τ) to "
         f"uniform (large τ). At d_k = {sh.d_k}, √d_k = {math.sqrt(sh.d_k):.3g}: this row has "
-        f"{row['entropy_pct_unscaled']:.0f}% of the uniform entropy unscaled and "
-        f"{row['entropy_pct_scaled']:.0f}% after ÷√d_k; at τ = {tau:g} it has {h_pct:.0f}%.",
+        f"{row.entropy_pct_unscaled:.0f}% of the uniform entropy unscaled and "
+        f"{row.entropy_pct_scaled:.0f}% after ÷√d_k; at τ = {tau:g} it has {h_pct:.0f}%.",
     )
     c = st.columns(2)
     with c[0]:

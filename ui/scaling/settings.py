@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attention_core.device import default_device
-
 DIMS = tuple(2**i for i in range(13))  # 1 … 4096
-DEVICE = str(default_device())  # the core uses torch's default device unless told: the app tells it
 TAU_CHOICES = tuple(float(f"{2 ** (k / 2):.3g}") for k in range(-4, 25))  # 0.25 … 4096, 3 significant digits
 MAG_CHOICES = (1, 2, 5, 8, 10, 11, 12, 15, 20, 50, 80, 88, 89, 90, 100, 200, 500, 1000)
 STEP_CHOICES = (100, 200, 300, 500)

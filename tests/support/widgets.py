@@ -38,7 +38,7 @@ from streamlit.testing.v1.element_tree import (
     Widget,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _PAGE = re.compile(r"st\.Page\(\s*\"(?P<script>[^\"]+)\"(?P<rest>[^)]*)\)")
 _URL_PATH = re.compile(r"url_path\s*=\s*\"(?P<url>[^\"]*)\"")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # Playwright is imported lazily, so the rest of the suite runs without it.
     from playwright.sync_api import Browser, Locator, Page, Playwright
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"  # Debian's package; override with CHROMIUM_PATH
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -1,0 +1,172 @@
+"""The benchmark's shared words: what one measurement is (:class:`BenchConfig`), what an entry of the
+registry is (:class:`Impl`), the dtypes and modes, and the repeat of shared K/V heads the entries use.
+
+A leaf: every other module of the package imports it, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from ..device import resolve_device
+from ..heads import check_head_counts, repeat_kv
+from ..validation import check_choice, check_int
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float64": torch.float64,
+}
+MAX_N = 1 << 20
+# Older names of registry entries, still accepted (in links, scripts and CSVs): the entry's name today.
+RENAMED = {"naive": "textbook", "explained": "trace"}
+MODES = ("fwd", "bwd", "fwd+bwd")
+MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
+MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
+
+
+def flop_formula(mode: str) -> str:
+    """The FLOPs a call of ``mode`` counts, as a formula: "4·B·H·n²·d" for the forward (halved when causal)."""
+    return f"{2 * MATMULS[check_choice('mode', mode, MODES)]}·B·H·n²·d"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One measurement: an implementation on ``(batch, heads, n, d)`` inputs, self-attention (L = S = n).
+
+    ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
+    it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
+    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``.
+    """
+
+    impl: str
+    n: int
+    d: int = 64
+    heads: int = 8
+    batch: int = 1
+    dtype: str = "float32"
+    causal: bool = False
+    device: str = "cpu"
+    kv_heads: int | None = None
+    mode: str = "fwd"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "impl", RENAMED.get(self.impl, self.impl))
+        check_int("n", self.n, low=1, high=MAX_N)
+        check_int("d", self.d, low=1, high=1024)
+        check_int("heads", self.heads, low=1, high=1024)
+        object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
+        check_int("batch", self.batch, low=1, high=1 << 16)
+        check_choice("dtype", self.dtype, DTYPES)
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"causal must be True or False, got {self.causal!r}")
+        object.__setattr__(self, "device", str(resolve_device(self.device)))
+        check_choice("mode", self.mode, MODES)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def itemsize(self) -> int:
+        return self.torch_dtype.itemsize
+
+    @property
+    def batch_heads(self) -> int:
+        return self.batch * self.heads
+
+    @property
+    def grouped(self) -> bool:
+        """Fewer K/V heads than query heads (GQA or MQA)."""
+        return self.kv_heads != self.heads
+
+    @property
+    def backward(self) -> bool:
+        """The mode runs the backward pass."""
+        return self.mode != "fwd"
+
+    def input_bytes(self) -> int:
+        """q, k and v together (k and v with ``kv_heads`` heads), and the upstream gradient dO when the
+        mode runs the backward."""
+        tensors = self.heads + 2 * self.kv_heads + (self.heads if self.backward else 0)
+        return tensors * self.batch * self.n * self.d * self.itemsize
+
+    def flops(self) -> int:
+        """2·n²·d per matmul per head: 4·B·H·n²·d forward, 10 backward, 14 both; halved under the causal mask."""
+        total = MATMULS[self.mode] * 2 * self.batch_heads * self.n * self.n * self.d
+        return total // 2 if self.causal else total
+
+
+Inputs = tuple[Any, Any, Any]
+
+
+@dataclass(frozen=True)
+class Impl:
+    """An entry of the registry.
+
+    ``run(inputs, causal)`` is the timed call; ``prepare`` turns torch ``q, k, v`` into
+    what ``run`` takes (numpy arrays for ``numpy``), outside the timing. ``not_here``
+    gives the reason the entry cannot run on a device and dtype, or ``None``;
+    ``backend`` names what actually ran; ``extra_bytes`` predicts the peak memory a
+    forward call needs beyond its inputs (output included).
+
+    The backward: ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch
+    ops) unless ``no_backward`` says, in a sentence, why the entry has none; its ``bwd`` and
+    ``fwd+bwd`` rows are then ``n/a`` with that sentence. ``training_bytes`` predicts the peak of
+    those modes (:mod:`.memory_models`); an entry with a backward but no model gets a rough guess
+    (twice the forward's, plus dQ, dK and dV).
+    """
+
+    name: str
+    description: str
+    run: Callable[[Inputs, bool], Any]
+    extra_bytes: Callable[[BenchConfig], int]
+    backend: Callable[[Inputs, bool], str]
+    prepare: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Inputs] = lambda q, k, v: (q, k, v)
+    to_tensor: Callable[[Any], torch.Tensor] = lambda out: out
+    not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None
+    forced: bool = False  # a forced kernel: an error on the first call means "cannot run here"
+    exact: bool = True  # False: a route that approximates softmax attention (.routes): its error is said, not judged
+    no_backward: str | None = None  # why there is no backward pass; None: it has one (its own or autograd's)
+    training_bytes: Callable[[BenchConfig], int] | None = None  # the peak in the bwd and fwd+bwd modes
+
+    def predicted_bytes(self, config: BenchConfig) -> int:
+        """The memory model for the config's mode: bytes beyond the inputs (and dO) at the peak."""
+        if not config.backward or self.no_backward:
+            return self.extra_bytes(config)
+        if self.training_bytes is None:
+            # no model: autograd keeps all the forward made, the backward needs as much again, dQ, dK, dV
+            return 2 * self.extra_bytes(config) + config.input_bytes()
+        return self.training_bytes(config)
+
+    def guard_bytes(self, config: BenchConfig) -> int:
+        """What the memory guard holds against the cap: the inputs (and dO) and the peak beyond them. In
+        ``bwd`` mode that is the peak of forward and backward together: what the forward keeps is in
+        memory before the timed backward starts."""
+        whole = replace(config, mode="fwd+bwd") if config.mode == "bwd" else config
+        return config.input_bytes() + self.predicted_bytes(whole)
+
+    def cannot_run(self, config: BenchConfig) -> str | None:
+        """Why the config cannot run at all (device, dtype, or a backward this entry does not have), or None."""
+        reason = self.not_here(torch.device(config.device), config.torch_dtype)
+        if reason is None and config.backward and self.no_backward:
+            return f"no backward pass: {self.no_backward}"
+        return reason
+
+
+def shared_kv(inputs: Inputs) -> Inputs:
+    """K and V repeated to every query head, for an entry that cannot share them."""
+    q, k, v = inputs
+    h = q.shape[-3]
+    return q, repeat_kv(k, h), repeat_kv(v, h)  # (B, H, n, d) each
+
+
+def gqa_note(inputs: Inputs) -> str:
+    """The backend label's tail when K/V heads are repeated."""
+    q, k, _ = inputs
+    return f", K/V heads repeated {q.shape[-3] // k.shape[-3]}×" if k.shape[-3] != q.shape[-3] else ""

@@ -1,0 +1,65 @@
+"""The skeleton of a page with tabs, so each tabbed page is one call of :func:`tabbed_page`.
+
+Top to bottom: the title (left out in talk mode, where the navigation names the page), the intro
+(:func:`ui.draw.prose`), the settings the tabs share (:func:`settings_box`), the tabs (bound to the
+URL), and the open tab's body, whose ``ValueError`` becomes a sentence in an error box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from ui import draw
+from ui.frame import talk
+
+
+def settings_box() -> tuple[DeltaGenerator, DeltaGenerator | None]:
+    """Where a page's shared settings go: a bordered box; in talk mode a "Settings" popover beside a line
+    for their summary, so the figures start high on a projector. Returns (the box, the summary's place)."""
+    if talk():
+        top = st.columns([1, 4], vertical_alignment="center")
+        return top[0].popover("Settings", icon=":material/tune:", width="stretch"), top[1]
+    return st.container(border=True), None
+
+
+def columns(box: DeltaGenerator, widths: list[float]) -> list[DeltaGenerator]:
+    """``widths`` columns in ``box``; in talk mode (a narrow popover) the controls stack in it instead."""
+    return [box] * len(widths) if talk() else box.columns(widths)
+
+
+def tabbed_page(
+    tabs: Mapping[str, Callable[..., None]],
+    *,
+    key: str,
+    title: str,
+    intro: str = "",
+    settings: Callable[[DeltaGenerator, str], Any] | None = None,
+    summary: Callable[[Any, str], str] | None = None,
+) -> None:
+    """A page of ``tabs`` (name → body), the open one named in the URL by ``key``.
+
+    ``settings(box, open_tab)`` draws the controls the tabs share (above the tabs, drawn once the open tab is
+    known, so it can disable what that tab does not read) and returns them; each tab's body is then called
+    with them. ``summary(settings, open_tab)`` sums them up beside the folded popover in talk mode.
+    """
+    if not talk():
+        st.title(title)
+    draw.prose(intro)
+    box, line = settings_box() if settings is not None else (None, None)
+    opened = st.tabs(list(tabs), key=key, bind="query-params", on_change="rerun")
+    name, tab = next((name, tab) for name, tab in zip(tabs, opened, strict=True) if tab.open)
+    args = ()
+    if settings is not None:
+        shared = settings(box, name)  # type: ignore[arg-type]
+        if line is not None and summary is not None:
+            line.markdown(summary(shared, name))
+        args = (shared,)
+    with tab:
+        try:
+            tabs[name](*args)
+        except ValueError as exc:
+            st.error(f"These settings cannot be computed: {exc}")
