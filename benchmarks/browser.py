@@ -121,8 +121,14 @@ class StreamlitServer:
             self._log_file.close()
 
 
-def start_server(log_path: Path, *, timeout: float = 90.0, env: dict[str, str] | None = None) -> StreamlitServer:
-    """Start ``streamlit run app.py`` from the repo root on a free port; return once it is healthy."""
+def start_server(
+    log_path: Path, *, timeout: float = 90.0, env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> StreamlitServer:
+    """Start ``streamlit run app.py`` from the repo root on a free port; return once it is healthy.
+
+    ``preexec`` runs in the child before streamlit starts (``audience.py`` moves it into a memory cgroup).
+    """  # fmt: skip
     port = free_port()
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
@@ -135,7 +141,7 @@ def start_server(log_path: Path, *, timeout: float = 90.0, env: dict[str, str] |
     log_file = log_path.open("ab")
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, **(env or {})}, preexec_fn=preexec,
     )  # fmt: skip
     server = StreamlitServer(proc, port, log_path, log_file)
     deadline = time.monotonic() + timeout
