@@ -14,6 +14,7 @@ nav = st.navigation([
     st.Page("app_pages/model.py", title="Real attention", icon=":material/psychology:", url_path="model"),
     st.Page("app_pages/efficient.py", title="Beyond n²", icon=":material/bolt:", url_path="efficient"),
 ])  # fmt: skip
-slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
-nav.run()
-frame.after_page(slots)
+with frame.first_run_alone(nav):  # a cold server's first runs import one at a time
+    slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
+    nav.run()
+    frame.after_page(slots)

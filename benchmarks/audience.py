@@ -71,8 +71,12 @@ SENTENCES = [
 ]
 # Buttons a listener presses; every other button (Run, Measure again, Forget...) starts work, see --heavy.
 LISTENER_BUTTONS = re.compile(r"next|previous|◀|▶", re.IGNORECASE)
-HEAVY = {"benchmark": "bm_run", "efficient": "ef_run"}  # page → key of its button that starts a measurement
-HEAVY_LINKS = {"efficient": "ef_tab=Cost"}
+# page → (its link's query, the key of the button that starts heavy work); None: a listener's change of a
+# setting starts it (the √d_k explorer's Training tab trains two toy models for every new setting).
+HEAVY = {
+    "benchmark": ("", "bm_run"), "efficient": ("ef_tab=Cost", "ef_run"), "heads": ("hd_tab=Decode", "hd_measure"),
+    "scaling": ("sc_tab=Training", None),
+}  # fmt: skip
 QUEUED = re.compile(r"busy, queued", re.IGNORECASE)
 
 
@@ -327,13 +331,10 @@ async def visit(v: Viewer, server: browser.StreamlitServer, assets: list[str], c
             if first.finished:
                 v.page_s = time.perf_counter() - start
             widgets = first.widgets
-            if heavy and v.link.page in HEAVY:
-                target = [w for w in widgets.values() if w.key == HEAVY[v.link.page]]
-                plan = target
-            else:
-                plan = plan_changes(widgets, rng, changes)
+            button = HEAVY[v.link.page][1] if heavy else None
+            plan = [w for w in widgets.values() if w.key == button] if button else plan_changes(widgets, rng, changes)
             for w in plan:
-                state = _state_for_change(w, rng) if not heavy else _trigger(w)
+                state = _trigger(w) if button else _state_for_change(w, rng)
                 if state is None:
                     continue
                 await asyncio.sleep(rng.uniform(0.5, 2.0))  # a listener reads before touching
@@ -668,7 +669,7 @@ def heavy_check(args: argparse.Namespace, pages: list[Link], tmp: Path) -> int:
     """Heavy buttons pressed by several viewers at once while others arrive: one run at a time, pages still drawn."""
     server = start(tmp / "heavy.log", args.session_ttl, None)
     try:
-        heavy_links = [Link(p.page, p.url_path, HEAVY_LINKS.get(p.page, p.query)) for p in pages if p.page in HEAVY]
+        heavy_links = [Link(p.page, p.url_path, HEAVY[p.page][0]) for p in pages if p.page in HEAVY]
         pressers = [Viewer(i, heavy_links[i % len(heavy_links)], 0.2 * i) for i in range(2 * len(heavy_links))]
         rng = random.Random(args.seed)
         arriving = [Viewer(100 + i, pages[i % len(pages)], 3 + rng.uniform(0, 20)) for i in range(args.viewers)]
@@ -694,7 +695,7 @@ def heavy_check(args: argparse.Namespace, pages: list[Link], tmp: Path) -> int:
     for v in pressers:
         run = f"{v.change_s[0]:.1f}" if v.change_s else "–"
         page = f"{v.page_s:.1f}" if v.page_s else "–"
-        who = "pressed Run on " + v.link.path
+        who = ("pressed Run on " if HEAVY[v.link.page][1] else "changed a setting on ") + v.link.path
         print(f"{who:<44} {page:>7} {run:>7} {v.queued_seen!s:>7} {'; '.join(v.errors)[:80]}")
     pages_s = [v.page_s for v in arriving if v.page_s is not None]
     bad = [v for v in arriving if v.errors or v.page_s is None]

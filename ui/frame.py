@@ -1,10 +1,14 @@
 """The frame around every page: page config, the sidebar (talk mode, the device), link notices.
 
-``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, :func:`sidebar`, the page, :func:`after_page`.
+``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, then inside :func:`first_run_alone`
+:func:`sidebar`, the page and :func:`after_page`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import streamlit as st
@@ -70,6 +74,32 @@ def page_config() -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if opened_in_talk else "auto",
     )
+
+
+_FIRST_RUN = threading.Lock()
+_HAS_RUN: set[str] = set()  # pages run once in this process: every module they import is loaded
+
+
+@contextlib.contextmanager
+def first_run_alone(page: StreamlitPage) -> Iterator[None]:
+    """Around the sidebar, the page and :func:`after_page`: a page's first run in this process waits until
+    no other page's first run goes on.
+
+    A first run imports the page's modules (torch, numpy, plotly, the core). When viewers arrive at a cold
+    server together, two script threads importing overlapping modules at once made Python's import machinery
+    break the cycle by failing one of them: ``_DeadlockError`` in ``attention_core.device``, or a partly
+    initialised numpy without ``ndarray`` (found by ``benchmarks/audience.py`` with three viewers). Later
+    runs never wait here.
+    """
+    key = page.url_path
+    if key in _HAS_RUN:
+        yield
+        return
+    with _FIRST_RUN:
+        try:
+            yield
+        finally:
+            _HAS_RUN.add(key)
 
 
 class Slots(NamedTuple):
