@@ -29,7 +29,8 @@ this simulator itself took (it shares the machine with the server; a real audien
     python benchmarks/audience.py                          # 1, 10, 50, 100 viewers arriving within 30 s
     python benchmarks/audience.py --viewers 50 --arrive 30
     python benchmarks/audience.py --memory-limit 2.7G      # the server in a memory cgroup, as on the Cloud
-    python benchmarks/audience.py --validate               # the simulator's times beside real Chromium pages
+    python benchmarks/audience.py --both                   # every size without, then with, the 2.7G limit
+    python benchmarks/audience.py --validate               # beside real Chromium pages, quiet and in a crowd
     python benchmarks/audience.py --heavy                  # heavy buttons pressed while viewers arrive
 
 Disconnected sessions are dropped after ``--session-ttl`` seconds (10 here; Streamlit's default is 120 s,
@@ -50,6 +51,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -659,35 +661,92 @@ def print_table(results: list[Result]) -> None:
 # Validation against real Chromium pages
 
 
+def in_thread(coro: Any) -> Any:
+    """``asyncio.run(coro)`` in a thread of its own (Playwright's sync API holds an event loop in this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def validate(args: argparse.Namespace, pages: list[Link], tmp: Path) -> None:
-    """Each page, one at a time on a quiet warm server: Chromium's time to idle beside the simulator's."""
+    """Chromium beside the simulator, on a quiet warm server and then while an audience arrives.
+
+    Quiet: each page three times in Chromium (time to idle) and three times simulated (time to a finished
+    page); the difference is the browser's own work, which a phone does for itself. Busy: ``--viewers``
+    simulated viewers (30 by default) arrive within ``--arrive`` s while Chromium opens the pages again;
+    what the crowd adds to Chromium's time is the server's share, and it should match what it adds to the
+    simulated viewers' time.
+    """
     from playwright.sync_api import sync_playwright
 
     server = start(tmp / "validate.log", args.session_ttl, None)
     try:
         record_assets_and_warm(server, pages)  # warm, as in every run
         assets = record_assets_and_warm(server, pages)
-        print(f"{'page':<30} {'Chromium to idle':>16} {'simulated':>10} {'(3 each, median)':>16}")
+        quiet_real: dict[str, float] = {}
+        quiet_sim: dict[str, float] = {}
         with sync_playwright() as pw:
             b = browser.launch_chromium(pw)
+
+            def chromium(link: Link) -> float:
+                ctx = b.new_context(viewport={"width": 390, "height": 844})
+                t = time.perf_counter()
+                browser.goto(ctx.new_page(), server, link.path, timeout=180_000)
+                ctx.close()
+                return time.perf_counter() - t
+
             for link in pages:
                 real, sim = [], []
                 for _ in range(3):
-                    ctx = b.new_context(viewport={"width": 390, "height": 844})
-                    page = ctx.new_page()
-                    t = time.perf_counter()
-                    browser.goto(page, server, link.path, timeout=180_000)
-                    real.append(time.perf_counter() - t)
-                    ctx.close()
+                    real.append(chromium(link))
                     v = Viewer(0, link, 0.0)
                     ev = asyncio.Event()
                     ev.set()
-                    asyncio.run(visit(v, server, assets[link.page], 0, args.timeout, ev, time.perf_counter(), 0))
+                    in_thread(visit(v, server, assets[link.page], 0, args.timeout, ev, time.perf_counter(), 0))
                     sim.append(v.page_s or float("nan"))
-                print(f"{link.path:<30} {statistics.median(real):>15.2f}s {statistics.median(sim):>9.2f}s")
+                quiet_real[link.page], quiet_sim[link.page] = statistics.median(real), statistics.median(sim)
+            time.sleep(args.session_ttl + 2)
+            n = args.viewers[0] if args.viewers != [1, 10, 50, 100] else 30
+            rng = random.Random(args.seed)
+            crowd = [Viewer(i, pages[i % len(pages)], rng.uniform(0, args.arrive)) for i in range(n)]
+
+            async def play() -> None:
+                done = asyncio.Event()
+                t0 = time.perf_counter()
+                tasks = [asyncio.create_task(visit(v, server, assets[v.link.page], 2, args.timeout, done, t0,
+                                                   args.seed)) for v in crowd]  # fmt: skip
+                while not all(v.done for v in crowd):
+                    await asyncio.sleep(0.2)
+                done.set()
+                await asyncio.gather(*tasks)
+
+            with ThreadPoolExecutor(1) as pool:
+                running = pool.submit(asyncio.run, play())
+                busy_real: dict[str, list[float]] = {p.page: [] for p in pages}
+                start_t = time.perf_counter()
+                i = 0
+                while time.perf_counter() - start_t < args.arrive:  # Chromium arrives among the crowd
+                    link = pages[i % len(pages)]
+                    busy_real[link.page].append(chromium(link))
+                    i += 1
+                running.result()
             b.close()
     finally:
         server.stop()
+    print(f"{'page':<42} {'Chromium':>8} {'simulated':>9} {'browser':>7}   with {n} simulated viewers arriving:")
+    print(f"{'':<42} {'quiet':>8} {'quiet':>9} {'share':>7}   {'Chromium':>8} {'+':>6} {'simulated':>9} {'+':>6}")
+    for link in pages:
+        busy = busy_real[link.page]
+        sims = [v.page_s for v in crowd if v.link.page == link.page and v.page_s is not None]
+        cr = statistics.median(busy) if busy else float("nan")
+        sm = statistics.median(sims) if sims else float("nan")
+        qr, qs = quiet_real[link.page], quiet_sim[link.page]
+        print(f"{link.path:<42} {qr:>7.2f}s {qs:>8.2f}s {qr - qs:>6.2f}s   {cr:>7.2f}s {cr - qr:>+5.2f}s {sm:>8.2f}s "
+              f"{sm - qs:>+5.2f}s")  # fmt: skip
+    print("quiet: median of 3, one at a time; busy: medians over the crowd's viewers of that page and Chromium's "
+          "visits during the arrivals (Chromium shares the 2 cores with the server, as the simulator does)")
+    errors = [e for v in crowd for e in v.errors]
+    first = f" ({errors[0]})" if errors else ""
+    print(f"the crowd: {sum(1 for v in crowd if v.errors)} of {n} viewers with errors{first}")
 
 
 def heavy_check(args: argparse.Namespace, pages: list[Link], tmp: Path) -> int:
