@@ -33,6 +33,13 @@ SIZES = {"phone": PHONE_VIEWPORT, "tablet": TABLET_VIEWPORT}
 # The pages with the most controls side by side and the widest figures; the rest share their frame.
 PAGES = ["/walkthrough?preset=sentence&mask=causal", "/heads", "/model", "/efficient"]
 SIDEBAR = "[data-testid='stSidebar']"
+FRAME_CSS = "() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('stMarkdownEllipsis'))"
+
+
+def open_narrow(page: Page, server: StreamlitServer, path: str) -> None:
+    """Open ``path`` and wait for the frame's CSS too: ``st.html`` mounts its style a moment after the run ends."""
+    goto(page, server, path)
+    page.wait_for_function(FRAME_CSS, timeout=15_000)
 
 
 @pytest.fixture(params=list(SIZES), scope="module")
@@ -45,7 +52,7 @@ def narrow_page(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Pa
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_fits_a_narrow_screen(narrow_page: Page, streamlit_server: StreamlitServer, path: str) -> None:
-    goto(narrow_page, streamlit_server, path)
+    open_narrow(narrow_page, streamlit_server, path)
     assert exception_texts(narrow_page) == []
     assert narrow_page.locator(SIDEBAR).get_attribute("data-collapsed") == "true"
     assert too_wide(narrow_page) == [], narrow_page.viewport_size
@@ -66,7 +73,7 @@ def test_the_check_sees_a_cut_off_label(browser: Browser, streamlit_server: Stre
     context = browser.new_context(viewport=TABLET_VIEWPORT)
     try:
         page = context.new_page()
-        goto(page, streamlit_server, "/heads")
+        open_narrow(page, streamlit_server, "/heads")
         removed = page.evaluate(
             """() => { const rules = Array.from(document.querySelectorAll('style'))
                            .filter(s => s.textContent.includes('stMarkdownEllipsis'));
