@@ -14,7 +14,8 @@ Each simulated viewer does what a phone in the room does:
 
 Errors: an exception element or an ``st.error`` box in any run, a run that did not finish within
 ``--timeout``, a websocket the server closed, or the server itself gone. Every page of ``app.py``'s
-navigation is visited (read from app.py, so new pages are included); viewer i opens page i mod pages.
+navigation is visited (read from app.py, so new pages are included); viewer i opens page i + 1 mod pages
+(a lone viewer opens the walkthrough, the home page comes last).
 
 Before the viewers arrive the presenter opens every page once in headless Chromium (the app warm, as
 before a talk); that visit also records which static files each page loads. Without Playwright or
@@ -577,7 +578,7 @@ def audience(n: int, args: argparse.Namespace, pages: list[Link], tmp: Path, lim
         mark = server.log_mark()
         rng = random.Random(args.seed + n)
         arrive = 0.0 if n == 1 else args.arrive
-        viewers = [Viewer(i, pages[i % len(pages)], rng.uniform(0, arrive)) for i in range(n)]
+        viewers = [Viewer(i, pages[(i + 1) % len(pages)], rng.uniform(0, arrive)) for i in range(n)]
         peak = [before]
         held = [before]
         cpu0 = time.process_time()
