@@ -170,6 +170,7 @@ class Session:
         self.ws = ws
         self.link = link
         self.page_hash = ""
+        self.query = link.query  # the address bar's query string: the server rewrites it as bound widgets change
 
     async def run(self, states: list[Any], timeout: float) -> Run:
         from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -177,7 +178,7 @@ class Session:
 
         msg = BackMsg()
         cs = msg.rerun_script
-        cs.query_string = self.link.query
+        cs.query_string = self.query
         cs.page_script_hash = self.page_hash
         cs.page_name = "" if self.page_hash else self.link.url_path
         for s in states:
@@ -212,8 +213,8 @@ class Session:
                 block = fwd.delta.add_block
                 if block.WhichOneof("type") == "expandable":
                     texts.append(block.expandable.label)
-            elif kind == "page_info_changed" or kind == "new_session":
-                pass
+            elif kind == "page_info_changed":
+                self.query = fwd.page_info_changed.query_string
             elif kind == "navigation":
                 self.page_hash = fwd.navigation.page_script_hash
             elif kind == "script_finished":
@@ -282,7 +283,7 @@ def _state_for_change(w: Widget, rng: random.Random) -> Any | None:
 
 def plan_changes(widgets: dict[str, Widget], rng: random.Random, count: int) -> list[Widget]:
     """Two or three widgets a listener would change: Next first, then a slider, the sentence, a choice, a switch."""
-    mine = [w for w in widgets.values() if not w.sidebar]
+    mine = [w for w in widgets.values() if not w.sidebar and not getattr(w.proto, "disabled", False)]
     order = [
         [w for w in mine if w.kind == "button" and LISTENER_BUTTONS.search(w.label) and "next" in w.label.lower()],
         [w for w in mine if w.kind == "slider"],
