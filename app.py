@@ -16,6 +16,7 @@ nav = st.navigation([
     st.Page("app_pages/efficient.py", title="Beyond n²", icon=":material/bolt:", url_path="efficient"),
     st.Page("app_pages/induction.py", title="Watch it learn", icon=":material/school:", url_path="induction"),
 ])  # fmt: skip
-slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
-nav.run()
-frame.after_page(slots)
+with frame.first_run_alone(nav):  # a cold server's first runs import one at a time
+    slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
+    nav.run()
+    frame.after_page(slots)

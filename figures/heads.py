@@ -44,7 +44,9 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
         fig.add_annotation(x=(x0 + x1) / 2, y=-0.04, xref="x", yref="paper", yanchor="top", showarrow=False,
                            text=f"<b>head {i}</b>", font={"size": font_size(talk), "color": color})  # fmt: skip
     fig.update_layout(margin={"b": 50})
-    fig.update_xaxes(showticklabels=z.shape[1] <= 32)
+    # About eight feature numbers, level: every one of 32 or 64 overlapped on a tablet or a phone.
+    step = max(1, z.shape[1] // 8)
+    fig.update_xaxes(tickvals=[str(i) for i in range(0, z.shape[1], step)], tickangle=0)
     return fig
 
 

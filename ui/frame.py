@@ -1,10 +1,14 @@
 """The frame around every page: page config, the sidebar (talk mode, the device), link notices.
 
-``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, :func:`sidebar`, the page, :func:`after_page`.
+``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, then inside :func:`first_run_alone`
+:func:`sidebar`, the page and :func:`after_page`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import streamlit as st
@@ -25,6 +29,31 @@ TALK_CSS = (
     "</style>"
 )
 
+# Narrow screens (a phone, a portrait tablet, a laptop with the sidebar open). Streamlit stacks columns
+# below 640 px; above that a row of controls kept every column however narrow, so labels broke inside
+# words ("See / d") or lost their end ("Causal …"). A row with widgets now wraps once a column would be
+# narrower than a label needs, and a label too long for its box wraps. Formulas scroll sideways rather
+# than run past the screen; titles shrink on a phone.
+NARROW_CSS = (
+    "<style>"
+    "@media (max-width: 1100px) {"
+    "[data-testid='stHorizontalBlock']:has(> [data-testid='stColumn'] [data-testid='stWidgetLabel'])"
+    " {flex-wrap: wrap;}"
+    "[data-testid='stHorizontalBlock'] > [data-testid='stColumn']:has([data-testid='stWidgetLabel'])"
+    " {min-width: min(100%, 9.5rem);}"
+    "[data-testid='stButton'] kbd {display: none;}"  # a key's hint: room for the label, and phones have no keys
+    "}"
+    "[data-testid='stWidgetLabel'] p {overflow-wrap: normal; word-break: normal;}"
+    # A label, a button or a metric's note too long for its box wraps instead of ending in "…".
+    ".stMarkdownEllipsis, .stMarkdownEllipsis p {white-space: normal !important; text-overflow: clip;}"
+    ".katex-display {overflow-x: auto; overflow-y: hidden;}"
+    "@media (max-width: 640px) {"
+    "[data-testid='stMain'] h1 {font-size: 2rem;}"
+    ".katex-display > .katex {font-size: 1em;}"
+    "}"
+    "</style>"
+)
+
 
 def talk() -> bool:
     """Whether the presenter's talk mode is on."""
@@ -32,15 +61,45 @@ def talk() -> bool:
 
 
 def page_config() -> None:
-    """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed."""
+    """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed.
+
+    Otherwise Streamlit's "auto": open on a wide screen, closed on a phone or a portrait tablet, where it
+    would cover the page (or take 40 % of it) on every visit.
+    """
     links.remember()
     opened_in_talk = st.session_state.get(TALK, st.query_params.get(TALK, "").lower() in ("true", "1", "on", "yes"))
     st.set_page_config(
         page_title="Attention, step by step",
         page_icon=":material/blur_on:",
         layout="wide",
-        initial_sidebar_state="collapsed" if opened_in_talk else "expanded",
+        initial_sidebar_state="collapsed" if opened_in_talk else "auto",
     )
+
+
+_FIRST_RUN = threading.Lock()
+_HAS_RUN: set[str] = set()  # pages run once in this process: every module they import is loaded
+
+
+@contextlib.contextmanager
+def first_run_alone(page: StreamlitPage) -> Iterator[None]:
+    """Around the sidebar, the page and :func:`after_page`: a page's first run in this process waits until
+    no other page's first run goes on.
+
+    A first run imports the page's modules (torch, numpy, plotly, the core). When viewers arrive at a cold
+    server together, two script threads importing overlapping modules at once made Python's import machinery
+    break the cycle by failing one of them: ``_DeadlockError`` in ``attention_core.device``, or a partly
+    initialised numpy without ``ndarray`` (found by ``benchmarks/audience.py`` with three viewers). Later
+    runs never wait here.
+    """
+    key = page.url_path
+    if key in _HAS_RUN:
+        yield
+        return
+    with _FIRST_RUN:
+        try:
+            yield
+        finally:
+            _HAS_RUN.add(key)
 
 
 class Slots(NamedTuple):
@@ -76,8 +135,7 @@ def sidebar(page: StreamlitPage) -> Slots:
         "Talk mode", key=TALK, bind="query-params",
         help="Larger type and less prose, for a projector; the sidebar starts collapsed. Kept in the link.",
     )  # fmt: skip
-    if talk():
-        st.html(TALK_CSS)
+    st.html(TALK_CSS if talk() else NARROW_CSS)
     return Slots(st.container(), _ask_for_chart_code(page))
 
 

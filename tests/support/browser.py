@@ -41,6 +41,8 @@ ALERT = "[data-testid='stAlert']"
 
 VIEWPORT = {"width": 1400, "height": 1000}
 TALK_VIEWPORT = {"width": 1280, "height": 720}
+PHONE_VIEWPORT = {"width": 390, "height": 844}
+TABLET_VIEWPORT = {"width": 768, "height": 1024}
 
 # Lines the server logs when a page raised (Streamlit logs every uncaught script exception).
 _LOGGED_ERROR = re.compile(r"Uncaught app (exception|execution)|Traceback \(most recent call last\)")
@@ -121,8 +123,14 @@ class StreamlitServer:
             self._log_file.close()
 
 
-def start_server(log_path: Path, *, timeout: float = 90.0, env: dict[str, str] | None = None) -> StreamlitServer:
-    """Start ``streamlit run app.py`` from the repo root on a free port; return once it is healthy."""
+def start_server(
+    log_path: Path, *, timeout: float = 90.0, env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> StreamlitServer:
+    """Start ``streamlit run app.py`` from the repo root on a free port; return once it is healthy.
+
+    ``preexec`` runs in the child before streamlit starts (``audience.py`` moves it into a memory cgroup).
+    """  # fmt: skip
     port = free_port()
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
@@ -135,7 +143,7 @@ def start_server(log_path: Path, *, timeout: float = 90.0, env: dict[str, str] |
     log_file = log_path.open("ab")
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, **(env or {})}, preexec_fn=preexec,
     )  # fmt: skip
     server = StreamlitServer(proc, port, log_path, log_file)
     deadline = time.monotonic() + timeout
@@ -314,3 +322,47 @@ def cut_off(page: Page, element: Locator) -> str | None:
     if bottom > height + 1:
         return f"its bottom is {bottom - height:.0f} px below the window ({bottom:.0f} > {height})"
     return None
+
+
+_TOO_WIDE = """() => {
+    const W = document.documentElement.clientWidth, out = [];
+    const name = e => { const t = e.closest('[data-testid]'); return t ? t.getAttribute('data-testid') : e.tagName; };
+    const scrolls = e => { for (let a = e.parentElement; a; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowX;
+        if ((o === 'auto' || o === 'scroll') && a.getBoundingClientRect().right <= W + 1) return true;
+    } return false; };
+    const main = document.querySelector("[data-testid='stMain']");
+    for (const e of main.querySelectorAll('*')) {
+        const r = e.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0 || e.closest('.js-plotly-plot svg, .katex-html')) continue;
+        if ((r.right > W + 1 || r.left < -1) && !scrolls(e))
+            out.push(`${name(e)} spans ${r.left.toFixed(0)}…${r.right.toFixed(0)} px`);
+    }
+    const ctx = document.createElement('canvas').getContext('2d');
+    const width = (e, text) => {
+        const cs = getComputedStyle(e);
+        ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+        return ctx.measureText(text).width;
+    };
+    for (const l of main.querySelectorAll("[data-testid='stMarkdownContainer']")) {
+        if (l.clientWidth === 0) continue;  // a collapsed (hidden) label
+        const text = l.innerText.trim(), p = l.querySelector('p') || l;
+        if (getComputedStyle(l).textOverflow === 'ellipsis' && width(p, text) > l.clientWidth + 1)
+            out.push(`“${text}” is cut off`);
+        if (l.closest("[data-testid='stWidgetLabel']")
+            && Math.max(0, ...text.split(/\\s+/).map(w => width(p, w))) > l.clientWidth + 1)
+            out.push(`label “${text}” breaks inside a word`);
+    }
+    for (const k of main.querySelectorAll('.katex-display')) {
+        const o = getComputedStyle(k).overflowX;
+        if (k.scrollWidth > k.clientWidth + 1 && o !== 'auto' && o !== 'scroll')
+            out.push(`a formula is ${k.scrollWidth - k.clientWidth} px wider than its box`);
+    }
+    return [...new Set(out)];
+}"""
+
+
+def too_wide(page: Page) -> list[str]:
+    """What does not fit the window's width: an element past its edge (one in a box that scrolls sideways
+    is fine), a widget label cut off or broken inside a word, a formula wider than its box. Empty is good."""
+    return page.evaluate(_TOO_WIDE)

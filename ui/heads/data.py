@@ -13,6 +13,7 @@ import torch
 from attention_core.kv_cache import time_decode_steps
 from attention_core.presets import sentence_example
 from ui.heads.examples import DecodeExample, HeadsExample, decode_example, example_weights, heads_example
+from ui.runlock import RunLock, server_lock
 
 N_TOKENS = 11  # the sentence preset
 E = TypeVar("E", HeadsExample, DecodeExample)
@@ -46,9 +47,20 @@ def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> Decod
 
 @st.cache_data(max_entries=32, show_spinner=False, ttl=3600)
 def timing_data(t_max: int, d_model: int, run: int) -> dict[str, Any]:
-    """One live measurement per setting (and per press of "Measure again"), shared by every viewer."""
+    """One live measurement per setting (and per press of "Measure again"), shared by every viewer.
+
+    It holds the server's run lock, as the benchmark does: two timings at once would each disturb the other.
+    """
     contexts = tuple(t for t in (128, 256, 512, 1024, 2048, 4096, 8192, 16384) if t <= t_max)
-    r = time_decode_steps(contexts, d_model=d_model, n_heads=4)
+    server = server_lock()
+    if not server.try_acquire(timeout=RunLock.wait_s):
+        raise ValueError(f"another viewer's measurement kept the server busy for {RunLock.wait_s:.0f} s; "
+                         "press Measure again later")  # fmt: skip
+    try:
+        server.describe("a decoding-time measurement")
+        r = time_decode_steps(contexts, d_model=d_model, n_heads=4)
+    finally:
+        server.release()
     return {
         "cached": r.points("cached"), "recompute": r.points("recompute"),
         "fits": {k: r.fit(k) for k in ("cached", "recompute")},

@@ -1,7 +1,8 @@
 """Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers).
 
 The training tab's toy runs are kept by ``functools.lru_cache`` (for every session): a miss trains
-behind a progress bar drawn where it is called, a hit returns at once.
+behind a progress bar drawn where it is called, one training at a time on the server (``ui.runlock``,
+as for the benchmark), and a hit returns at once.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from attention_core.scaling import (
     variance_table,
 )
 from ui.device import DEVICE
+from ui.runlock import Holding, server_lock, wait_turn
 from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
 
 
@@ -118,7 +120,25 @@ def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFram
 def training_runs(
     d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
 ) -> dict[str, pd.DataFrame]:
-    """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar."""
+    """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar.
+
+    A miss waits for the server's run lock first, so a room of viewers trying settings trains one at a time
+    (those who only look are not held up). Nothing is cached if the wait ends without a turn.
+    """
+    server, holding = server_lock(), Holding()
+    try:
+        if not wait_turn(server, holding):
+            st.stop()
+        server.describe("a training run")
+        return _train_both(d_k, n_keys, optimizer, lr, init, steps, seed)
+    finally:
+        if holding.ours:
+            server.release()
+
+
+def _train_both(
+    d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
+) -> dict[str, pd.DataFrame]:
     std = named_init_stds(TOY_D_MODEL, d_k)[init]
     bar = st.progress(0.0, text="Training…")
     every = max(1, steps // 40)
