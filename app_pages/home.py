@@ -32,9 +32,15 @@ def home() -> None:
         ("app_pages/model.py", "Real attention", ":material/psychology:",
          "A trained model's 72 heads (all-MiniLM-L6-v2) on your sentence, computed by our own core: who "
          "“it” looks at, attention sinks, and any head opened in the walkthrough."),
+        ("app_pages/decoder.py", "A model that writes", ":material/edit_note:",
+         "A trained language model (gemma-3-270m) predicting and writing token by token through our own five "
+         "steps: next-token probabilities, 72 causal heads, one shared K/V, the sliding window and attention sinks."),
         ("app_pages/efficient.py", "Beyond n²", ":material/bolt:",
          "Sparse windows, BigBird, linear attention, the Performer and Linformer: what each skips, how far its "
          "output moves from exact attention, and from which n it is faster than SDPA here, measured live."),
+        ("app_pages/induction.py", "Watch it learn", ":material/school:",
+         "A two-layer model trained live on repeated tokens: the loss drops suddenly when an induction head "
+         "forms, and its pattern, its scores and the experiments that explain it are drawn as it learns."),
     ]
     per_row = 3  # more cards in one row break their titles mid-word on a laptop screen
     for start in range(0, len(cards), per_row):
