@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
+from attention_core.device import busy_cpu
 from attention_core.induction import train
-from attention_core.induction.training import busy_cpu
 
 TARGET = 0.5  # nats: "below 0.5" on the repeated half
 CONTROL = 2.0  # nats: the one-layer model must stay above this

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ..device import new_tensor_device, one_thread
+from ..device import busy_cpu, new_tensor_device, one_thread
 from ..validation import check_float, check_int
 from .model import InductionConfig, InductionWeights, forward, half_losses, init_weights
 from .scores import copying_scores, prefix_matching_score, previous_token_score
@@ -148,14 +147,6 @@ def train(
     if single_thread is None:
         single_thread = busy_cpu()
     return _loop(weights, seed, steps, batch, lr, weight_decay, causal, every, dev, bool(single_thread))
-
-
-def busy_cpu() -> bool:
-    """Whether the 1-minute load average leaves less than one core free (False where the OS does not say)."""
-    try:
-        return os.getloadavg()[0] > (os.cpu_count() or 1) - 1
-    except (AttributeError, OSError):
-        return False
 
 
 def _loop(
