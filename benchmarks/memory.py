@@ -47,6 +47,13 @@ VISITS = [
     "/decoder?dc_tab=Local+%26+global&dc_ex=Long+diary+%28over+512+tokens%29&dc_nowin=true",  # 627 tokens, twice
     "/decoder?dc_tab=Sinks",
     "/walkthrough?preset=Gemma+decoder&mask=Causal&view=One+query",
+    "/efficient",
+    "/efficient?ef_tab=Kernels+%26+low+rank",
+    "/efficient?ef_tab=Accuracy",
+    "/efficient?ef_tab=Cost",
+    "/induction",  # the shipped runs
+    "/induction?in_tab=Ablate+a+head",
+    "/induction?in_tab=Your+sequence",
 ]
 
 
