@@ -8,7 +8,7 @@ are imported from their own path: ``attention_core.bench`` (the benchmark), ``.s
 """
 
 from .accuracy import AccuracyCheck, flash_rule
-from .attention import AttentionTrace, attention_trace, row_entropy, scaled_dot_product_attention, stable_softmax
+from .attention import AttentionTrace, attention_trace, dot_product_attention, row_entropy, stable_softmax
 from .device import DeviceInfo, available_devices, default_device, device_info, new_tensor_device, resolve_device
 from .heads import (
     MultiHeadTrace,

@@ -18,7 +18,7 @@ overflow: a wrong number is never returned in silence.
 
 Two entry points compute the same thing: :func:`attention_trace`, the explained path, keeps and
 checks every intermediate for the walkthrough (several passes over ``(N, ..., L, S)``);
-:func:`scaled_dot_product_attention`, the lean one-call path, checks only its inputs and costs
+:func:`dot_product_attention`, the lean one-call path, checks only its inputs and costs
 what the textbook code costs (:mod:`.textbook`).
 """
 
@@ -221,7 +221,7 @@ def attention_trace(
     return AttentionTrace(scores, scaled, masked, weights, output, s, mask, p, keep, dropped)
 
 
-def scaled_dot_product_attention(
+def dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,

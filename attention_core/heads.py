@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from .attention import AttentionTrace, attention_trace, dot_product_attention
 from .validation import check_int, check_tensor, check_weight
 
 
@@ -185,10 +185,10 @@ def multi_head_attention(
     """concat_i softmax(Q_i K_{g(i)}ᵀ · scale) V_{g(i)} · W_o; returns ``(N, ..., L, d_out)``.
 
     Same arguments as :func:`multi_head_trace`, which keeps every intermediate; this one keeps none
-    (the lean :func:`scaled_dot_product_attention` inside), so it costs what the arithmetic costs.
+    (the lean :func:`dot_product_attention` inside), so it costs what the arithmetic costs.
     """
     q, k, v, h, _ = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
-    out = scaled_dot_product_attention(
+    out = dot_product_attention(
         q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, dropout_p, is_causal=is_causal, scale=scale
     )  # (N, ..., h, L, d_v)
     return merge_heads(out) @ w_o  # (N, ..., L, h·d_v) @ (h·d_v, d_out) -> (N, ..., L, d_out)

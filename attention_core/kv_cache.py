@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attention import attention_trace, scaled_dot_product_attention
+from .attention import attention_trace, dot_product_attention
 from .device import one_thread, resolve_device
 from .heads import (
     attention_kind,
@@ -132,7 +132,7 @@ def decode_step(
             )
         h, _ = check_head_counts(q_new.shape[-3], k_cache.shape[-3])
         k_cache, v_cache = repeat_kv(k_cache, h), repeat_kv(v_cache, h)  # (N, ..., h, t, E)
-    return scaled_dot_product_attention(q_new, k_cache, v_cache, scale=scale)  # (N, ..., h, 1, Ev)
+    return dot_product_attention(q_new, k_cache, v_cache, scale=scale)  # (N, ..., h, 1, Ev)
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def tiled_attention(
         if attn_mask is not None and attn_mask.requires_grad:
             raise ValueError(
                 "tiled_attention gives no gradient for attn_mask (it would be L × S, what the tiles avoid); "
-                "pass attn_mask.detach(), or use scaled_dot_product_attention"
+                "pass attn_mask.detach(), or use dot_product_attention"
             )
         return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, s, block)  # runs this loop, no grad
 

@@ -72,7 +72,7 @@ def tiled_triton_attention(
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise ValueError(
             "tiled_triton_attention is forward-only; call it under torch.no_grad(), or use "
-            "scaled_dot_product_attention when gradients are needed"
+            "dot_product_attention when gradients are needed"
         )
     if q.dtype not in DTYPES:
         raise ValueError(f"tiled_triton_attention takes float16, bfloat16 or float32 inputs, got {q.dtype}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from .attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from .attention import AttentionTrace, attention_trace, dot_product_attention
 from .backward import BackwardTrace, attention_backward
 from .bert import Bert
 from .masks import causal_mask, padding_mask
@@ -122,7 +122,7 @@ def run_walkthrough(
     trace = attention_trace(q, k, v, attn_mask, dropout_p, scale=scale, generator=gen)
 
     gen = torch.Generator(device=q.device).manual_seed(seed)
-    one_call = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, scale=scale, generator=gen)
+    one_call = dot_product_attention(q, k, v, attn_mask, dropout_p, scale=scale, generator=gen)
     delta_core = float((trace.output - one_call).abs().max())
     fused = F.scaled_dot_product_attention(q, k, v, attn_mask, 0.0, scale=trace.scale)  # (L, Ev)
     plain = trace.weights @ v  # (L, S) @ (S, Ev) -> (L, Ev): the output without dropout

@@ -12,7 +12,7 @@ Prints, with the goal beside each number:
    between rounds, and divides by SDPA's time of the same round; the median over ``--repeats``
    rounds is printed, so a burst of load hits every side alike. Goal: tiled ÷ sdpa ≤ 1.6 at the
    largest n;
-3. the one-call API ``attention_core.scaled_dot_product_attention`` against the textbook code
+3. the one-call API ``attention_core.dot_product_attention`` against the textbook code
    at the largest n, timed the same way (goal ≤ 1.3);
 4. tiled ÷ trace peak extra memory at the largest n (goal ≤ 1/50, set when "naive" named the
    traced path), and tiled ÷ textbook beside it;
@@ -52,7 +52,7 @@ from attention_core import bench
 BASELINES = ("textbook", "trace", "tiled")  # each divided by sdpa
 TRAINING = ("textbook", "tiled")  # forward + backward, each divided by sdpa's
 GRAD_DTYPES = ("float32", "bfloat16")  # the CPU's; float16 is checked on CUDA
-LEAN = "lean API"  # ac.scaled_dot_product_attention, timed beside the others
+LEAN = "lean API"  # ac.dot_product_attention, timed beside the others
 MEMORY_N = 1024
 DISTURBED_LOAD_PER_CORE = 1.5  # as the sweep's own warning
 
@@ -74,7 +74,7 @@ def _calls(n: int) -> dict[str, Callable[[], object]]:
         return lambda: impl.run((q, k, v), False)
 
     calls = {name: registry_call(name) for name in ("sdpa", *BASELINES)}
-    calls[LEAN] = lambda: ac.scaled_dot_product_attention(q, k, v)
+    calls[LEAN] = lambda: ac.dot_product_attention(q, k, v)
     for call in calls.values():
         call()
     return calls

@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attention_core import bench, scaled_dot_product_attention
+from attention_core import bench, dot_product_attention
 from attention_core.bench.impls import triton_config_label
 from attention_core.tiled_triton import NEEDS_GPU, triton_available
 
@@ -53,8 +53,8 @@ def _errors(q, k, v, causal: bool, outs: dict[str, torch.Tensor]) -> dict[str, f
         i1 = min(i0 + ROWS_PER_BLOCK, n)
         # Causal, top-left aligned: row i sees keys 0..i. As an explicit mask, so a block of rows keeps its offset.
         mask = (cols <= torch.arange(i0, i1, device=q.device)[:, None]) if causal else None  # (Bq, n)
-        ref = scaled_dot_product_attention(q[..., i0:i1, :].double(), k64, v64, attn_mask=mask)  # (B, H, Bq, d)
-        plain = scaled_dot_product_attention(q[..., i0:i1, :], k, v, attn_mask=mask)  # (B, H, Bq, d)
+        ref = dot_product_attention(q[..., i0:i1, :].double(), k64, v64, attn_mask=mask)  # (B, H, Bq, d)
+        plain = dot_product_attention(q[..., i0:i1, :], k, v, attn_mask=mask)  # (B, H, Bq, d)
         for name, out in [*outs.items(), ("traced", plain)]:
             block = out if name == "traced" else out[..., i0:i1, :]
             worst[name] = max(worst[name], float((block.double() - ref).abs().max()))

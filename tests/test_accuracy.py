@@ -7,10 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from attention_core import (
+    dot_product_attention,
     flash_rule,
     padding_mask,
     reference_attention,
-    scaled_dot_product_attention,
     textbook_attention,
     tiled_attention,
 )
@@ -64,7 +64,7 @@ def test_the_rule_passes_real_kernels_and_fails_a_perturbed_one(device: torch.de
     for causal in (False, True):
         for out in (
             F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-            scaled_dot_product_attention(q, k, v, is_causal=causal),
+            dot_product_attention(q, k, v, is_causal=causal),
             tiled_attention(q, k, v, is_causal=causal, block_size=16),
         ):
             check = flash_rule(out, q, k, v, is_causal=causal)

@@ -12,7 +12,7 @@ import torch
 from attention_checks import NEG_INF, make_mask, max_err, randn, reference_weights
 from torch.nn import functional as F
 
-from attention_core import attention_trace, flash_rule, reference_attention, scaled_dot_product_attention
+from attention_core import attention_trace, dot_product_attention, flash_rule, reference_attention
 
 # One row per situation the issue names: (id, q shape, k shape, v shape, mask kind, mask shape, is_causal, scale)
 CASES = [
@@ -55,7 +55,7 @@ def case_id(case: tuple) -> str:
 def test_matches_torch_sdpa(case: tuple, device: torch.device) -> None:
     q, k, v, mask, is_causal, scale = case_inputs(case, device, seed=len(case[0]))
     expected = F.scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale=scale)
-    ours = scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale=scale)
+    ours = dot_product_attention(q, k, v, mask, 0.0, is_causal, scale=scale)
     assert ours.shape == expected.shape
     if device.type == "cpu":  # here torch's kernel and ours agree to float32's default tolerance
         torch.testing.assert_close(ours, expected)
@@ -91,7 +91,7 @@ def test_flashattention_acceptance(dtype: torch.dtype, device: torch.device) -> 
     ref = reference_attention(q32, k32, v32, mask32)
     q, k, v, mask = (t.to(device) for t in (q32, k32, v32, mask32))
     q, k, v = (t.to(dtype) for t in (q, k, v))
-    ours = scaled_dot_product_attention(q, k, v, mask)
+    ours = dot_product_attention(q, k, v, mask)
     scores = (q @ k.transpose(-2, -1)) / 4.0  # (2, 4, 24, 30), 1/√16 = 1/4
     base = torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=-1).nan_to_num(0.0) @ v  # (2, 4, 24, 16)
     err_ours, err_base = max_err(ours, ref), max_err(base, ref)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import attention_core as ac
 
 PATHS: dict[str, Callable[..., torch.Tensor]] = {
-    "sdpa": ac.scaled_dot_product_attention,
+    "dot_product": ac.dot_product_attention,
     "trace": lambda *a, **kw: ac.attention_trace(*a, **kw).output,
     "textbook": ac.textbook_attention,
     "reference": ac.reference_attention,
@@ -37,7 +37,7 @@ def test_any_finite_scale_as_torch(path: str, scale: float, causal: bool) -> Non
 def test_scale_zero_averages_the_values() -> None:
     q, k, v = _qkv()
     mean = v.mean(-2, keepdim=True).expand(2, 5, 3)  # (N, L, Ev): every query gets the mean of the values
-    torch.testing.assert_close(ac.scaled_dot_product_attention(q, k, v, scale=0.0), mean)
+    torch.testing.assert_close(ac.dot_product_attention(q, k, v, scale=0.0), mean)
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -50,7 +50,7 @@ def test_empty_inputs_as_torch(path: str, shape: dict[str, int]) -> None:
     torch.testing.assert_close(out, want)
 
 
-@pytest.mark.parametrize("path", ["sdpa", "trace"])
+@pytest.mark.parametrize("path", ["dot_product", "trace"])
 def test_dropout_one_drops_every_weight_as_torch(path: str) -> None:
     q, k, v = _qkv()
     out = PATHS[path](q, k, v, dropout_p=1.0)
@@ -62,14 +62,14 @@ def test_dropout_one_drops_every_weight_as_torch(path: str) -> None:
 def test_what_torch_turns_into_nan_or_refuses_we_refuse(bad: dict[str, float]) -> None:
     q, k, v = _qkv()
     with pytest.raises(ValueError, match=r"scale|dropout_p"):
-        ac.scaled_dot_product_attention(q, k, v, **bad)
+        ac.dot_product_attention(q, k, v, **bad)
 
 
 def test_a_zero_feature_size_is_refused() -> None:
     """torch returns the mean of v for E = 0; the default scale 1/√E has no value there, so we say so."""
     q, k, v = _qkv(E=0)
     with pytest.raises(ValueError, match=r"E \(d_k\) must be > 0"):
-        ac.scaled_dot_product_attention(q, k, v)
+        ac.dot_product_attention(q, k, v)
 
 
 def test_the_approximations_keep_a_positive_scale_and_a_key() -> None:

@@ -8,7 +8,7 @@ from attention_checks import NEG_INF, randn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from attention_core import attention_trace, scaled_dot_product_attention
+from attention_core import attention_trace, dot_product_attention
 
 # ---------------------------------------------------------------- the lean one-call path
 
@@ -49,7 +49,7 @@ def test_the_one_call_path_makes_no_pass_over_the_scores_beyond_the_computation(
     scores_numel = 2 * 3 * 48 * 48
     seeded = {"generator": torch.Generator().manual_seed(0)} if "dropout_p" in kwargs else {}
     with _Ops() as lean:
-        out = scaled_dot_product_attention(q, k, v, **kwargs, **seeded)
+        out = dot_product_attention(q, k, v, **kwargs, **seeded)
     extra = {name for name, size in lean.ops if size >= scores_numel} - LEAN_SCORE_OPS
     assert not extra, f"the one-call path touched the scores with {sorted(extra)}"
     with _Ops() as traced:  # the same recorder sees the trace's O(n²) checks: the test can fail
@@ -66,7 +66,7 @@ def test_the_one_call_path_handles_a_mask_wider_than_the_scores() -> None:
     mask = torch.rand(3, 5, 6, generator=gen) < 0.6
     mask[1, 2] = False  # one fully masked row
     for m in (mask, torch.zeros(3, 5, 6).masked_fill(~mask, NEG_INF)):
-        out = scaled_dot_product_attention(q, k, v, m)
+        out = dot_product_attention(q, k, v, m)
         assert out.shape == (3, 5, 2)
         torch.testing.assert_close(out, attention_trace(q, k, v, m).output)
         assert torch.equal(out[1, 2], torch.zeros(2))
@@ -79,7 +79,7 @@ def test_the_one_call_path_gives_the_traces_gradients() -> None:
     mask = torch.rand(6, 6, generator=gen) < 0.7
     mask[3] = False
     grads = []
-    for fn in (scaled_dot_product_attention, lambda *a, **kw: attention_trace(*a, **kw).output):
+    for fn in (dot_product_attention, lambda *a, **kw: attention_trace(*a, **kw).output):
         out = fn(*leaves, mask, dropout_p=0.3, generator=torch.Generator().manual_seed(5))
         grads.append(torch.autograd.grad(out.square().sum(), leaves))
     for lean, traced in zip(*grads, strict=True):
@@ -91,4 +91,4 @@ def test_the_one_call_path_rejects_scores_that_overflow_even_under_a_mask() -> N
     q = torch.full((1, 3, 4), 300.0, dtype=torch.float16)
     mask = torch.ones(3, 3, dtype=torch.bool).tril()
     with pytest.raises(ValueError, match="overflowed"):
-        scaled_dot_product_attention(q, q, q, mask)
+        dot_product_attention(q, q, q, mask)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attention_core import attention_trace, scaled_dot_product_attention
+from attention_core import attention_trace, dot_product_attention
 
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -72,10 +72,10 @@ def test_property_rows_sum_to_one_or_zero(case: dict, device: torch.device) -> N
 def test_property_permuting_keys_with_values_keeps_output(case: dict, data: st.DataObject, device: torch.device):
     q, k, v, mask = case["q"], case["k"], case["v"], case["mask"]
     perm = torch.tensor(data.draw(st.permutations(range(k.shape[-2]))), dtype=torch.long)
-    out = scaled_dot_product_attention(*(t.to(device) for t in (q, k, v)), None if mask is None else mask.to(device))
+    out = dot_product_attention(*(t.to(device) for t in (q, k, v)), None if mask is None else mask.to(device))
     k_p, v_p = k[..., perm, :], v[..., perm, :]
     mask_p = None if mask is None else mask[..., perm].to(device)
-    out_p = scaled_dot_product_attention(q.to(device), k_p.to(device), v_p.to(device), mask_p)
+    out_p = dot_product_attention(q.to(device), k_p.to(device), v_p.to(device), mask_p)
     torch.testing.assert_close(out_p, out)
 
 
@@ -102,6 +102,6 @@ def test_property_causal_future_never_changes_the_past(case: dict, data: st.Data
 def test_property_agrees_with_torch_sdpa(case: dict, causal: bool, scale: float | None, device: torch.device):
     q, k, v = (case[n].to(device) for n in "qkv")
     mask = None if causal or case["mask"] is None else case["mask"].to(device)
-    ours = scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=scale)
+    ours = dot_product_attention(q, k, v, mask, is_causal=causal, scale=scale)
     expected = F.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=scale)
     torch.testing.assert_close(ours, expected)

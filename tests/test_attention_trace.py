@@ -10,7 +10,7 @@ import pytest
 import torch
 from attention_checks import make_mask, max_err, randn, reference_weights
 
-from attention_core import attention_trace, reference_attention, scaled_dot_product_attention
+from attention_core import attention_trace, dot_product_attention, reference_attention
 
 
 def test_trace_steps_are_the_five_formulas(device: torch.device) -> None:
@@ -87,7 +87,7 @@ def test_dropout_keep_rate_and_expectation(device: torch.device) -> None:
     n = t.dropout_keep.numel()
     keep_rate = t.dropout_keep.double().mean().item()
     assert abs(keep_rate - (1 - p)) < 5 * math.sqrt(p * (1 - p) / n)
-    expected = scaled_dot_product_attention(q, k, v).double()  # (4, 3)
+    expected = dot_product_attention(q, k, v).double()  # (4, 3)
     outs = t.output.double()  # (draws, 4, 3)
     standard_error = outs.std(dim=0) / math.sqrt(draws)
     assert ((outs.mean(dim=0) - expected).abs() <= 5 * standard_error + 1e-6).all()

@@ -8,7 +8,7 @@ from attention_checks import NEG_INF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_core import attention_trace, scaled_dot_product_attention
+from attention_core import attention_trace, dot_product_attention
 from attention_core.validation import broadcast_shapes
 
 # ---------------------------------------------------------------- validation
@@ -72,7 +72,7 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("fn", [scaled_dot_product_attention, attention_trace], ids=["sdpa", "trace"])
+@pytest.mark.parametrize("fn", [dot_product_attention, attention_trace], ids=["dot_product", "trace"])
 @pytest.mark.parametrize("make, match", [c[1:] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS])
 def test_validation_errors(fn, make, match: str) -> None:
     args, kwargs = make()
@@ -83,8 +83,8 @@ def test_validation_errors(fn, make, match: str) -> None:
 def test_validation_accepts_the_edges() -> None:
     """The boundaries that must stay legal: dropout 0, a tiny positive scale, a 1×1 problem."""
     q, k, v = _qkv(L=1, S=1, E=1, Ev=1)
-    assert scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=1e-6).shape == (2, 1, 1)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v), v)  # one key takes all the weight
+    assert dot_product_attention(q, k, v, dropout_p=0.0, scale=1e-6).shape == (2, 1, 1)
+    torch.testing.assert_close(dot_product_attention(q, k, v), v)  # one key takes all the weight
 
 
 def test_mask_on_another_device_is_rejected() -> None:
@@ -92,7 +92,7 @@ def test_mask_on_another_device_is_rejected() -> None:
         pytest.skip("needs CUDA to put the mask elsewhere")
     q, k, v = (t.cuda() for t in _qkv())
     with pytest.raises(ValueError, match="attn_mask is on cpu but q is on cuda"):
-        scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
+        dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
 
 
 @settings(max_examples=200, deadline=None)

@@ -74,10 +74,10 @@ def test_every_implementation_passes_flashattentions_rule(device, name, causal, 
 @pytest.mark.parametrize("name", ["lean", "trace", "sdpa", "sdpa-math", "tiled"])
 def test_rectangular_and_masked_inputs_match_torch(device, name):
     """n_q ≠ n_k and a padding mask, through the functions the registry wraps."""
-    from attention_core import attention_trace, padding_mask, scaled_dot_product_attention, tiled_attention
+    from attention_core import attention_trace, dot_product_attention, padding_mask, tiled_attention
 
     fns = {
-        "lean": scaled_dot_product_attention,
+        "lean": dot_product_attention,
         "trace": lambda *a, **kw: attention_trace(*a, **kw).output,
         "sdpa": F.scaled_dot_product_attention,
         "tiled": tiled_attention,
@@ -87,7 +87,7 @@ def test_rectangular_and_masked_inputs_match_torch(device, name):
     k = torch.randn(2, 2, 70, 8, generator=gen).to(device)
     v = torch.randn(2, 2, 70, 8, generator=gen).to(device)
     mask = padding_mask([70, 21], 70, device=device).unsqueeze(1)  # (2, 1, 1, 70)
-    ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+    ref = dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
     if name == "sdpa-math":
         with sdpa_kernel(SDPBackend.MATH):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)

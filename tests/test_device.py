@@ -12,10 +12,10 @@ from attention_core import (
     causal_mask,
     default_device,
     device_info,
+    dot_product_attention,
     new_tensor_device,
     padding_mask,
     resolve_device,
-    scaled_dot_product_attention,
     sinusoidal_positions,
 )
 from attention_core.device import ENV_VAR
@@ -209,11 +209,11 @@ def test_a_device_mismatch_names_both_devices() -> None:
     """CPU inputs with a mask elsewhere (as a mask built on a GPU machine once was): a ValueError, not torch's."""
     q = k = v = torch.randn(3, 4)
     with pytest.raises(ValueError, match=r"attn_mask is on meta but q is on cpu"):
-        scaled_dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+        dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
     with pytest.raises(ValueError, match=r"v is on meta but q is on cpu"):
-        scaled_dot_product_attention(q, k, torch.empty(3, 4, device="meta"))
+        dot_product_attention(q, k, torch.empty(3, 4, device="meta"))
     with pytest.raises(ValueError, match=r"device=q\.device"):
-        scaled_dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+        dot_product_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool, device="meta"))
 
 
 @pytest.mark.parametrize("name", ["cpu", "cuda"])
@@ -224,6 +224,6 @@ def test_a_mask_from_a_tutorial_works_with_cpu_inputs_on_any_machine(name: str) 
     dev = torch.device(name)
     q = torch.randn(3, 4, device=dev)
     mask = causal_mask(3, 3, device=dev if name == "cuda" else None)
-    out = scaled_dot_product_attention(q, q, q, mask)
+    out = dot_product_attention(q, q, q, mask)
     assert out.device == dev
     assert out.shape == (3, 4)

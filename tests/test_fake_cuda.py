@@ -255,8 +255,8 @@ ENTRY_POINTS: dict[str, Callable[[Fake], Any]] = {
     # the attention of the core: explained, lean, textbook, reference, tiled
     "attention_trace": lambda f: ac.attention_trace(f.q, f.k, f.v, f.bool_mask, dropout_p=0.1),
     "attention_trace causal": lambda f: ac.attention_trace(f.q, f.k, f.v, is_causal=True),
-    "scaled_dot_product_attention": lambda f: ac.scaled_dot_product_attention(f.q, f.k, f.v, f.float_mask, 0.1),
-    "scaled_dot_product_attention causal": lambda f: ac.scaled_dot_product_attention(f.q, f.k, f.v, is_causal=True),
+    "dot_product_attention": lambda f: ac.dot_product_attention(f.q, f.k, f.v, f.float_mask, 0.1),
+    "dot_product_attention causal": lambda f: ac.dot_product_attention(f.q, f.k, f.v, is_causal=True),
     "stable_softmax": lambda f: ac.stable_softmax(f.q),
     "row_entropy": lambda f: ac.row_entropy(torch.softmax(f.q, -1)),
     "textbook_attention": lambda f: ac.textbook_attention(f.q, f.k, f.v, f.bool_mask),

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attention_core import causal_mask, padding_mask, scaled_dot_product_attention
+from attention_core import causal_mask, dot_product_attention, padding_mask
 
 SHAPES = [(1, 1), (1, 5), (5, 1), (4, 4), (3, 7), (7, 3), (16, 16)]
 
@@ -31,8 +31,8 @@ def test_causal_mask_matches_torch_is_causal(n_q: int, n_k: int, device: torch.d
     mask = causal_mask(n_q, n_k, device=device)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, mask), expected)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, mask), expected)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, is_causal=True), expected)
+    torch.testing.assert_close(dot_product_attention(q, k, v, mask), expected)
+    torch.testing.assert_close(dot_product_attention(q, k, v, is_causal=True), expected)
 
 
 def test_padding_mask_values_and_shape(device: torch.device) -> None:
@@ -67,7 +67,7 @@ def test_combined_mask_in_attention_matches_torch(device: torch.device) -> None:
     gen = torch.Generator().manual_seed(21)
     q, k, v = (torch.randn(3, 5, 4, generator=gen).to(device) for _ in range(3))
     mask = padding_mask([5, 2, 0], 5, device=device) & causal_mask(5, 5, device=device)
-    ours = scaled_dot_product_attention(q, k, v, mask)
+    ours = dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, mask))
     assert torch.equal(ours[2], torch.zeros_like(ours[2]))  # no real key: zero output
 

@@ -69,8 +69,8 @@ def _everything() -> torch.Tensor:
 EXACT: dict[str, Callable[..., object]] = {
     "textbook_attention": lambda q, k, v: ac.textbook_attention(q, k, v),
     "textbook_attention with a mask": lambda q, k, v: ac.textbook_attention(q, k, v, _everything()),
-    "scaled_dot_product_attention": lambda q, k, v: ac.scaled_dot_product_attention(q, k, v),
-    "scaled_dot_product_attention with a mask": lambda q, k, v: ac.scaled_dot_product_attention(q, k, v, _everything()),
+    "dot_product_attention": lambda q, k, v: ac.dot_product_attention(q, k, v),
+    "dot_product_attention with a mask": lambda q, k, v: ac.dot_product_attention(q, k, v, _everything()),
     "attention_trace": lambda q, k, v: ac.attention_trace(q, k, v).output,
     "tiled_attention": lambda q, k, v: ac.tiled_attention(q, k, v, block_size=4),
     "tiled_attention with a mask": lambda q, k, v: ac.tiled_attention(q, k, v, _everything()),

@@ -12,9 +12,9 @@ from torch.overrides import TorchFunctionMode
 
 from attention_core import (
     causal_mask,
+    dot_product_attention,
     flash_rule,
     padding_mask,
-    scaled_dot_product_attention,
     tiled_attention,
     tiled_extra_bytes,
 )
@@ -86,7 +86,7 @@ def test_float_mask_with_blocked_entries_matches_the_explained_path(device):
     check = flash_rule(out, q, k, v, mask)  # torch's SDPA gives NaN on the blocked row; the rule's reference 0
     assert check.passes, check.describe()
     if device.type == "cpu":
-        expected = scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        expected = dot_product_attention(q, k, v, attn_mask=mask)
         torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -143,7 +143,7 @@ def test_any_shape_and_block_size_matches_the_explained_path(n_q, n_k, e, ev, bl
     q, k, v = _qkv((2, n_q, e), (2, n_k, e), ev, device="cpu", seed=seed)
     out = tiled_attention(q, k, v, is_causal=causal, block_size=block)
     torch.testing.assert_close(
-        out, scaled_dot_product_attention(q, k, v, is_causal=causal), atol=2e-6, rtol=2e-5
+        out, dot_product_attention(q, k, v, is_causal=causal), atol=2e-6, rtol=2e-5
     )
 
 
@@ -204,7 +204,7 @@ def test_inputs_that_need_gradients_get_them_from_the_tiled_backward():
     (expected,) = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v).sum(), q)
     torch.testing.assert_close(q.grad, expected, atol=1e-6, rtol=1e-5)
     with torch.no_grad():
-        torch.testing.assert_close(tiled_attention(q, k, v), scaled_dot_product_attention(q, k, v))
+        torch.testing.assert_close(tiled_attention(q, k, v), dot_product_attention(q, k, v))
 
 
 # ---- the block size per device -------------------------------------------------------------

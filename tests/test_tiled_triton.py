@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from triton_interpreter_cases import case_list
 
-from attention_core import scaled_dot_product_attention
+from attention_core import dot_product_attention
 from attention_core.bench import IMPLEMENTATIONS, BenchConfig, main, run_config
 from attention_core.tiled_triton import (
     NEEDS_GPU,
@@ -205,8 +205,8 @@ def test_cuda_kernel_passes_the_acceptance_rule_and_matches_sdpa(dtype, causal, 
     v = torch.randn(2, 3, n_k, d, generator=gen).to("cuda", dtype)  # (N, H, S, Ev)
     out = tiled_triton_attention(q, k, v, is_causal=causal)
     assert out.shape == (2, 3, n_q, d) and out.dtype == dtype
-    ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
-    plain = scaled_dot_product_attention(q, k, v, is_causal=causal)
+    ref = dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    plain = dot_product_attention(q, k, v, is_causal=causal)
     assert _err(out, ref) <= 2 * _err(plain, ref) + torch.finfo(torch.float32).eps
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
@@ -218,8 +218,8 @@ def test_cuda_broadcast_leading_dims_and_strided_inputs():
     q = torch.randn(2, 4, 100, 64, device="cuda", dtype=torch.float16)
     kv = torch.randn(1, 4, 64, 90, device="cuda", dtype=torch.float16).transpose(-2, -1)  # (1, 4, 90, 64), strided
     out = tiled_triton_attention(q, kv, kv, is_causal=True, scale=0.3)
-    ref = scaled_dot_product_attention(q.double(), kv.double(), kv.double(), is_causal=True, scale=0.3)
-    plain = scaled_dot_product_attention(q, kv, kv, is_causal=True, scale=0.3)
+    ref = dot_product_attention(q.double(), kv.double(), kv.double(), is_causal=True, scale=0.3)
+    plain = dot_product_attention(q, kv, kv, is_causal=True, scale=0.3)
     assert out.shape == (2, 4, 100, 64)
     assert _err(out, ref) <= 2 * _err(plain, ref)
 
@@ -280,10 +280,10 @@ def test_the_reports_blockwise_errors_equal_the_whole_matrix_errors(monkeypatch,
     q, k, v = (torch.randn(1, 2, 130, 16, generator=gen) for _ in range(3))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     got = report._errors(q, k, v, causal, {"sdpa": out})
-    ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    ref = dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     # A block that lost its row offset would see the wrong keys: errors of order 1, not 1e-7.
     assert got["sdpa"] == pytest.approx(_err(out, ref), rel=1e-6)
-    plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # blockwise, its matmuls may round differently
+    plain = dot_product_attention(q, k, v, is_causal=causal)  # blockwise, its matmuls may round differently
     assert got["traced"] == pytest.approx(_err(plain, ref), rel=0.5)
 
 

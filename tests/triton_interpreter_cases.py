@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 import torch.nn.functional as F
 
-from attention_core import scaled_dot_product_attention
+from attention_core import dot_product_attention
 from attention_core.bench import BenchConfig, run_config
 from attention_core.tiled_triton import tiled_triton_attention
 
@@ -56,8 +56,8 @@ def errors(dtype: str, causal: bool, n_q: int, n_k: int, d: int) -> dict:
     v = torch.randn(1, 1, n_k, d, generator=gen).to(DTYPES[dtype])  # (N, H, S, Ev)
     with torch.no_grad():
         out = tiled_triton_attention(q, k, v, is_causal=causal)
-        ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
-        plain = scaled_dot_product_attention(q, k, v, is_causal=causal)  # the traced path, same dtype
+        ref = dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+        plain = dot_product_attention(q, k, v, is_causal=causal)  # the traced path, same dtype
         fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     return {
         "shape": list(out.shape),
@@ -76,8 +76,8 @@ def broadcast_case() -> dict:
     v = torch.randn(1, 3, 70, 64, generator=gen)  # (1, H, S, Ev)
     with torch.no_grad():
         out = tiled_triton_attention(q, k, v, is_causal=True, scale=0.3)
-        ref = scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True, scale=0.3)
-        plain = scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+        ref = dot_product_attention(q.double(), k.double(), v.double(), is_causal=True, scale=0.3)
+        plain = dot_product_attention(q, k, v, is_causal=True, scale=0.3)
     return {
         "shape": list(out.shape),
         "err": float((out.double() - ref).abs().max()),

@@ -3,7 +3,7 @@
     x = LayerNorm(word[ids] + position[0..L−1] + token_type[0])          (B, L, D)
     per layer:
         Q, K, V = x W_Qᵀ + b_Q, …  split into H heads of d_head = D / H  (B, H, L, d_head)
-        A = attention(Q, K, V, padding mask)    ← attention_trace or scaled_dot_product_attention
+        A = attention(Q, K, V, padding mask)    ← attention_trace or dot_product_attention
         x = LayerNorm(x + concat_heads(A) W_Oᵀ + b_O)
         x = LayerNorm(x + GELU(x W_1ᵀ + b_1) W_2ᵀ + b_2)
     sentence embedding = mean of x over the real tokens, scaled to length 1
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from ..attention import attention_trace, scaled_dot_product_attention
+from ..attention import attention_trace, dot_product_attention
 from ..device import one_thread
 from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
@@ -122,7 +122,7 @@ def _layer(
         ctx = tr.output  # (B, H, L, d_head)
         record = LayerAttention(q=q, k=k, v=v, scores=tr.scores, weights=tr.weights, output=ctx)
     else:
-        ctx = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, d_head)
+        ctx = dot_product_attention(q, k, v, mask)  # (B, H, L, d_head)
     ctx = merge_heads(ctx)  # (B, H, L, d_head) -> (B, L, D): heads side by side
     x = F.layer_norm(x + F.linear(ctx, w.w_o, w.b_o), (D,), w.ln1_w, w.ln1_b, cfg.layer_norm_eps)  # (B, L, D)
     h = F.gelu(F.linear(x, w.w_ff1, w.b_ff1))  # (B, L, d_ff), exact (erf) GELU as BERT's "gelu"
@@ -143,7 +143,7 @@ def bert_forward(
     """Run the encoder on ``input_ids (B, L)`` with a right-padding ``attention_mask (B, L)``.
 
     With ``trace`` every layer's Q, K, V, scores and weights are kept (the core's
-    :func:`attention_trace`); without it the lean :func:`scaled_dot_product_attention` runs.
+    :func:`attention_trace`); without it the lean :func:`dot_product_attention` runs.
     On the CPU it runs on one intra-op thread: a sentence's matrices are small, and on a busy
     machine thread barriers cost far more than they save (measured for 16 tokens on 2 loaded
     cores: 2 threads 50–1200 ms, 1 thread 12–45 ms).

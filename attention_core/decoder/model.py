@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
-from ..attention import AttentionTrace, attention_trace, scaled_dot_product_attention
+from ..attention import AttentionTrace, attention_trace, dot_product_attention
 from ..device import busy_cpu, one_thread
 from ..validation import check_int
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
@@ -185,7 +185,7 @@ def _attention_layer(
         out = tr.output  # (1, h, m, d)
         record = _Record(qf, kf, vf, tr.weights, hx.float() if keep_input else None, tr if keep_input else None)
     else:
-        out = scaled_dot_product_attention(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # (1, h, m, d)
+        out = dot_product_attention(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # (1, h, m, d)
     out = out.to(x.dtype).transpose(1, 2).reshape(B, m, h * d)  # (1, m, h·d): heads side by side
     x = x + rms_norm(_linear(out, lw.w_o), lw.post_attn_norm, cfg.rms_eps)  # (1, m, D)
     return x, record

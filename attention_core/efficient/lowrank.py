@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..attention import check_attention_args, overflow_error, scaled_dot_product_attention
+from ..attention import check_attention_args, dot_product_attention, overflow_error
 from ..device import new_tensor_device
 from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
@@ -99,7 +99,7 @@ def linformer_attention(
     e, f = _projections(k, rank, seed, kind, projection)
     k_low = e @ k  # (rank, S) @ (N, ..., S, E) -> (N, ..., rank, E)
     v_low = f @ v  # (rank, S) @ (N, ..., S, Ev) -> (N, ..., rank, Ev)
-    return scaled_dot_product_attention(q, k_low, v_low, scale=s)  # (N, ..., L, Ev)
+    return dot_product_attention(q, k_low, v_low, scale=s)  # (N, ..., L, Ev)
 
 
 def linformer_weights(

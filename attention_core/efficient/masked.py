@@ -1,6 +1,6 @@
 """Attention under a sparse pattern, three ways, one result.
 
-- ``"dense"``: this project's core, :func:`attention_core.attention.scaled_dot_product_attention`,
+- ``"dense"``: this project's core, :func:`attention_core.attention.dot_product_attention`,
   with the pattern as a dense boolean mask: the reference, for small n;
 - ``"sdpa"``: torch's fused ``F.scaled_dot_product_attention`` with the same dense mask: what
   people write for a window before FlexAttention, and still n² work and an n² mask;
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args, overflow_error, scaled_dot_product_attention, stable_softmax
+from ..attention import check_attention_args, dot_product_attention, overflow_error, stable_softmax
 from ..validation import all_finite, any_true, broadcast_shapes, check_choice
 from .flex import FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
@@ -130,7 +130,7 @@ def masked_attention(
             )
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
-        out = scaled_dot_product_attention(q, k, v, mask, scale=s)
+        out = dot_product_attention(q, k, v, mask, scale=s)
         return MaskedAttention(output=out, backend="dense", requested="dense")
     return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", requested=backend, fallback=fallback)
 

@@ -17,7 +17,7 @@ too (a head that copies the earlier copy's position forward), which no single sc
 
 Each layer's attention is the project's own five steps with the causal mask
 (:func:`attention_core.attention_trace` when the patterns are kept, the lean
-:func:`attention_core.scaled_dot_product_attention` otherwise).
+:func:`attention_core.dot_product_attention` otherwise).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..attention import attention_trace, scaled_dot_product_attention
+from ..attention import attention_trace, dot_product_attention
 from ..device import new_tensor_device
 from ..heads import head_size, merge_heads, split_heads
 from ..validation import check_int, holds_data
@@ -186,7 +186,7 @@ def forward(
             out = trace.output  # (N, H, L, d_k)
             patterns.append(trace.weights)  # (N, H, L, L)
         else:
-            out = scaled_dot_product_attention(q, k, v, is_causal=causal)  # (N, H, L, d_k)
+            out = dot_product_attention(q, k, v, is_causal=causal)  # (N, H, L, d_k)
         gone = [h for (layer, h) in dead if layer == i]
         if gone:
             alive = torch.ones(cfg.n_heads, 1, 1, dtype=out.dtype, device=out.device)  # (H, 1, 1)
