@@ -51,6 +51,15 @@ class AccuracyCheck:
             return self.error / self.baseline_error
         return 0.0 if self.error == 0 else float("inf")
 
+    @classmethod
+    def judge(
+        cls, out: torch.Tensor, base: torch.Tensor, ref: torch.Tensor, floor: float, factor: float = FLASH_FACTOR
+    ) -> AccuracyCheck:
+        """Compare ``out`` and the textbook ``base`` (both in the inputs' dtype) with the float64 ``ref``."""
+        error = float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
+        baseline_error = float((base.double() - ref).abs().max())
+        return cls(error, baseline_error, floor, factor, str(base.dtype).removeprefix("torch."))
+
     def describe(self) -> str:
         verdict = "pass" if self.passes else "FAIL"
         return (
@@ -60,17 +69,10 @@ class AccuracyCheck:
 
 
 def flash_rule(
-    out: torch.Tensor,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    rows: torch.Tensor | None = None,
-    factor: float = FLASH_FACTOR,
-) -> AccuracyCheck:
+    out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+    *, scale: float | None = None, rows: torch.Tensor | None = None, factor: float = FLASH_FACTOR,
+) -> AccuracyCheck:  # fmt: skip
     """Judge ``out`` (the result of some attention on ``q, k, v``) by FlashAttention's rule.
 
     The float64 reference and the textbook baseline are computed on the inputs'
@@ -98,7 +100,9 @@ def flash_rule(
         out = out[..., rows, :]  # (N, ..., R, Ev)
     ref = reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), float64
     base = textbook_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), in q's dtype
-    error = float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
-    baseline_error = float((base.double() - ref).abs().max())
-    floor = torch.finfo(q.dtype).eps * max(float(ref.abs().max()), 1e-30)
-    return AccuracyCheck(error, baseline_error, floor, factor, str(q.dtype).removeprefix("torch."))
+    return AccuracyCheck.judge(out, base, ref, ulp_floor(q.dtype, ref), factor)
+
+
+def ulp_floor(dtype: torch.dtype, *refs: torch.Tensor) -> float:
+    """One unit in the last place of ``dtype`` at the scale of the float64 ``refs``: eps · max |ref|."""
+    return torch.finfo(dtype).eps * max(max(float(ref.abs().max()) for ref in refs), 1e-30)

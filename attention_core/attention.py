@@ -6,20 +6,17 @@
     weights = softmax(masked) per row   (..., L, S)
     output  = weights V                 (..., L, Ev)
 
-Semantics follow ``torch.nn.functional.scaled_dot_product_attention``: shapes ``(N, ..., L, E)``,
-``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast leading dims; a bool mask is ``True`` where
-attending is allowed, a float mask is added; ``is_causal`` is top-left aligned when L ≠ S; ``scale``
-is keyword-only and may be any finite number: negative flips which keys win, 0 averages V. As in
-torch, ``dropout_p`` may be 1 (every weight dropped: the output is 0), and L, S or a batch dim may be
-0 (no keys: zeros; no queries: an empty output); only E = 0 is refused. A query row whose keys are
-all masked gets zero weights and output (as torch's fused kernels give), never NaN. Finite inputs
-whose scores overflow the dtype (float16 tops out near 65,504) raise a ``ValueError`` naming the
-overflow: a wrong number is never returned in silence.
+Every entry point of the core takes torch SDPA's arguments, ``(q, k, v, attn_mask, dropout_p, is_causal,
+*, scale)``, checked by :func:`check_attention_args` with torch's rules: shapes ``(N, ..., L, E)``,
+``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast leading dims; a bool mask is ``True`` where attending
+is allowed, a float mask is added; ``is_causal`` is top-left aligned when L ≠ S; ``scale`` is keyword-only and
+any finite number; ``dropout_p`` may be 1 (the output is 0); L, S or a batch dim may be 0, only E = 0 is
+refused. Two departures, both to avoid a silent wrong number: a fully masked row gets zero weights and output
+(as torch's fused kernels give), never NaN; scores that overflow the dtype raise a ``ValueError``.
 
-Two entry points compute the same thing: :func:`attention_trace`, the explained path, keeps and
-checks every intermediate for the walkthrough (several passes over ``(N, ..., L, S)``);
-:func:`dot_product_attention`, the lean one-call path, checks only its inputs and costs
-what the textbook code costs (:mod:`.textbook`).
+:func:`attention_trace` (the explained path) keeps every intermediate for the walkthrough;
+:func:`dot_product_attention` (the lean one-call path) checks only its inputs and costs what
+the textbook code costs (:mod:`.textbook`).
 """
 
 from __future__ import annotations
@@ -86,24 +83,15 @@ def row_entropy(weights: torch.Tensor) -> torch.Tensor:
 
 
 def check_attention_args(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    scale: float | None,
-    *,
-    positive_scale: bool = False,
-    min_length: int = 0,
-) -> tuple[float, float]:
-    """Check the arguments of SDPA-style attention; return ``(scale, dropout_p)`` as floats.
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None, dropout_p: float, is_causal: bool, scale: float | None,
+    *, positive_scale: bool = False, min_length: int = 0,
+) -> tuple[float, float]:  # fmt: skip
+    """Check torch SDPA's arguments (module docstring); return ``(scale, dropout_p)`` as floats.
 
-    Every attention path calls it, so they all reject the same inputs with the same ``ValueError``.
-    The rules are torch's SDPA's (module docstring): any finite ``scale``, ``0 ≤ dropout_p ≤ 1``,
-    empty L, S and batch dims; only E = 0 is refused (the default scale 1/√E has no value there).
-    The approximations that need more ask for it: ``positive_scale`` (random features estimate
-    exp(scale·q·k) through √scale) and ``min_length`` (a route that needs at least one query and key).
+    Every attention path calls it, so all reject the same inputs with the same ``ValueError``. Paths that
+    need more ask for it: ``positive_scale`` (random features estimate exp(scale·q·k) through √scale) and
+    ``min_length`` (a route that needs at least one query and key).
     """
     check_tensor("q", q, min_dim=2)
     check_tensor("k", k, min_dim=2)
@@ -169,16 +157,10 @@ def keep_scale(p: float) -> float:
 
 
 def attention_trace(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    generator: torch.Generator | None = None,
-) -> AttentionTrace:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
+    *, scale: float | None = None, generator: torch.Generator | None = None,
+) -> AttentionTrace:  # fmt: skip
     """Run attention step by step and keep every intermediate.
 
     Args:
@@ -186,14 +168,10 @@ def attention_trace(
         k: ``(N, ..., S, E)`` keys.
         v: ``(N, ..., S, Ev)`` values.
         attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
-        dropout_p: probability of zeroing a weight, in [0, 1]; dropout runs only when > 0, and 1 drops
-            every weight (the output is 0, as torch's).
+        dropout_p: probability of zeroing a weight, in [0, 1]; dropout runs only when > 0.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
-        scale: multiplier of the scores, any finite number (negative and 0 too, as torch's); default ``1/√E``.
+        scale: multiplier of the scores, any finite number; default ``1/√E``.
         generator: seeds the dropout pattern, for reproducible pictures.
-
-    L or S may be 0, as in torch (no keys: a zero output). Scores that overflow the dtype raise a
-    ``ValueError`` naming the overflow.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
@@ -222,22 +200,14 @@ def attention_trace(
 
 
 def dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
+    *, scale: float | None = None, generator: torch.Generator | None = None,
+) -> torch.Tensor:  # fmt: skip
     """softmax(Q Kᵀ · scale + mask) V in one call: the lean materialising path, ``(N, ..., L, Ev)``.
 
-    Arguments and edge cases as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the
-    inputs are checked (O(L·E), plus a float mask), never the scores; the scale goes on ``q``; the
-    mask and dropout work in place; fully masked rows are found from the mask and zeroed in the
-    output; an overflowing score is caught from the output (O(L·Ev)).
+    Arguments as :func:`attention_trace` (the same ``generator`` drops the same weights). Only the inputs
+    are checked, never the scores; the mask and dropout work in place; an overflow is caught from the output.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]

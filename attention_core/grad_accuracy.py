@@ -1,30 +1,23 @@
 """FlashAttention's acceptance rule for gradients: dQ, dK and dV against float64 autograd.
 
-The forward's rule (:mod:`attention_core.accuracy`) judges an output; training also needs the
-gradients right. FlashAttention's tests judge each of dQ, dK and dV the same way:
+FlashAttention's tests judge each of dQ, dK and dV as the forward's rule (:mod:`.accuracy`) judges
+an output:
 
     error(impl's dX) ≤ 2 × error(textbook attention's dX)
 
-where the errors are the largest |dX − float64 dX|, the float64 gradients come from autograd
-through textbook attention (plain torch ops) on the same inputs and upstream gradient dO, and
-the baseline is that same autograd run in the inputs' dtype. The floor is the forward rule's,
-one unit in the last place, taken at the scale of all three gradients (``eps(dtype) · the
-largest |float64 dQ|, |dK|, |dV|``): with a single key, dQ and dK are exactly 0, and the textbook
-code's softmax backward gets that 0 exactly, while FlashAttention-2's
-``D = rowsum(dO ∘ O)`` leaves a rounding error far below the gradients' scale.
+where the errors are the largest |dX − float64 dX|, both from autograd through textbook attention on
+the same inputs and upstream gradient dO. The floor of one ulp is taken at the scale of all three
+gradients: with a single key dQ and dK are exactly 0, which the textbook backward gets exactly while
+FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a rounding error far below the gradients' scale.
 
 One exception, in float32 (:meth:`GradientCheck.passes_beside`): where a row's weights are nearly
-one-hot (the first queries under the causal mask), textbook attention's softmax backward
-P ∘ (dP − Σ P·dP) cancels exactly, while the fused backwards' ``D = rowsum(dO ∘ O)`` leaves the
-float32 rounding of dP, about eps·|dP|: a few ulps that can exceed 2× the baseline's error. torch's
-own fused SDPA backward uses the same D and fails the plain rule on the same inputs (by up to 2.5×
-on ``(2, 4, n, 64)``, causal, ten seeds), so a float32 gradient may also be held to 2× the larger
-of textbook attention's error and torch SDPA's. In 16-bit the baseline's own rounding dwarfs this,
-and the plain rule applies.
+one-hot (the first causal queries), the textbook backward cancels exactly while the fused backwards'
+D leaves a few ulps of dP, which can exceed 2× the baseline's error. torch's own fused SDPA backward
+fails the plain rule there too (by up to 2.5× on ``(2, 4, n, 64)``, causal, ten seeds), so a float32
+gradient may also be held to 2× the larger of textbook attention's error and torch SDPA's.
 
-The float64 reference builds the ``L × S`` weights, so keep ``L · S`` modest when you call it.
-A float mask that blocks every key of a row gives textbook attention a NaN gradient (softmax
-of a row of −inf); block such rows with a bool mask instead.
+The float64 reference builds the ``L × S`` weights, so keep ``L · S`` modest. A float mask that blocks
+every key of a row gives textbook attention a NaN gradient; block such rows with a bool mask instead.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .accuracy import FLASH_FACTOR, AccuracyCheck
+from .accuracy import FLASH_FACTOR, AccuracyCheck, ulp_floor
 from .attention import check_attention_args
 from .textbook import textbook_attention
 from .validation import check_float, check_tensor
@@ -44,17 +37,10 @@ Grads = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (dQ, dK, dV)
 
 
 def attention_grads(
-    attention: Attention,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    grad_out: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    dtype: torch.dtype | None = None,
-) -> Grads:
+    attention: Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_out: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+    *, scale: float | None = None, dtype: torch.dtype | None = None,
+) -> Grads:  # fmt: skip
     """dQ, dK, dV of ``attention(q, k, v, …)`` for the upstream gradient ``grad_out``, by autograd.
 
     The leaves are fresh copies of ``q, k, v`` (cast to ``dtype`` when given), so the inputs need
@@ -109,18 +95,10 @@ class GradientCheck:
 
 
 def gradient_rule(
-    grads: Grads,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    grad_out: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    factor: float = FLASH_FACTOR,
-    textbook: Attention = textbook_attention,
-) -> GradientCheck:
+    grads: Grads, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_out: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+    *, scale: float | None = None, factor: float = FLASH_FACTOR, textbook: Attention = textbook_attention,
+) -> GradientCheck:  # fmt: skip
     """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``.
 
     The float64 reference and the baseline (``textbook`` attention's autograd, in ``q``'s dtype) are
@@ -138,12 +116,6 @@ def gradient_rule(
     args = (q, k, v, grad_out, attn_mask, is_causal)
     reference = attention_grads(textbook, *args, scale=scale, dtype=torch.float64)
     baseline = attention_grads(textbook, *args, scale=scale)
-    floor = torch.finfo(q.dtype).eps * max(max(float(ref.abs().max()) for ref in reference), 1e-30)
-    dtype = str(q.dtype).removeprefix("torch.")
-
-    def check(grad: torch.Tensor, base: torch.Tensor, ref: torch.Tensor) -> AccuracyCheck:
-        error = float((grad.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
-        baseline_error = float((base.double() - ref).abs().max())
-        return AccuracyCheck(error, baseline_error, floor, factor, dtype)
-
-    return GradientCheck(*(check(g, b, r) for g, b, r in zip(grads, baseline, reference, strict=True)))
+    floor = ulp_floor(q.dtype, *reference)
+    triples = zip(grads, baseline, reference, strict=True)
+    return GradientCheck(*(AccuracyCheck.judge(g, b, r, floor, factor) for g, b, r in triples))

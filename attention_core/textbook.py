@@ -5,13 +5,10 @@ dtype and on their device: the benchmark's ``textbook`` entry and the baseline o
 accuracy rule (:mod:`.accuracy`). :func:`reference_attention` is the same arithmetic in float64,
 the answer every implementation is checked against.
 
-Shapes and mask semantics as torch's SDPA: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
-``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``; a bool mask is ``True`` where attending is allowed,
-a float mask is added; ``is_causal`` is top-left aligned; ``scale`` is any finite number and L or S
-may be 0, as in :mod:`.attention` (torch's rules). A fully masked row gives zeros, as the fused kernels do
-(``torch.softmax`` alone would give NaN); such rows are found from the mask, and only when one is
-given, since a causal row always keeps key 0. Scores that overflow the dtype (float16 above 65,504)
-give NaN in the plain code; the public functions then raise a ``ValueError`` naming the overflow.
+Shapes and arguments as :mod:`.attention` (torch SDPA's), without dropout:
+``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``. A fully
+masked row gives zeros, as the fused kernels do (``torch.softmax`` alone would give NaN). Scores that
+overflow the dtype give NaN in the plain code; the public functions then raise a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -24,38 +21,24 @@ from .validation import all_finite
 
 
 def textbook_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, is_causal: bool = False, *, scale: float | None = None,
+) -> torch.Tensor:  # fmt: skip
     """softmax(Q Kᵀ · scale + mask) V as tutorials write it; ``scale`` defaults to 1/√E."""
     s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
-    return _checked(_textbook_attention(q, k, v, attn_mask, is_causal, s))
+    output = _textbook_attention(q, k, v, attn_mask, is_causal, s)
+    if not all_finite(output):  # an overflowed score left NaN (a masked row is 0, never NaN)
+        raise overflow_error(output.dtype)
+    return output
 
 
 def reference_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, is_causal: bool = False, *, scale: float | None = None,
+) -> torch.Tensor:  # fmt: skip
     """:func:`textbook_attention` in float64 on the inputs' device: the answer to check others against."""
-    s, _ = check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
-    return _checked(_textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, s))
-
-
-def _checked(output: torch.Tensor) -> torch.Tensor:
-    """``output``, unless an overflowed score left NaN in it (a masked row is 0, never NaN)."""
-    if not all_finite(output):
-        raise overflow_error(output.dtype)
-    return output
+    check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)  # the inputs as given, before the cast
+    return textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, scale=scale)
 
 
 def _textbook_attention(

@@ -14,15 +14,13 @@ far was weighted by ``exp(· − m)`` and must be weighted by ``exp(· − m')``
 the last key block, ``o / l`` is exactly softmax(scores) · V. Extra memory is one
 ``Bq × Bk`` score tile plus the ``Bq × Ev`` accumulator, not ``L × S``.
 
-With ``is_causal`` (top-left aligned, as torch's) key blocks that lie wholly above the
-diagonal are never computed. A query row whose keys are all masked ends with ``l = 0``
-and gives zeros, as the explained path and torch's fused kernels do.
+With ``is_causal`` key blocks wholly above the diagonal are never computed. A query row whose
+keys are all masked ends with ``l = 0`` and gives zeros, as the trace does.
 
-The backward (FlashAttention-2, Algorithm 2, in :class:`TiledAttentionFunction`) needs the
-weights P again, but storing them would cost the ``L × S`` the forward avoided. softmax's
-backward needs only P and one number per row, ``D = rowsum(dO ∘ O)``:
-``dS = P ∘ (dP − D)``. So the forward also keeps each row's log-sum-exp ``lse = m + log l``
-and the backward rebuilds each tile's ``P = exp(score − lse)`` from q and k, one tile at a time.
+The backward (FlashAttention-2, Algorithm 2, :class:`TiledAttentionFunction`) needs the weights P
+again without storing ``L × S``: softmax's backward needs only P and ``D = rowsum(dO ∘ O)``
+(:mod:`.backward`), so the forward keeps each row's log-sum-exp ``lse = m + log l`` and the
+backward rebuilds each tile's ``P = exp(score − lse)`` from q and k.
 """
 
 from __future__ import annotations
@@ -37,22 +35,13 @@ from .validation import all_finite, broadcast_shapes, check_int, holds_data
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
-# On a GPU every tile costs a dozen kernel launches of a few microseconds each, whatever its size, so
-# small tiles leave the GPU idle between launches. Measured on an H100 (torch 2.11, CUDA 13) at
-# n = 16384, fp16, 16 heads, d = 64: torch's SDPA takes 2.25 ms; this loop takes 669 ms with blocks of
-# 256 (4096 tiles, about 50,000 launches) and 66–81 ms with blocks of 1024–8192. So on CUDA the block
-# is as large as a bounded tile allows: the loop stays one readable recurrence, with tens of tiles.
-# What it cannot reach is the fused kernel: each tile's scores still go out to GPU memory and back,
-# which a fused kernel keeps on chip (a separate issue writes that kernel). Since the tiles of 16-bit inputs
-# are multiplied in float32 (issue 29: FlashAttention's accuracy), these GPU times have not been measured again.
+# On a GPU every tile costs a dozen kernel launches whatever its size, so small tiles leave it idle.
+# Measured on an H100 (torch 2.11, CUDA 13) at n = 16384, fp16, 16 heads, d = 64: torch's SDPA 2.25 ms;
+# this loop 669 ms with blocks of 256 and 66–81 ms with blocks of 1024–8192 (before 16-bit tiles were
+# multiplied in float32). So on CUDA the block is as large as a bounded tile allows.
 CUDA_MAX_BLOCK = 4096
 CUDA_MIN_BLOCK = 512
 CUDA_TILE_BUDGET_BYTES = 1 << 30  # one tile's scores (and their float32 copies) over every batch and head
-
-
-def _tile_bytes_per_score(itemsize: int) -> int:
-    """Bytes per entry of a score tile: it is held in the accumulators' dtype (float32 for 16-bit inputs)."""
-    return max(itemsize, 4)
 
 
 def pick_block_size(
@@ -66,55 +55,31 @@ def pick_block_size(
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
     if torch.device(device).type != "cuda":
         return DEFAULT_BLOCK_SIZE
-    per_score = _tile_bytes_per_score(itemsize)
+    acc = max(itemsize, 4)  # a tile is held in the accumulators' dtype (float32 for 16-bit inputs)
     block = CUDA_MAX_BLOCK
-    def tile_bytes(side: int) -> int:
-        return batch_heads * min(side, n_q) * min(side, n_k) * per_score
-
-    while block > CUDA_MIN_BLOCK and tile_bytes(block) > CUDA_TILE_BUDGET_BYTES:
+    while block > CUDA_MIN_BLOCK and batch_heads * min(block, n_q) * min(block, n_k) * acc > CUDA_TILE_BUDGET_BYTES:
         block //= 2
     return block
 
 
 def tiled_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    block_size: int | None = None,
-    return_lse: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
+    *, scale: float | None = None, block_size: int | None = None, return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """softmax(Q Kᵀ · scale + mask) V without materialising the ``L × S`` scores, forward and backward.
 
-    Args:
-        q: ``(N, ..., L, E)`` queries.
-        k: ``(N, ..., S, E)`` keys.
-        v: ``(N, ..., S, Ev)`` values.
-        attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
-            It gets no gradient: a float mask that requires grad raises ``ValueError``.
-        dropout_p: must be 0; the tiled kernel does not implement dropout.
-        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); blocks above the diagonal are skipped.
-        scale: multiplier of the scores, any finite number, default ``1/√E`` (torch's rules, as
-            :mod:`.attention` says; L or S may be 0).
-        block_size: rows of queries and columns of keys per tile, forward and backward; ``None`` picks it
-            for the inputs' device (:func:`pick_block_size`: 256 on the CPU, up to 4096 on a GPU).
-        return_lse: also return each row's log-sum-exp ``lse = m + log l`` ``(N, ..., L)`` (``+inf``
-            for a fully masked row), what the backward keeps, as FlashAttention's ``return_softmax_lse``.
-            The output then stays in the accumulators' dtype (float32 for 16-bit inputs), unrounded.
-            Forward only: with inputs that require grad, the autograd node keeps lse itself.
+    Arguments as :func:`.attention_trace` (q ``(N, ..., L, E)``, k ``(N, ..., S, E)``, v ``(N, ..., S, Ev)``),
+    except: ``dropout_p`` must be 0, and ``attn_mask`` gets no gradient (a float mask that requires grad
+    raises). ``block_size`` is the tile's side, forward and backward; ``None`` picks it for the device
+    (:func:`pick_block_size`). ``return_lse`` also returns each row's log-sum-exp ``(N, ..., L)`` (``+inf``
+    for a fully masked row), as FlashAttention's ``return_softmax_lse``, with the output left unrounded in
+    the accumulators' dtype; forward only.
 
-    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. Float16 and bfloat16 inputs are multiplied
-    in float32 tile by tile (scores, P·V, and the running max, sum and output), and the output is
-    rounded once at the end, as FlashAttention keeps its accumulators in float32: within its 2×
-    rule on every seed (tests/test_tiled_precision.py), and scores above float16's 65,504 give
-    torch's answer. A score beyond float32 raises a ``ValueError`` naming the overflow. When an input
-    requires grad (and grad mode is on) the call goes through :class:`TiledAttentionFunction`,
-    whose backward recomputes each tile's weights from the saved row log-sum-exp; otherwise
-    it is the plain loop below, with no autograd bookkeeping.
+    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. 16-bit inputs are multiplied in float32 tile by
+    tile and the output is rounded once at the end, as FlashAttention keeps its accumulators in float32.
+    When an input requires grad the call goes through :class:`TiledAttentionFunction`; otherwise it is
+    the plain loop below, with no autograd bookkeeping.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
@@ -143,9 +108,8 @@ def tiled_attention(
     out = torch.empty((*lead, L, Ev), dtype=out_dtype, device=q.device)  # (N, ..., L, Ev)
     lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if return_lse else None  # (N, ..., L)
     kt = k.transpose(-2, -1)  # (N, ..., E, S), a view
-    # Two buffers reused by every tile: allocating 2 MiB per tile costs more than the arithmetic around it.
-    # Both are in the accumulators' dtype: for 16-bit inputs the scores and each tile's P·V are never
-    # rounded to 16 bits (FlashAttention keeps them in float32 registers); only the output is, once.
+    # Two buffers reused by every tile (allocating 2 MiB per tile costs more than its arithmetic), in the
+    # accumulators' dtype: a 16-bit input's scores and P·V are never rounded to 16 bits; only the output is.
     bq, bk = min(block, L), min(block, S)
     scores = torch.empty((*lead, bq, bk), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Bk)
     pv = torch.empty((*lead, bq, Ev), dtype=acc_dtype, device=q.device)  # (N, ..., Bq, Ev)
@@ -218,13 +182,10 @@ def _mask_tile(
 class TiledAttentionFunction(torch.autograd.Function):
     """The tiled forward and FlashAttention-2's backward (Algorithm 2) as one autograd node.
 
-    Forward saves ``q, k, v``, the output and each row's log-sum-exp ``lse`` (and the user's
-    mask, if any): O(N·…·L) numbers beyond the inputs, never a tile and never ``L × S``. For
-    16-bit inputs the saved output is the float32 one, before rounding: the backward's
-    ``D = rowsum(dO ∘ O)`` is subtracted from ``dP`` and the two nearly cancel, so a rounded O
-    (what FlashAttention-2 keeps) can cost several times standard attention's error in dK.
-    Backward rebuilds each tile's weights ``P = exp(scores − lse)`` and accumulates dQ, dK, dV
-    tile by tile. Use it through :func:`tiled_attention`, which validates the arguments.
+    Forward saves ``q, k, v``, the output and each row's log-sum-exp ``lse`` (and the mask): O(L)
+    numbers per head beyond the inputs. For 16-bit inputs the saved output is the float32 one: the
+    backward's ``D = rowsum(dO ∘ O)`` nearly cancels ``dP``, so a rounded O (what FlashAttention-2
+    keeps) can cost several times textbook attention's error in dK. Use it through :func:`tiled_attention`.
     """
 
     @staticmethod
@@ -253,17 +214,9 @@ class TiledAttentionFunction(torch.autograd.Function):
 
 
 def _backward(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    out: torch.Tensor,
-    lse: torch.Tensor,
-    d_out: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    is_causal: bool,
-    s: float,
-    block: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, d_out: torch.Tensor,
+    attn_mask: torch.Tensor | None, is_causal: bool, s: float, block: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     """dQ, dK, dV in the shapes and dtypes of ``q, k, v``, FlashAttention-2's Algorithm 2.
 
     With ``P = softmax(scores)`` and ``D = rowsum(dO ∘ O)`` (equal to rowsum(P ∘ dP), so it needs
@@ -343,16 +296,9 @@ def _full_size(mask: torch.Tensor | None, n_q: int, n_k: int) -> torch.Tensor | 
 
 
 def tiled_extra_bytes(
-    n_q: int,
-    n_k: int,
-    d_v: int,
-    *,
-    itemsize: int,
-    batch_heads: int = 1,
-    block_size: int | None = None,
-    d_k: int | None = None,
-    device: str | torch.device = "cpu",
-) -> int:
+    n_q: int, n_k: int, d_v: int, *, itemsize: int, batch_heads: int = 1, block_size: int | None = None,
+    d_k: int | None = None, device: str | torch.device = "cpu",
+) -> int:  # fmt: skip
     """Predicted peak memory of :func:`tiled_attention` beyond its inputs, in bytes.
 
     The output ``(L, Ev)`` plus, for one query block: the scaled queries, the score tile,
@@ -376,7 +322,7 @@ def tiled_extra_bytes(
     per_block = (
         bq * d_k * acc  # q_blk, scaled
         + (bk * (d_k + d_v) * acc if acc != itemsize else 0)  # 16-bit: the tile's keys and values in float32
-        + bq * bk * _tile_bytes_per_score(itemsize)  # the score tile
+        + bq * bk * acc  # the score tile
         + bq * d_v * 3 * acc  # tile @ v, the accumulator o and o / l
     )
     return batch_heads * (output + per_block)
@@ -386,7 +332,7 @@ def tiled_saved_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1
     """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward, beyond q, k, v.
 
     The output ``(L, Ev)`` and each row's log-sum-exp ``(L,)``, both in the accumulators' dtype
-    (float32 for 16-bit inputs): O(L) per head, where naive attention keeps its ``L × S`` weights.
+    (float32 for 16-bit inputs): O(L) per head, where textbook attention keeps its ``L × S`` weights.
     """
     n_q = check_int("n_q", n_q, low=1)
     d_v = check_int("d_v", d_v, low=1)

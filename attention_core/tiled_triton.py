@@ -44,15 +44,10 @@ def triton_available(device: torch.device | str) -> str | None:
 
 
 def tiled_triton_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
+    *, scale: float | None = None,
+) -> torch.Tensor:  # fmt: skip
     """softmax(Q Kᵀ · scale) V in one Triton kernel launch, without the ``L × S`` scores.
 
     Arguments as :func:`attention_core.tiled.tiled_attention`, except: float16, bfloat16 or float32;
