@@ -85,20 +85,11 @@ class WalkthroughInputs:
 
 
 def _finish(
-    name: str,
-    q_tokens: list[str],
-    k_tokens: list[str],
-    x_q: torch.Tensor,
-    x_kv: torch.Tensor,
-    w_q: torch.Tensor,
-    w_k: torch.Tensor,
-    w_v: torch.Tensor,
-    *,
-    positions: bool,
-    cross: bool,
-    device: str | torch.device | None,
-    unknown: tuple[str, ...] = (),
-) -> WalkthroughInputs:
+    name: str, q_tokens: list[str], k_tokens: list[str], x_q: torch.Tensor, x_kv: torch.Tensor,
+    w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor,
+    *, positions: bool, cross: bool, device: str | torch.device | None, unknown: tuple[str, ...] = (),
+) -> WalkthroughInputs:  # fmt: skip
+    """Add the positions, move to ``device`` and project: the inputs of every preset made from X and the W's."""
     dev = new_tensor_device(device)
     if positions:
         x_q = x_q + sinusoidal_positions(x_q.shape[0], x_q.shape[1], device=x_q.device)  # (L, d_model)
@@ -209,15 +200,16 @@ def random_example(
     )
 
 
+def _self_attention_only(cross: bool, model: str) -> None:
+    """A trained encoder or decoder has no second sequence to cross-attend to: say so for the mask ``cross``."""
+    if cross:
+        raise ValueError(f"{model} only has self-attention, so there is no cross-attention to show; pick another mask")
+
+
 def model_example(
-    *,
-    text: str = MODEL_TEXT,
-    layer: int = MODEL_LAYER,
-    head: int = MODEL_HEAD,
-    cross: bool = False,
-    model: Bert | None = None,
-    device: str | torch.device | None = None,
-) -> WalkthroughInputs:
+    *, text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, cross: bool = False,
+    model: Bert | None = None, device: str | torch.device | None = None,
+) -> WalkthroughInputs:  # fmt: skip
     """One head of all-MiniLM-L6-v2 on ``text``: X is that layer's input (the hidden states), the
     W's are the head's slices of the trained projections, and d_k = d_v = 32.
 
@@ -225,11 +217,7 @@ def model_example(
     last column of 1s and each W a last row holding the bias. Pass a loaded ``model`` to avoid
     reading the weights again (otherwise they are loaded onto ``device``).
     """
-    if cross:
-        raise ValueError(
-            "all-MiniLM-L6-v2 is an encoder: it only has self-attention, so there is no cross-attention "
-            "to show; pick another mask"
-        )
+    _self_attention_only(cross, "all-MiniLM-L6-v2, an encoder,")
     bert = model if model is not None else load_bert(device=device)
     p = head_projections(bert, layer, head)  # validates layer and head
     batch, out = encode(bert, [text], trace=False)  # validates the text
@@ -248,14 +236,9 @@ def model_example(
 
 
 def decoder_example(
-    *,
-    text: str = MODEL_TEXT,
-    layer: int = DECODER_LAYER,
-    head: int = DECODER_HEAD,
-    cross: bool = False,
-    model: object | None = None,
-    device: str | torch.device | None = None,
-) -> WalkthroughInputs:
+    *, text: str = MODEL_TEXT, layer: int = DECODER_LAYER, head: int = DECODER_HEAD, cross: bool = False,
+    model: object | None = None, device: str | torch.device | None = None,
+) -> WalkthroughInputs:  # fmt: skip
     """One query head of gemma-3-270m on ``text`` (``<bos>`` first, at most :data:`DECODER_MAX_TOKENS` tokens).
 
     X is what the layer's attention reads (the residual stream after its RMSNorm), W_Q this head's slice of the
@@ -263,11 +246,7 @@ def decoder_example(
     256, no biases). Q and K are the ones the scores use: X·W, then RMS-normalised (QK-norm) and rotated by
     position (RoPE), so here Q ≠ X·W_Q. Pass a loaded ``model`` to avoid loading it again.
     """
-    if cross:
-        raise ValueError(
-            "gemma-3-270m is a decoder: it only has (causal) self-attention, so there is no cross-attention "
-            "to show; pick another mask"
-        )
+    _self_attention_only(cross, "gemma-3-270m, a decoder,")
     from .decoder import head_inputs, load_decoder
 
     dec = model if model is not None else load_decoder(device=device)
