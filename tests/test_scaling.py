@@ -28,7 +28,6 @@ from attention_core.scaling.training import DEFAULT_LR, train_toy, training_summ
 from attention_core.scaling.variance import (
     DEFAULT_SAMPLES,
     dot_product_histograms,
-    dot_products,
     histogram_table,
     prefix_dot_products,
     variance_table,
@@ -65,10 +64,10 @@ def test_variance_holds_for_any_unit_variance_entries(init: str, device: torch.d
 
 
 def test_dot_products_are_the_table_samples_and_seeded(device: torch.device) -> None:
-    x = dot_products(64, 5_000, seed=7, device=device)
+    x = prefix_dot_products([64], 5_000, seed=7, device=device)[:, 0]
     assert x.shape == (5_000,) and x.device.type == device.type
-    assert torch.equal(x, dot_products(64, 5_000, seed=7, device=device))
-    assert not torch.equal(x, dot_products(64, 5_000, seed=8, device=device))
+    assert torch.equal(x, prefix_dot_products([64], 5_000, seed=7, device=device)[:, 0])
+    assert not torch.equal(x, prefix_dot_products([64], 5_000, seed=8, device=device)[:, 0])
     table = variance_table([64], n_samples=5_000, seed=7, device=device)
     assert table["empirical_var"].iloc[0] == pytest.approx(float(x.double().var()))
 
@@ -85,7 +84,7 @@ def test_one_draw_measures_every_width_on_nested_prefixes(device: torch.device) 
     x = prefix_dot_products(dims, 20_000, seed=2, device=device)
     assert x.shape == (20_000, 4) and x.dtype == torch.float32 and x.device.type == device.type
     for j, d in enumerate(dims):  # each width alone gives the same numbers
-        assert torch.equal(x[:, j], dot_products(d, 20_000, seed=2, device=device))
+        assert torch.equal(x[:, j], prefix_dot_products([d], 20_000, seed=2, device=device)[:, 0])
     cov = torch.cov(x.double().T).cpu()  # (4, 4)
     # The estimates' standard errors are ≤ 1.5% here, so 6% is a 4σ bound.
     variances = cov.diagonal() / torch.tensor(dims, dtype=torch.float64)
@@ -398,8 +397,9 @@ def test_training_summary_on_a_hand_made_history() -> None:
         (lambda: variance_table([0]), "≥ 1"),
         (lambda: variance_table([4], n_samples=1), "n_samples"),
         (lambda: variance_table([4], init="cauchy"), "init must be one of"),
-        (lambda: dot_products(4, 100, seed=-1), "seed"),
-        (lambda: dot_products(4.5, 100), "d_k must be an integer"),  # type: ignore[arg-type]
+        (lambda: prefix_dot_products([4], 100, seed=-1), "seed"),
+        (lambda: prefix_dot_products([4.5], 100), "dims\\[0\\] must be an integer"),  # type: ignore[list-item]
+        (lambda: dot_product_histograms(4.5), "d_k must be an integer"),  # type: ignore[arg-type]
         (lambda: saturation_table([4], n_keys=1), "n_keys"),
         (lambda: saturation_table([4], scale="cube"), "scale must be one of"),
         (lambda: temperature_sweep(4, 4, []), "at least one temperature"),

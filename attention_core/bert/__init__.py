@@ -11,7 +11,6 @@ from .analysis import (
     entropy_share,
     sentence_weights,
     sink_shares,
-    strongest_links,
     strongest_links_all,
 )
 from .encoder import (

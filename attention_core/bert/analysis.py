@@ -49,7 +49,8 @@ def entropy_share(weights: torch.Tensor) -> torch.Tensor:
 
 
 def strongest_links_all(weights: torch.Tensor, k: int = 3) -> list[list[tuple[int, int, int, float]]]:
-    """:func:`strongest_links` for every query token at once (one pass over the weights)."""
+    """For each query token, the ``k`` heads that put the most weight on one other real token (not itself,
+    not the first [CLS] nor the last [SEP]): ``(layer, head, key, weight)``, strongest first."""
     w = _check_weights(weights).detach().cpu().numpy()  # (n_layers, H, L, L): tiny, so numpy
     k = check_int("k", k, low=1)
     n_layers, n_heads, n, _ = w.shape
@@ -64,13 +65,6 @@ def strongest_links_all(weights: torch.Tensor, k: int = 3) -> list[list[tuple[in
         order = [i for i in np.argsort(-best[:, q], kind="stable")[:k] if np.isfinite(best[i, q])]
         out.append([(int(i) // n_heads, int(i) % n_heads, int(where[i, q]), float(best[i, q])) for i in order])
     return out
-
-
-def strongest_links(weights: torch.Tensor, query: int, k: int = 3) -> list[tuple[int, int, int, float]]:
-    """The ``k`` heads that put the most weight from token ``query`` on one other real token (not
-    itself, not the first [CLS] nor the last [SEP]): ``(layer, head, key, weight)``, strongest first."""
-    query = check_int("query", query, low=0, high=_check_weights(weights).shape[-1] - 1)
-    return strongest_links_all(weights, k)[query]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ ones. The later layers are not rerun: the numbers say what the swap does to that
 
 :meth:`LayerSwap.attends_most` answers the page's question, e.g. whether "it" still attends
 most to "animal": per head, the key that takes the most weight from the query, not counting
-[CLS], [SEP] and the query itself (the rule of :func:`attention_core.bert.strongest_links`).
+[CLS], [SEP] and the query itself (the rule of :func:`attention_core.bert.strongest_links_all`).
 """
 
 from __future__ import annotations

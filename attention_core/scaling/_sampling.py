@@ -1,8 +1,6 @@
 """What the √d_k explorer's measurements share: limits, seeded generators, random rows, softmax stats.
 
-Private to :mod:`attention_core.scaling`, which re-exports the public names: the limits,
-:data:`SCALE_RULES` (the divisors of :func:`_divisor`) and :func:`softmax_jacobian`; :func:`row_entropy`
-lives in :mod:`attention_core.attention` and is re-exported here too.
+Private to :mod:`attention_core.scaling`, which re-exports the public names.
 """
 
 from __future__ import annotations
@@ -29,15 +27,9 @@ _CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever 
 
 @contextlib.contextmanager
 def _small_op_mode(device: torch.device) -> Iterator[None]:
-    """Run many tiny CPU ops fast: one intra-op thread, denormals flushed to zero.
-
-    Used by the toy training and the temperature fits: their tensors hold a few thousand
-    numbers, and splitting them over threads costs more than it saves (5-20× more on a
-    busy 2-core machine). A saturated softmax also makes gradients of ~1e-40, denormal
-    floats that are 10-100× slower on CPUs; flushing them to zero (as GPU fast paths do)
-    changes nothing visible. The thread count is process-wide and shared with the
-    benchmark (see :func:`attention_core.device.one_thread`); flushing is per thread.
-    """
+    """Run many tiny CPU ops fast: one intra-op thread (:func:`~attention_core.device.one_thread`), denormals
+    flushed to zero. A saturated softmax makes gradients of ~1e-40, denormal floats 10-100× slower on CPUs;
+    flushing them (as GPU fast paths do) changes nothing visible."""
     if device.type != "cpu":
         yield
         return
@@ -119,11 +111,9 @@ def _divisor(rule: str, d_k: int) -> float:
 def _row_scores(
     d_k: int, n_rows: int, n_keys: int, seed: int, device: torch.device, *, cosine: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Raw scores of ``n_rows`` independent queries against their own ``n_keys`` keys.
+    """Raw scores of ``n_rows`` independent queries against their own ``n_keys`` keys, all N(0, 1).
 
-    q, k have i.i.d. N(0, 1) entries. Returns float64 ``scores (n_rows, n_keys)`` and,
-    when asked, the cosine similarities ``(n_rows, n_keys)``. Generated in blocks, so a
-    large d_k never holds more than ``_CHUNK`` numbers per tensor at once.
+    Returns float64 ``scores (n_rows, n_keys)`` and, when asked, the cosine similarities ``(n_rows, n_keys)``.
     """
     g = _generator(seed, "rows", d_k, n_keys, device=device)
     per_block = max(1, min(n_rows, _CHUNK // ((n_keys + 1) * d_k)))
@@ -147,9 +137,7 @@ def _row_scores(
 def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
     """∂softmax/∂z = diag(s) − s sᵀ for each row ``s`` of ``weights (..., n)``. Returns ``(..., n, n)``.
 
-    The diagonal s(1 − s) is how strongly a logit moves its own weight; when the
-    row is one-hot (saturated) every entry is ≈ 0 and almost no gradient passes.
-    """
+    A one-hot (saturated) row makes every entry ≈ 0: almost no gradient passes."""
     check_tensor("weights", weights, min_dim=1)
     return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)  # (..., n, n)
 

@@ -27,13 +27,11 @@ def prefix_dot_products(
 ) -> torch.Tensor:  # fmt: skip
     """q·k of ``n_samples`` independent pairs q, k at every width in ``dims``, from one draw of the widest.
 
-    Each pair has ``max(dims)`` unit-variance entries (``init`` as in :func:`dot_products`) and
-    column j is the dot product of their first ``dims[j]`` entries: every width is measured on
-    ``n_samples`` independent pairs while only the widest is drawn, half the random numbers of
-    drawing each width apart. The widths share their leading entries, so columns are correlated
-    (Cov = min(d_a, d_b)); each on its own is an honest sample of q·k at its width. Entries
-    [0, 1), [1, 2), [2, 4), [4, 8) … come from generators seeded by (seed, block), so a width's
-    numbers do not depend on the other widths asked for. Returns float32 ``(n_samples, len(dims))``.
+    ``init`` is the entries' distribution: ``normal``, ``uniform`` (on [−√3, √3]) or ``rademacher`` (±1),
+    all of variance 1, so Var(q·k) = d_k. Column j is the dot product of the first ``dims[j]`` entries: the
+    columns are correlated (Cov = min(d_a, d_b)), each on its own an honest sample at its width. Entries
+    [0, 1), [1, 2), [2, 4), [4, 8) … come from generators seeded by (seed, block), so a width's numbers do
+    not depend on the other widths asked for. Returns float32 ``(n_samples, len(dims))``.
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_samples = check_int("n_samples", n_samples, low=2, high=MAX_SAMPLES)
@@ -66,40 +64,16 @@ def prefix_dot_products(
     return torch.stack([at[d] for d in dims], dim=-1)  # (n_samples, len(dims))
 
 
-def dot_products(
-    d_k: int,
-    n_samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    *,
-    init: str = "normal",
-    device: str | torch.device | None = None,
-) -> torch.Tensor:
-    """``n_samples`` independent draws of q·k for q, k with unit-variance entries.
-
-    ``init`` is the entries' distribution: ``normal``, ``uniform`` (on [−√3, √3])
-    or ``rademacher`` (±1); all have variance 1, so Var(q·k) = d_k for each.
-    Returns float32 ``(n_samples,)`` on ``device``; divide by √d_k for the scaled scores.
-    The same numbers as this width's column of :func:`prefix_dot_products`.
-    """
-    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
-    return prefix_dot_products([d_k], n_samples, seed, init=init, device=device)[:, 0]  # (n_samples,)
-
-
 def variance_table(
-    dims: Sequence[int],
-    n_samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    init: str = "normal",
-    *,
-    device: str | torch.device | None = None,
-) -> pd.DataFrame:
+    dims: Sequence[int], n_samples: int = DEFAULT_SAMPLES, seed: int = 0, init: str = "normal",
+    *, device: str | torch.device | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """Var(q·k) measured against its theory, d_k, before and after ÷√d_k.
 
     Columns: ``d_k``, ``theoretical_var`` (= d_k), ``empirical_var``, ``empirical_std``,
     ``rel_error`` (empirical / theory − 1), ``scaled_var`` (of q·k/√d_k, theory 1),
     ``scaled_std``, ``abs_p95`` (95% of |q·k| lie below it) and ``scaled_abs_p95``.
-    Every width comes from one draw of the widest (:func:`prefix_dot_products`). With the default
-    20,000 samples the estimate's standard error is about 1% (2% at d_k = 1).
+    Every width comes from one draw of the widest (:func:`prefix_dot_products`).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     samples = prefix_dot_products(dims, n_samples, seed, init=init, device=device).double()  # (n_samples, len(dims))
@@ -152,19 +126,16 @@ def histogram_table(
 
 
 def dot_product_histograms(
-    d_k: int,
-    n_samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    bins: int = 60,
-    *,
-    device: str | torch.device | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+    d_k: int, n_samples: int = DEFAULT_SAMPLES, seed: int = 0, bins: int = 60,
+    *, device: str | torch.device | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
     """Histograms of q·k and of q·k/√d_k (the same samples as :func:`variance_table` at this d_k).
 
     Each is a :func:`histogram_table` over ±4 theoretical std devs (±4√d_k and ±4) with the
     normal approximation N(0, d_k), N(0, 1) in ``normal_pdf``.
     """
-    x = dot_products(d_k, n_samples, seed, device=device)  # (n_samples,)
+    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    x = prefix_dot_products([d_k], n_samples, seed, device=device)[:, 0]  # (n_samples,)
     root = math.sqrt(d_k)
     return (
         histogram_table(x, bins, 4.0 * root, normal_std=root),
