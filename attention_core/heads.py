@@ -195,14 +195,10 @@ def multi_head_attention(
 
 
 def mean_pool_kv(w: torch.Tensor, n_heads: int, n_kv_heads: int) -> torch.Tensor:
-    """Turn an MHA key (or value) projection into a GQA one by averaging the heads of each group.
+    """Turn an MHA key (or value) projection ``w (d_model, h·d)`` into a GQA one ``(d_model, g·d)``.
 
-    This is the conversion of the GQA paper (Ainslie et al. 2023, §2.1): the K/V head of a
-    group is the mean of the group's original heads. Since a projection is linear,
-    averaging the weight columns of the heads averages the heads' keys.
-
-    Args:
-        w: ``(d_model, h·d)``, the MHA projection. Returns ``(d_model, g·d)``.
+    The GQA paper's conversion (Ainslie et al. 2023, §2.1): a group's K/V head is the mean of its heads,
+    and since a projection is linear, averaging the heads' weight columns averages their keys.
     """
     check_tensor("w", w, min_dim=2)
     h, g = check_head_counts(n_heads, n_kv_heads)

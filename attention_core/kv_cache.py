@@ -185,11 +185,9 @@ HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not 
 class DecodeTiming:
     """Seconds per decoding step at each context length, with a cache and recomputing everything.
 
-    ``cached_s[i]`` is the time of one step at ``contexts[i]`` tokens already generated;
-    ``recompute_s[i]`` likewise, or ``None`` where it was not run because it would have
-    overrun the time budget (it grows as t²); on a machine so busy that even the cached steps
-    overran 1.25 × the budget, the remaining contexts get ``None`` for both. Each is the fastest of
-    several calls: on a shared machine, slower calls measure interruptions, not the work.
+    ``cached_s[i]`` and ``recompute_s[i]`` time one step at ``contexts[i]`` tokens already generated, or are
+    ``None`` where the step would have overrun the time budget. Each is the fastest of several calls: on a
+    shared machine, slower calls measure interruptions, not the work.
     """
 
     contexts: tuple[int, ...]
@@ -243,25 +241,16 @@ def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) ->
 
 def time_decode_steps(
     contexts: Sequence[int] = DECODE_CONTEXTS,
-    *,
-    d_model: int = 128,
-    n_heads: int = 4,
-    n_kv_heads: int | None = None,
-    seed: int = 0,
-    repeats: int = 3,
-    min_time_per_point: float = 0.02,
-    budget_s: float = DECODE_BUDGET_S,
-    fit_points: int = 3,
+    *, d_model: int = 128, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, repeats: int = 3,
+    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, fit_points: int = 3,
     device: str | torch.device | None = "cpu",
-) -> DecodeTiming:
+) -> DecodeTiming:  # fmt: skip
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 
     **cached**: project the new token, write its k and v into a preallocated cache, :func:`decode_step`
     over the t + 1 rows, then W_o: work ∝ t. **recompute**: causal :func:`multi_head_attention` over
-    all t + 1 tokens, keeping the last row: projections ∝ t, scores ∝ t². Both use the traced path
-    on one CPU thread (a step is many small operations; two threads would wait on each other and
-    measure the neighbours). Recomputing stops at the first context whose predicted time (the last
-    × (t'/t)², three calls) would overrun ``budget_s``; the cached steps cost milliseconds and run.
+    all t + 1 tokens, keeping the last row: scores ∝ t². Both run on one CPU thread (a step is many small
+    operations). Recomputing stops at the first context whose predicted time would overrun ``budget_s``.
     """
     ctxs = sorted(set(check_int_list("contexts", contexts, low=1, high=1 << 15)))
     if len(ctxs) < 2:

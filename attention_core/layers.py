@@ -67,13 +67,7 @@ class SelfAttention(nn.Module):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int = 1,
-        *,
-        dropout: float = 0.0,
-        is_causal: bool = False,
-        bias: bool = True,
+        self, d_model: int, n_heads: int = 1, *, dropout: float = 0.0, is_causal: bool = False, bias: bool = True
     ) -> None:
         super().__init__()
         d_model = check_int("d_model", d_model, low=1)

@@ -190,15 +190,9 @@ class TiledAttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: torch.autograd.function.FunctionCtx,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        attn_mask: torch.Tensor | None,
-        is_causal: bool,
-        scale: float,
-        block: int,
-    ) -> torch.Tensor:
+        ctx: torch.autograd.function.FunctionCtx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+        attn_mask: torch.Tensor | None, is_causal: bool, scale: float, block: int,
+    ) -> torch.Tensor:  # fmt: skip
         out, lse = tiled_attention(q, k, v, attn_mask, 0.0, is_causal, scale=scale, block_size=block, return_lse=True)
         ctx.save_for_backward(q, k, v, out, lse, attn_mask)  # out unrounded: float32 for 16-bit inputs
         ctx.is_causal, ctx.scale, ctx.block = is_causal, scale, block

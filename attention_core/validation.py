@@ -32,12 +32,9 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
 
 
 def holds_data(x: torch.Tensor) -> bool:
-    """Whether ``x``'s values can be read: ``False`` for tensors that carry only a shape, dtype and device.
-
-    Those are meta tensors and the fakes of ``torch._subclasses.FakeTensorMode`` (which ``torch.compile``
-    traces with, and the device tests use to run on a "cuda" that is not there). Value checks (NaN, a
-    fully masked row, an overflow) have nothing to look at on them and are skipped; the shape, dtype
-    and device checks still run. This is the one seam every such check goes through.
+    """Whether ``x``'s values can be read: ``False`` for meta tensors and ``FakeTensorMode``'s fakes (which
+    ``torch.compile`` traces with, and the device tests use to run on a "cuda" that is not there). Value
+    checks skip them; shape, dtype and device checks still run. Every value check goes through this seam.
     """
     return x.device.type != "meta" and not is_fake(x)
 
@@ -48,11 +45,9 @@ def any_true(x: torch.Tensor) -> bool:
 
 
 def all_finite(x: torch.Tensor) -> bool:
-    """Whether a non-empty float tensor holds no NaN or ±inf, from one reduction pass.
+    """Whether ``x`` holds no NaN or ±inf (``True`` when empty or without data, :func:`holds_data`).
 
-    ``aminmax`` propagates NaN and returns ±inf when present, so two scalars answer; it reads
-    ``x`` once and allocates nothing of its size (``isfinite(x).all()`` writes a bool copy).
-    A tensor without data (:func:`holds_data`) has nothing to report: ``True``; so has an empty one.
+    ``aminmax`` propagates NaN and ±inf, so two scalars answer: one read of ``x`` and no bool copy of its size.
     """
     if not holds_data(x) or x.numel() == 0:
         return True
@@ -72,11 +67,8 @@ def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None)
 
 
 def check_same_device(**tensors: torch.Tensor | None) -> None:
-    """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` naming both devices.
-
-    torch's own message for this (``attn_mask must be on cpu, got cuda:0``) arrives from deep
-    inside a kernel; this one says which argument is where and how to fix it.
-    """
+    """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` that says which argument
+    is where and how to fix it (torch's own message arrives from deep inside a kernel)."""
     named = [(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
     if not named:
         return
@@ -103,14 +95,9 @@ def check_int(name: str, value: object, *, low: int | None = None, high: int | N
 
 
 def check_float(
-    name: str,
-    value: object,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-) -> float:
+    name: str, value: object, *, low: float | None = None, high: float | None = None,
+    low_open: bool = False, high_open: bool = False,
+) -> float:  # fmt: skip
     """A finite real number within the given (closed unless told) bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:

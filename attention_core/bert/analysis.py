@@ -124,13 +124,9 @@ def _index(tokens: tuple[str, ...], word: str, what: str) -> int:
 
 
 def coreference_pair(
-    a: tuple[tuple[str, ...], torch.Tensor],
-    b: tuple[tuple[str, ...], torch.Tensor],
-    *,
-    pronoun: str,
-    a_referent: str,
-    b_referent: str,
-) -> PairReading:
+    a: tuple[tuple[str, ...], torch.Tensor], b: tuple[tuple[str, ...], torch.Tensor],
+    *, pronoun: str, a_referent: str, b_referent: str,
+) -> PairReading:  # fmt: skip
     """Compare every head's weight from ``pronoun`` on the two nouns in sentences ``a`` and ``b``
     (each ``(tokens, weights (n_layers, H, L, L))``). In ``a`` the pronoun means ``a_referent``,
     in ``b`` it means ``b_referent``; each sentence must contain both nouns."""

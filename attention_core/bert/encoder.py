@@ -142,11 +142,9 @@ def bert_forward(
 ) -> EncoderOutput:
     """Run the encoder on ``input_ids (B, L)`` with a right-padding ``attention_mask (B, L)``.
 
-    With ``trace`` every layer's Q, K, V, scores and weights are kept (the core's
-    :func:`attention_trace`); without it the lean :func:`dot_product_attention` runs.
-    On the CPU it runs on one intra-op thread: a sentence's matrices are small, and on a busy
-    machine thread barriers cost far more than they save (measured for 16 tokens on 2 loaded
-    cores: 2 threads 50–1200 ms, 1 thread 12–45 ms).
+    With ``trace`` every layer's Q, K, V, scores and weights are kept (:func:`attention_trace`); without
+    it the lean :func:`dot_product_attention` runs. On the CPU it runs on one intra-op thread (16 tokens on
+    2 loaded cores: 2 threads 50–1200 ms, 1 thread 12–45 ms).
     """
     lengths = _check_inputs(bert, input_ids, attention_mask)
     cfg, w = bert.config, bert.weights

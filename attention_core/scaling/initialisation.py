@@ -24,15 +24,9 @@ def named_init_stds(d_model: int, d_k: int) -> dict[str, float]:
 
 
 def init_effects(
-    d_model: int,
-    d_k: int,
-    stds: Sequence[float] | Mapping[str, float],
-    layernorm: bool = False,
-    seed: int = 0,
-    *,
-    n_tokens: int = 256,
-    device: str | torch.device | None = None,
-) -> pd.DataFrame:
+    d_model: int, d_k: int, stds: Sequence[float] | Mapping[str, float], layernorm: bool = False, seed: int = 0,
+    *, n_tokens: int = 256, device: str | torch.device | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """How the projections' initial std sets the scores' variance, with or without LayerNorm first.
 
     Token vectors x ``(n_tokens, d_model)`` have N(0, 1) entries times a per-token gain drawn
