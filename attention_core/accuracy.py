@@ -1,16 +1,14 @@
 """FlashAttention's acceptance rule: how close to exact a fast attention must be.
 
-A float32, float16 or bfloat16 result is never exact, and how far off it may be depends on
-the dtype, the device and the inputs, so a fixed tolerance is either too loose or breaks on
-another machine. FlashAttention's tests use a relative yardstick instead:
+How far off a float32, float16 or bfloat16 result may be depends on the dtype, the device and the
+inputs, so FlashAttention's tests use a relative yardstick instead of a fixed tolerance:
 
     error(impl) ≤ 2 × error(textbook attention)
 
-where both errors are the largest |output − float64 reference| (:func:`.reference_attention`),
-and *textbook attention* is :func:`.textbook_attention` in the same dtype on the same device:
-what people really write. We add one unit in the last place of the output's scale
-(``eps(dtype) · max|reference|``), so that a baseline which happens to be exact on a tiny
-problem does not demand exactness of everyone else.
+where both errors are the largest |output − float64 reference| (:func:`.reference_attention`) and
+textbook attention (:func:`.textbook_attention`) runs in the same dtype on the same device. We add one
+unit in the last place at the output's scale, so a baseline that happens to be exact on a tiny problem
+does not demand exactness of everyone else.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Inputs for the walkthrough: token labels, X, the projections, and Q, K, V.
+"""Inputs for the walkthrough: token labels, X, the projections, and Q, K, V, one function per preset.
 
-Four presets:
-
-* ``tiny``: 3 tokens, d_model = 4, d_k = d_v = 2, small integers you can check by hand;
-* ``sentence``: "The animal didn't cross the street because it was too tired", one token
-  a word, seeded embeddings (plus a few hand-set shared features, so that related words
-  look alike) and, optionally, sinusoidal positions;
-* ``random``: seeded Gaussian inputs of a chosen size;
-* ``model``: one head of a pretrained encoder (all-MiniLM-L6-v2) on a sentence you type: its
-  real X, W_Q, W_K, W_V and so its real Q, K and V;
-* ``decoder``: one query head of a pretrained decoder (gemma-3-270m) on a text you type: its real
-  Q, K and V (after QK-norm and RoPE), with the X and W they start from.
-
-The first three have a cross-attention variant in which the queries come from a second sequence
-(so n_q ≠ n_k), as in an encoder-decoder's cross-attention.
+``tiny`` (small integers to check by hand), ``sentence`` (the animal sentence, seeded embeddings),
+``random`` (seeded Gaussians of a chosen size), ``model`` (one head of the pretrained encoder
+all-MiniLM-L6-v2) and ``decoder`` (one query head of the pretrained decoder gemma-3-270m). The first
+three have a cross-attention variant whose queries come from a second sequence (so n_q ≠ n_k).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The tiled online softmax as a GPU kernel: the Python side (checks, grid, launch).
 
-The kernel is in :mod:`attention_core.tiled_triton_kernel`, written to be read beside
-:mod:`attention_core.tiled`. Triton is imported only by the first call of
-:func:`tiled_triton_attention`, since the app also runs where there is none (a CPU-only torch).
-It runs on a CUDA device with the ``triton`` package (shipped with torch's CUDA wheels on
-Linux), and for tests under Triton's interpreter (``TRITON_INTERPRET=1`` set before Triton is
-first imported), which runs the same kernel on CPU tensors with numpy arithmetic.
+The kernel is in :mod:`attention_core.tiled_triton_kernel`; Triton is imported by the first call of
+:func:`tiled_triton_attention`, since the app also runs where there is none. It runs on a CUDA device,
+and for tests under Triton's interpreter (``TRITON_INTERPRET=1`` set before Triton is first imported),
+which runs the same kernel on CPU tensors.
 """
 
 from __future__ import annotations
@@ -51,10 +49,8 @@ def tiled_triton_attention(
     """softmax(Q Kᵀ · scale) V in one Triton kernel launch, without the ``L × S`` scores.
 
     Arguments as :func:`attention_core.tiled.tiled_attention`, except: float16, bfloat16 or float32;
-    E and Ev powers of two in 16…128; no ``attn_mask`` (``is_causal`` skips the tiles above the
-    diagonal); no dropout. Returns ``(N, ..., L, Ev)`` in ``q``'s dtype; the running max, sum and
-    output are float32, and float32 inputs multiply in full float32 (``"ieee"``), never TF32.
-    Forward only: inputs that require gradients (with grad mode on) raise ``ValueError``.
+    E and Ev powers of two in 16…128; no ``attn_mask`` and no dropout; forward only. Returns
+    ``(N, ..., L, Ev)`` in ``q``'s dtype; float32 inputs multiply in full float32, never TF32.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale, positive_scale=True, min_length=1)
     if attn_mask is not None:

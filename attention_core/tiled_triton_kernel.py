@@ -1,13 +1,11 @@
 """The online-softmax recurrence of ``tiled.py`` as one Triton kernel (forward pass).
 
-Read it beside :mod:`attention_core.tiled`: the loops are the same and so are the names.
-What changes is where the work happens. ``tiled.py`` is a Python loop that launches a
-few torch kernels per tile and keeps each score tile in GPU memory (HBM) between them.
-Here one launch runs every tile: each program instance owns ``BLOCK_M`` query rows of
-one (batch, head), keeps its running ``m_i``, ``l_i`` and ``acc`` in registers, and
-streams ``BLOCK_N`` keys and values at a time through on-chip memory (SRAM). The
-``BLOCK_M × BLOCK_N`` score tile never leaves the chip, and nothing of size ``n × n``
-is ever written to HBM: only the ``(L, Ev)`` output is.
+Read it beside :mod:`attention_core.tiled`: the loops and the names are the same. What changes is
+where the work happens: ``tiled.py`` launches a few torch kernels per tile and keeps each score tile
+in GPU memory (HBM). Here one launch runs every tile: each program instance owns ``BLOCK_M`` query
+rows of one (batch, head), keeps its running ``m_i``, ``l_i`` and ``acc`` in registers, and streams
+``BLOCK_N`` keys and values at a time through on-chip memory (SRAM); only the ``(L, Ev)`` output is
+written to HBM.
 
 Two liberties, both exact in real arithmetic:
 
@@ -17,8 +15,8 @@ Two liberties, both exact in real arithmetic:
 - The scale multiplies the float32 score tile, not the queries, so 16-bit queries are
   not rounded a second time.
 
-This module imports Triton at the top, so only the GPU path imports it:
-:func:`attention_core.tiled_triton.tiled_triton_attention` does so on its first call.
+Triton is imported at the top: :func:`attention_core.tiled_triton.tiled_triton_attention` imports this
+module on its first call.
 """
 
 from __future__ import annotations
@@ -140,8 +138,8 @@ def attention_forward_kernel(
         p = tl.math.exp2(tile * qk_scale - m_new[:, None])  # exp(score − m'), each in [0, 1]  (BLOCK_M, BLOCK_N)
         alpha = tl.math.exp2(m_i - m_new)  # exp(m − m'): re-weights what was gathered so far  (BLOCK_M,)
         l_i = l_i * alpha + tl.sum(p, axis=1)  # l ← l·exp(m − m') + Σ p  (BLOCK_M,)
-        # o ← o·exp(m − m') + p @ v; p is rounded to v's dtype first, as tiled.py does, so the
-        # second matmul runs on the tensor cores too.
+        # o ← o·exp(m − m') + p @ v; p is rounded to v's dtype first (tiled.py keeps it in float32),
+        # so the second matmul runs on the tensor cores too.
         acc = acc * alpha[:, None]  # (BLOCK_M, Ev)
         acc = tl.dot(p.to(v_tile.dtype), v_tile, acc, input_precision=DOT_PRECISION)  # (BLOCK_M, Ev)
         m_i = m_new

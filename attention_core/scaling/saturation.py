@@ -119,16 +119,13 @@ def gradient_table(
 ) -> pd.DataFrame:  # fmt: skip
     """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k.
 
-    For each of ``n_trials`` rows (the rows of :func:`saturation_table`), a random upstream
-    gradient g ~ N(0, I) is pulled back through the softmax with ``torch.autograd``:
-    L = g · softmax(z), and ∂L/∂z = (diag(s) − ssᵀ) g.
+    For each of ``n_trials`` rows (those of :func:`saturation_table`), a random upstream gradient
+    g ~ N(0, I) is pulled back through the softmax by autograd: ∂(g · softmax(z))/∂z = (diag(s) − ssᵀ) g.
 
-    Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*``, the mean of s(1 − s) (the
-    Jacobian's diagonal); ``grad_*`` and ``grad_median_*``, the mean and median over rows of
-    ‖∂L/∂z‖ at the softmax input z; ``dead_*``, the share of rows passing less than
-    ``dead_below`` (the scaled rows' median is about 0.27). Ratios: ``grad_ratio`` and
-    ``grad_median_ratio`` (scaled / unscaled). At the scores q·k themselves the scaled model's
-    gradient carries the extra 1/√d_k of the division (for the unscaled model z *is* q·k):
+    Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*``, the mean of s(1 − s); ``grad_*`` and
+    ``grad_median_*``, the mean and median of ‖∂L/∂z‖ at the softmax input z; ``dead_*``, the share of
+    rows passing less than ``dead_below``. Ratios (scaled / unscaled): ``grad_ratio``, ``grad_median_ratio``.
+    At the scores q·k the scaled model's gradient carries the extra 1/√d_k of the division:
     ``grad_qk_median_scaled`` and ``grad_qk_median_ratio`` (÷ ``grad_median_unscaled``).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)

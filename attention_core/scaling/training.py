@@ -25,24 +25,20 @@ def train_toy(
 ) -> pd.DataFrame:  # fmt: skip
     """Train a one-head, attention-only model to retrieve a value, with or without ÷√d_k.
 
-    The task: each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``,
-    all N(0, 1) and fresh every step. The query token is x_t A for a target t chosen at random,
-    where A is a fixed random rotation, so the model has to *learn* W_q, W_k ``(d_model, d_k)``
-    that make q·k_t stand out. The output is softmax(q Kᵀ / c) V with c = √d_k (``scaled``) or 1,
-    and the loss is the mean squared error between that output and v_t: it sits on the attention
-    output, so every gradient passes through the softmax Jacobian. Uniform weights give a loss of
-    about (n−1)/n; a confident wrong pick about 2(n−1)/n.
+    The task: each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``, all N(0, 1)
+    and fresh every step. The query token is x_t A for a random target t and a fixed random rotation A, so
+    the model has to *learn* W_q, W_k ``(d_model, d_k)`` that make q·k_t stand out. The output is
+    softmax(q Kᵀ / c) V with c = √d_k (``scaled``) or 1, and the loss is its mean squared error against v_t,
+    so every gradient passes through the softmax Jacobian. Uniform weights give a loss of about (n−1)/n.
 
-    W_q and W_k start at N(0, ``init_std``²) (default 1/√d_model); ``optimizer`` is ``adam`` or
-    ``sgd``, ``lr`` defaults to :data:`DEFAULT_LR`. The same ``seed`` gives the same start and the
-    same data whether or not ``scaled``, so the two runs differ only in the scaling.
-    ``progress(step, steps)`` is called after each step.
+    W_q and W_k start at N(0, ``init_std``²) (default 1/√d_model); ``lr`` defaults to :data:`DEFAULT_LR`.
+    The same ``seed`` gives the same start and data whether or not ``scaled``. ``progress(step, steps)``
+    is called after each step.
 
     Returns one row per step: ``step``, ``loss``, ``accuracy`` (largest weight on the target),
     ``grad_scores`` (‖∂L/∂(q·k)‖), ``grad_logits`` (‖∂L/∂z‖ at the softmax input z = q·k / c)
     ``logit_std`` (std of z: how saturated the softmax is), and ``loss_smooth`` and
-    ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps (each step sees a fresh
-    batch, so the raw values are noisy).
+    ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     d_model = check_int("d_model", d_model, low=1, high=4096)
