@@ -98,15 +98,9 @@ def device_info(device: str | torch.device | None = None) -> DeviceInfo:
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-        return DeviceInfo(
-            device=str(dev),
-            name=props.name,
-            cuda_version=torch.version.cuda,
-            cudnn_version=str(cudnn) if cudnn is not None else None,
-            tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
-            total_memory_bytes=int(props.total_memory),
-            **common,
-        )
+        return DeviceInfo(str(dev), props.name, cuda_version=torch.version.cuda, cudnn_version=cudnn and str(cudnn),
+                          tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+                          total_memory_bytes=int(props.total_memory), **common)  # fmt: skip
     return DeviceInfo("cpu", _cpu_name(), cuda_version=None, cudnn_version=None, tf32_matmul=None,
                       total_memory_bytes=_total_ram_bytes(), **common)  # fmt: skip
 

@@ -31,7 +31,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .attention import check_attention_args, overflow_error
-from .validation import all_finite, broadcast_shapes, check_int, holds_data
+from .validation import all_finite, broadcast_shapes, check_int, finite_flag, holds_data
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
@@ -127,7 +127,7 @@ def tiled_attention(
             j1 = min(j0 + block, S)
             k_blk = kt[..., j0:j1].to(acc_dtype)  # (N, ..., E, Bk): a float32 copy for 16-bit inputs, else a view
             tile = torch.matmul(q_blk, k_blk, out=scores[..., : i1 - i0, : j1 - j0])  # (N, ..., Bq, Bk)
-            finite = finite & _all_finite_tensor(tile)  # an overflowed score must not pass for a masked one
+            finite = finite & finite_flag(tile)  # an overflowed score must not pass for a masked one
             _mask_tile(tile, mask, is_causal, i0, i1, j0, j1)
 
             m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (N, ..., Bq, 1)
@@ -153,14 +153,6 @@ def tiled_attention(
     if lse is not None:
         return out, lse
     return out
-
-
-def _all_finite_tensor(x: torch.Tensor) -> torch.Tensor:
-    """A 0-d bool tensor: whether ``x`` holds no NaN or ±inf, without reading it back (no device sync)."""
-    if x.numel() == 0:
-        return torch.ones((), dtype=torch.bool, device=x.device)
-    lo, hi = torch.aminmax(x)
-    return torch.isfinite(lo) & torch.isfinite(hi)
 
 
 def _mask_tile(

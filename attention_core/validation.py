@@ -49,10 +49,15 @@ def all_finite(x: torch.Tensor) -> bool:
 
     ``aminmax`` propagates NaN and ±inf, so two scalars answer: one read of ``x`` and no bool copy of its size.
     """
-    if not holds_data(x) or x.numel() == 0:
-        return True
+    return not holds_data(x) or bool(finite_flag(x))
+
+
+def finite_flag(x: torch.Tensor) -> torch.Tensor:
+    """:func:`all_finite` as a 0-d bool tensor on ``x``'s device, not read back (no device sync)."""
+    if x.numel() == 0:
+        return torch.ones((), dtype=torch.bool, device=x.device)
     lo, hi = torch.aminmax(x.detach())  # a check, not a step of the caller's graph: autograd saves nothing
-    return bool(torch.isfinite(lo) & torch.isfinite(hi))
+    return torch.isfinite(lo) & torch.isfinite(hi)
 
 
 def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None) -> torch.Tensor:
