@@ -19,24 +19,10 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import pytest
 import torch
 
-from attention_core.bert import (
-    CLS,
-    SEP,
-    UNK,
-    bert_forward,
-    coreference_pair,
-    encode,
-    entropy_share,
-    head_projections,
-    load_bert,
-    make_batch,
-    mean_pool,
-    model_dir,
-    sentence_weights,
-    sink_shares,
-    strongest_links_all,
-    tokenize,
-)
+from attention_core.bert import coreference_pair, entropy_share, sentence_weights, sink_shares, strongest_links_all
+from attention_core.bert.encoder import bert_forward, encode, head_projections, load_bert, mean_pool
+from attention_core.bert.tokens import CLS, SEP, UNK, make_batch, tokenize
+from attention_core.bert.weights import model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = 1e-5

@@ -14,6 +14,8 @@ from ._sampling import (
     MAX_D_K,
     MAX_KEYS,
     MAX_SAMPLES,
+    SCALE_RULES,
+    _divisor,
     _Optimizer,
     _row_scores,
     _small_op_mode,
@@ -43,7 +45,8 @@ def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: fl
     return tau, float(100.0 * row_entropy(w).mean() / log_n)
 
 
-STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")
+STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")  # the first five: SCALE_RULES
+_FIXED_HOW = ("q·k, raw", "q·k / √d_k: the Transformer's choice", "q·k / d_k", "q·k / d_k^¼", "q·k / (2√d_k)")
 
 
 def scaling_strategies(
@@ -75,15 +78,9 @@ def scaling_strategies(
         tau, reached = _fit_temperature(fit_s, target, fit_steps, 0.1)
         tau_c, reached_c = _fit_temperature(fit_c, target, fit_steps, 0.1)
     fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
-    fixed = [
-        ("none", 1.0, "q·k, raw"),
-        ("√d_k", math.sqrt(d_k), "q·k / √d_k: the Transformer's choice"),
-        ("d_k", float(d_k), "q·k / d_k"),
-        ("d_k^¼", d_k**0.25, "q·k / d_k^¼"),
-        ("2√d_k", 2 * math.sqrt(d_k), "q·k / (2√d_k)"),
-    ]
     out = []
-    for name, c, how in fixed:
+    for name, rule, how in zip(STRATEGY_NAMES, SCALE_RULES, _FIXED_HOW, strict=False):
+        c = _divisor(rule, d_k)
         out.append({"strategy": name, "divisor": c, **_softmax_stats(test_s / c), "how": how})
     out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
                 "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
