@@ -34,12 +34,10 @@ from .validation import all_finite, any_true, broadcast_shapes, check_float, che
 class AttentionTrace:
     """Every intermediate of one attention call, named.
 
-    Shapes: ``scores``, ``scaled``, ``masked``, ``weights`` are ``(N, ..., L, S)``;
-    ``output`` is ``(N, ..., L, Ev)``. ``mask`` is the boolean or float mask that
-    was applied (the causal one when ``is_causal``), or ``None``.
-    ``dropout_keep`` is the boolean keep-pattern when dropout ran, else ``None``;
-    ``dropped`` is the weights after dropout and the 1/(1−p) rescaling (equal to
-    ``weights`` when dropout did not run).
+    Shapes: ``scores``, ``scaled``, ``masked``, ``weights`` are ``(N, ..., L, S)``; ``output`` is
+    ``(N, ..., L, Ev)``. ``mask`` is the mask applied (the causal one when ``is_causal``) or ``None``;
+    ``dropout_keep`` the bool keep-pattern when dropout ran, else ``None``; ``dropped`` the weights
+    after dropout and its 1/(1−p) rescaling (``weights`` itself without dropout).
     """
 
     scores: torch.Tensor

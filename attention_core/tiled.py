@@ -269,11 +269,8 @@ def _backward(
 
 
 def _full_size(mask: torch.Tensor | None, n_q: int, n_k: int) -> torch.Tensor | None:
-    """The mask as a view of shape ``(..., L, S)``, so a tile can be sliced from it.
-
-    A size-1 query or key axis (e.g. a padding mask ``(N, 1, 1, S)``) is expanded
-    without copying; slicing rows ``i0:i1`` of a size-1 axis would give nothing.
-    """
+    """The mask as a view of shape ``(..., L, S)``, so a tile can be sliced from it (a size-1 query or key
+    axis, as a padding mask's ``(N, 1, 1, S)``, would give nothing when sliced)."""
     if mask is None:
         return None
     while mask.dim() < 2:
@@ -285,13 +282,9 @@ def tiled_extra_bytes(
     n_q: int, n_k: int, d_v: int, *, itemsize: int, batch_heads: int = 1, block_size: int | None = None,
     d_k: int | None = None, device: str | torch.device = "cpu",
 ) -> int:  # fmt: skip
-    """Predicted peak memory of :func:`tiled_attention` beyond its inputs, in bytes.
-
-    The output ``(L, Ev)`` plus, for one query block: the scaled queries, the score tile,
-    the tile's product with V, and the accumulator and its normalised copy, all in the
-    accumulators' dtype (float32 for 16-bit inputs, which also get float32 copies of the
-    tile's keys and values). Grows as ``n·block``, never ``n²``. ``block_size=None`` uses the
-    block the kernel picks on ``device`` (:func:`pick_block_size`).
+    """Predicted peak memory of :func:`tiled_attention` beyond its inputs, in bytes: the output ``(L, Ev)``
+    plus one query block's buffers (below), in the accumulators' dtype. Grows as ``n·block``, never ``n²``.
+    ``block_size=None`` uses the block the kernel picks on ``device`` (:func:`pick_block_size`).
     """
     n_q = check_int("n_q", n_q, low=1)
     n_k = check_int("n_k", n_k, low=1)
