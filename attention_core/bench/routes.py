@@ -35,7 +35,7 @@ from ..efficient.flex import flex_available, flex_plan
 from ..efficient.linear import linear_attention
 from ..efficient.lowrank import linformer_attention, linformer_projections
 from ..efficient.patterns import and_masks, causal, dense_mask, sliding_window
-from ..efficient.performer import favor_attention, orthogonal_features
+from ..efficient.performer import orthogonal_features, performer_attention
 from ..validation import check_choice, check_int
 from .config import Impl, Inputs, shared_kv
 from .memory_models import route_extra_bytes
@@ -147,7 +147,7 @@ def _performer(params: RouteParams) -> Impl:
         params.label("performer"),
         f"Not exact: the Performer's FAVOR+ with {params.features} orthogonal positive random features "
         f"(seed {params.seed}), O(n); an estimate of softmax attention.",
-        lambda inputs, is_causal: favor_attention(*shared_kv(inputs[:3]), inputs[3], is_causal=is_causal),
+        lambda inputs, is_causal: performer_attention(*shared_kv(inputs[:3]), w=inputs[3], is_causal=is_causal),
         lambda c: route_extra_bytes("performer", c, features=params.features),
         lambda inputs, is_causal: f"FAVOR+, {params.features} orthogonal random features",
         prepare=_with(features),

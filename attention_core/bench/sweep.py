@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..validation import check_float, check_int, check_int_list
 from .checks import approximation_note, correctness_error, gradient_check
-from .config import BenchConfig
+from .config import BenchConfig, Shape
 from .impls import get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
 from .run import BenchResult, _result, run_config
@@ -21,19 +21,12 @@ DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are
 
 
 @dataclass(frozen=True)
-class SweepSpec:
-    """A grid of configurations: every implementation at every n, one shape and dtype."""
+class SweepSpec(Shape):
+    """A grid of configurations: every implementation at every n, on one :class:`.config.Shape` (keywords)."""
 
     impls: tuple[str, ...] = ("textbook", "trace", "sdpa", "tiled")
     ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
-    d: int = 64
-    heads: int = 8
-    batch: int = 1
-    dtype: str = "float32"
-    causal: bool = False
-    device: str = "auto"
-    kv_heads: int | None = None  # None: as many as heads (MHA)
-    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
+    device: str = field(default="auto", kw_only=True)  # the shape's, defaulting to the best device here
 
     def configs(self) -> list[BenchConfig]:
         """n outermost, so a sweep stopped early still compares every implementation."""
@@ -42,13 +35,7 @@ class SweepSpec:
         for name in self.impls:
             get_impl(name)
         ns = sorted(set(check_int_list("ns", self.ns, low=1)))
-        return [
-            BenchConfig(
-                name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device, self.kv_heads, self.mode
-            )
-            for n in ns
-            for name in dict.fromkeys(self.impls)
-        ]
+        return [BenchConfig(name, n, **self.shape()) for n in ns for name in dict.fromkeys(self.impls)]
 
 
 DEFAULT_SWEEP = SweepSpec()

@@ -36,7 +36,8 @@ class ResultStore:
 
 def _config_of(row: bench.BenchResult) -> bench.BenchConfig:
     return bench.BenchConfig(
-        row.impl, row.n, row.d, row.heads, row.batch, row.dtype, row.causal, row.device, row.kv_heads, row.mode
+        row.impl, row.n, d=row.d, heads=row.heads, batch=row.batch, dtype=row.dtype, causal=row.causal,
+        device=row.device, kv_heads=row.kv_heads, mode=row.mode,
     )
 
 
