@@ -74,7 +74,7 @@ def test_compiled_flex_equals_the_dense_path_and_compiles_once():
 
     # A window of at least n is exact attention: the first call compiles (unless another test did).
     first = masked_attention(q, k, v, sliding_window(250), backend="flex")
-    assert first.backend == "flex" and first.fallback is None and first.compile_s > 0
+    assert first.backend == "flex" and first.fallback is None and first.plan.compile_s > 0
     torch.testing.assert_close(first.output.double(), exact, atol=1e-5, rtol=1e-5)
     keys = compiled_keys()
 
@@ -83,7 +83,7 @@ def test_compiled_flex_equals_the_dense_path_and_compiles_once():
         q, k, v = random_qkv(n_q, 16, heads=2, seed=n_q, n_k=n_k)
         flex = masked_attention(q, k, v, sliding_window(window), backend="flex")
         dense = masked_attention(q, k, v, sliding_window(window), backend="dense")
-        assert flex.backend == "flex" and not flex.compiled_now and flex.compile_s == first.compile_s
+        assert flex.backend == "flex" and not flex.plan.compiled_now and flex.plan.compile_s == first.plan.compile_s
         assert float((flex.output - dense.output).abs().max()) <= 1e-5
         assert not bool(flex.output.isnan().any())  # n_k = 40 leaves queries 60… with no key: zeros
     assert bool((flex.output[..., 60:, :] == 0).all())

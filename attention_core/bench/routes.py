@@ -123,7 +123,7 @@ def _flex(params: RouteParams) -> Impl:
             return f"FlexAttention, window {params.window}, compiled, block-sparse"
         paid = "compiled in this run" if plan.compiled_now else "compiled earlier"
         return (f"FlexAttention, window {params.window}, block-sparse, {plan.sparsity:.0%} of the tiles skipped; "
-                f"{paid} ({plan.compile_s:.1f} s), block mask {plan.block_mask_s * 1e3:.0f} ms")  # fmt: skip
+                f"{paid} ({plan.compile_s:.1f} s), block mask {plan.mask.build_s * 1e3:.0f} ms")  # fmt: skip
 
     return Impl(
         params.label("flex-window"),

@@ -209,30 +209,25 @@ def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.T
 
 @dataclass(frozen=True)
 class FlexPlan:
-    """A compiled FlexAttention call for one pattern and shape, ready to time or run.
+    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block mask
+    (``mask``: how long it took, whether it came from the cache), and ``compile_s``, the seconds of the
+    first call of this compile key in this process (the compile and one run); ``compiled_now``:
+    whether making this plan compiled."""
 
-    ``compile_s``: seconds of the first call of this compile key in this process (the compile
-    and one run); ``compiled_now``: whether making this plan compiled. ``block_mask_s``:
-    seconds the block mask took to build; ``block_mask_cached``: whether it came from the cache.
-    """
-
-    block_mask: Any
-    summary: BlockSummary
+    mask: FlexBlockMask
     scale: float
     compile_s: float
     compiled_now: bool
-    block_mask_s: float
-    block_mask_cached: bool
 
     @property
     def sparsity(self) -> float:
         """Share of the tiles the kernel skips (0–1). (``BlockMask.sparsity()`` counts the padded
         tiles against n² and goes negative for an n that is not a multiple of the tile.)"""
-        return self.summary.skipped_share
+        return self.mask.summary.skipped_share
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The compiled kernel on ``(B, H, L, E)``, ``(B, H, S, E)``, ``(B, H, S, Ev)`` → ``(B, H, L, Ev)``."""
-        return _call(_compiled(), q, k, v, block_mask=self.block_mask, scale=self.scale)
+        return _call(_compiled(), q, k, v, block_mask=self.mask.block_mask, scale=self.scale)
 
 
 def flex_plan(
@@ -250,13 +245,12 @@ def flex_plan(
         raise FlexUnavailable(reason)
     s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     built = flex_block_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)
-    bm, bm_s, bm_cached = built.block_mask, built.build_s, built.cached
     key = (_structure(mask_mod), q.shape[0], q.shape[1], k.shape[1], q.shape[-1], v.shape[-1], q.dtype, q.device.type)
     if key in _compiled_keys:
-        return FlexPlan(bm, built.summary, s, _compiled_keys[key], False, bm_s, bm_cached)
+        return FlexPlan(built, s, _compiled_keys[key], False)
     with _lock:  # one compile at a time; a second session waits for it, then reuses it
         if key in _compiled_keys:
-            return FlexPlan(bm, built.summary, s, _compiled_keys[key], False, bm_s, bm_cached)
+            return FlexPlan(built, s, _compiled_keys[key], False)
         if key in _failed:
             raise FlexUnavailable(_failed[key])
         if len(_compiled_keys) >= MAX_COMPILE_KEYS:
@@ -272,7 +266,7 @@ def flex_plan(
                 warnings.filterwarnings(
                     "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
                 )
-                _call(_compiled(), q, k, v, block_mask=bm, scale=s)
+                _call(_compiled(), q, k, v, block_mask=built.block_mask, scale=s)
         except Exception as exc:  # inductor raises many types (compiler missing, lowering, codegen)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             why = f"torch.compile failed for FlexAttention ({type(exc).__name__}{': ' + first[:200] if first else ''})"
@@ -282,7 +276,7 @@ def flex_plan(
             raise FlexUnavailable(why) from exc
         seconds = time.perf_counter() - started
         _compiled_keys[key] = seconds
-    return FlexPlan(bm, built.summary, s, seconds, True, bm_s, bm_cached)
+    return FlexPlan(built, s, seconds, True)
 
 
 def compiled_keys() -> int:
