@@ -62,22 +62,6 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 
 # ---- the entries --------------------------------------------------------------------------
 
-
-def _run_textbook(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
-
-
-def _run_trace(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return attention_trace(q, k, v, is_causal=causal).output
-
-
-def _run_tiled(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return tiled_attention(q, k, v, is_causal=causal)
-
-
 _BACKEND_NAMES = {
     SDPBackend.MATH: "math",
     SDPBackend.FLASH_ATTENTION: "flash",
@@ -190,7 +174,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "textbook": Impl(
         "textbook",
         "The textbook code in plain torch: softmax(q @ kᵀ · scale) @ v, one n×n matrix and its softmax.",
-        _run_textbook,
+        lambda inputs, c: _textbook_attention(*shared_kv(inputs), None, c, 1 / math.sqrt(inputs[0].shape[-1])),
         textbook_extra_bytes,
         lambda inputs, causal: "torch ops (textbook)" + gqa_note(inputs),
         training_bytes=textbook_training_bytes,
@@ -199,7 +183,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "trace",
         "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
         "every intermediate (scores, scaled, masked, weights), so it is slower than textbook.",
-        _run_trace,
+        lambda inputs, causal: attention_trace(*shared_kv(inputs), is_causal=causal).output,
         trace_extra_bytes,
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
         training_bytes=trace_training_bytes,
@@ -217,7 +201,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "tiled",
         f"Online softmax in plain torch, in tiles ({DEFAULT_BLOCK_SIZE} on the CPU, up to {CUDA_MAX_BLOCK} on a "
         "GPU): memory grows as n, not n².",
-        _run_tiled,
+        lambda inputs, causal: tiled_attention(*shared_kv(inputs), is_causal=causal),
         tiled_config_bytes,
         _tiled_label,
         training_bytes=tiled_training_bytes,

@@ -86,23 +86,12 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-NOT_AVAILABLE = "not available for these inputs"
-
-
-def not_available(reason: str) -> str:
-    """The note of a forced kernel that cannot run some inputs: never an error, always torch's reason."""
-    return f"{NOT_AVAILABLE}: {reason}" if reason else NOT_AVAILABLE
+NOT_AVAILABLE = "not available for these inputs"  # a forced kernel's note, with torch's reason: never an error
 
 
 def _torch_says(message: Warning | str) -> str:
     """A torch warning without its "(Triggered internally at <file>:<line>.)" tail."""
     return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
-
-
-def _free(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def run_config(
@@ -167,8 +156,8 @@ def run_config(
                 peak, source = measure_peak_extra(timed_call, dev)  # also a warm-up for this shape
             except RuntimeError as exc:
                 if impl.forced and not is_oom(exc):  # e.g. "No available kernel": a limit of the kernel, no fault
-                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught))
-                    return _result(config, predicted, "n/a", not_available(told or _first_line(exc)))
+                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught)) or _first_line(exc)
+                    return _result(config, predicted, "n/a", f"{NOT_AVAILABLE}: {told}")
                 raise
         backend = impl.backend(inputs, config.causal)
         timing = time_call(
@@ -178,7 +167,9 @@ def run_config(
         failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
     finally:
         inputs = step = None  # the closures see this too, so the tensors (and a kept graph) can go
-    _free(dev)  # after the except block: the traceback's frames held the big tensors until now
+    gc.collect()  # after the except block: the traceback's frames held the big tensors until now
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
     if failure is not None:
         return _result(config, predicted, *failure)
     # An approximation skips most of exact attention's FLOPs: a rate counted on them would be fiction.
