@@ -143,11 +143,11 @@ def performer_error_curve(
     std: float | None = None, is_causal: bool = False, device: str | torch.device | None = None,
     lengths: str = "fixed",
 ) -> ErrorCurve:  # fmt: skip
-    """The Performer's relative output error against exact softmax attention, at each feature count.
+    """The Performer's relative output error against the float64 reference, at each feature count.
 
     For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
     q and k) and features from ``s + FEATURE_SEED_OFFSET`` (one seed for both would reuse the same
-    Gaussian numbers); the reference is exact attention in float64. ``std=None``
+    Gaussian numbers). ``std=None``
     picks ``d^(−1/4)``, where each scaled ``|q|²`` is about 1 and the error falls as 1/√m;
     ``std=1`` gives peaked attention, where the estimate's variance swamps that law at any
     affordable m. ``lengths`` picks the features' lengths (module docstring).

@@ -73,11 +73,6 @@ class AttendsMost:
         """Heads in which it still does under the variant."""
         return sum(t == self.key for t in self.variant_top)
 
-    @property
-    def kept_heads(self) -> int:
-        """Heads that attend most to ``key`` under both."""
-        return sum(e == self.key == w for e, w in zip(self.exact_top, self.variant_top, strict=True))
-
 
 @dataclass(frozen=True)
 class LayerSwap:
