@@ -40,7 +40,6 @@ from ..validation import check_choice, check_int
 from .config import Impl, Inputs, shared_kv
 from .memory_models import route_extra_bytes
 
-ROUTES = ("sdpa-masked", "flex-window", "linear", "performer", "linformer")
 KNOB = {"sdpa-masked": "window", "flex-window": "window", "performer": "features", "linformer": "rank"}
 
 
@@ -178,25 +177,26 @@ def _linformer(params: RouteParams) -> Impl:
     )
 
 
-LINEAR = Impl(
-    "linear",
-    "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
-    lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
-    lambda c: route_extra_bytes("linear", c),
-    lambda inputs, is_causal: "linear attention, elu + 1 features",
-    exact=False,
-)
+def _linear(params: RouteParams) -> Impl:  # no knob
+    return Impl(
+        "linear",
+        "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
+        lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
+        lambda c: route_extra_bytes("linear", c),
+        lambda inputs, is_causal: "linear attention, elu + 1 features",
+        exact=False,
+    )
+
+
+_BUILDERS = {"sdpa-masked": _masked, "flex-window": _flex, "linear": _linear, "performer": _performer,
+             "linformer": _linformer}  # fmt: skip
+ROUTES = tuple(_BUILDERS)
 
 
 @functools.cache
 def route_impl(route: str, params: RouteParams = DEFAULTS) -> Impl:
     """The registry entry of ``route`` at ``params``, named by :meth:`RouteParams.label`."""
-    route = check_choice("route", route, ROUTES)
-    if route == "linear":
-        return LINEAR
-    return {"sdpa-masked": _masked, "flex-window": _flex, "performer": _performer, "linformer": _linformer}[route](
-        params
-    )
+    return _BUILDERS[check_choice("route", route, ROUTES)](params)
 
 
 ROUTE_IMPLEMENTATIONS: dict[str, Impl] = {route: replace(route_impl(route), name=route) for route in ROUTES}

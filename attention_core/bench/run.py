@@ -102,10 +102,7 @@ def run_config(
     min_samples: int = MIN_SAMPLES,
     deadline: float | None = None,
     peak_gflops: float | None = None,
-    max_error: float | None = None,
-    grad_errors: dict[str, float] | None = None,
     warm_up: bool = True,
-    note: str = "",
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
@@ -113,9 +110,8 @@ def run_config(
     ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before any tensor is made. Then a
     warm-up call (``warm_up``, always on CUDA: a sweep warms each implementation once, since the
     memory-measured call already precedes the timing), the call whose peak memory is measured, and
-    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). ``max_error`` and
-    ``grad_errors`` (``err_dq``, ``err_dk``, ``err_dv``) are the checks at a small n (:mod:`.checks`),
-    copied into the row; ``note`` too (an approximation's error, :func:`.checks.approximation_note`).
+    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). The checks at a small n
+    (:mod:`.checks`) are the sweep's to add.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -184,11 +180,8 @@ def run_config(
         gflops=gflops,
         pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
         samples=len(timing.samples),
-        max_error=max_error,
         backend=backend,
         memory_source=source,
-        note=note,
-        **(grad_errors or {}),
     )
 
 

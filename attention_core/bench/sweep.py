@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..validation import check_float, check_int, check_int_list
 from .checks import approximation_note, correctness_error, gradient_check
@@ -95,9 +96,7 @@ def run_sweep(
     start = time.perf_counter()
     deadline = None if budget_s is None else start + budget_s
     peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
-    errors: dict[str, float | None] = {}
-    notes: dict[str, str] = {}  # an approximation's error, said on its rows
-    grad_errors: dict[str, dict[str, float]] = {}
+    checks: dict[str, dict[str, Any]] = {}  # impl -> its checks at a small n, added to its ok rows
     last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
     warmed: set[str] = set()
     rows: list[BenchResult] = []
@@ -117,25 +116,15 @@ def run_sweep(
             stopped = stopped or ("budget" if why.startswith("the time budget") else None)
             row = _result(config, predicted, "skipped", why)
         else:
-            if check_correctness and config.impl not in errors:
-                errors[config.impl] = correctness_error(config)
-                notes[config.impl] = approximation_note(config)
-                if config.backward:
-                    check = gradient_check(config)
-                    grad_errors[config.impl] = check.errors if check is not None else {}
-            row = run_config(
-                config,
-                cap_bytes=cap_bytes,
-                min_run_time=min_run_time,
-                deadline=deadline,
-                peak_gflops=peak,
-                max_error=errors.get(config.impl),
-                grad_errors=grad_errors.get(config.impl),
-                warm_up=config.impl not in warmed,
-                note=notes.get(config.impl, ""),
-            )
+            if check_correctness and config.impl not in checks:
+                check = gradient_check(config) if config.backward else None
+                checks[config.impl] = {"max_error": correctness_error(config), "note": approximation_note(config),
+                                       **(check.errors if check is not None else {})}  # fmt: skip
+            row = run_config(config, cap_bytes=cap_bytes, min_run_time=min_run_time, deadline=deadline,
+                             peak_gflops=peak, warm_up=config.impl not in warmed)  # fmt: skip
             if row.status == "ok":
                 warmed.add(config.impl)
+                row = replace(row, **checks.get(config.impl, {}))
         if row.status == "ok" and row.median_ms is not None:
             last_ok[config.impl] = (config.n, row.median_ms / 1e3)
         rows.append(row)
