@@ -35,19 +35,10 @@ MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budge
 
 
 @dataclass(frozen=True, kw_only=True)
-class BenchResult:
-    """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
-    beyond the inputs; ``None`` where not measured)."""
+class BenchResult(BenchConfig):
+    """One row of the results table and of the CSV: a configuration and what it measured (``peak_bytes``
+    and ``predicted_bytes`` are beyond the inputs; ``None`` where not measured)."""
 
-    impl: str
-    device: str
-    dtype: str
-    batch: int
-    heads: int
-    n: int
-    d: int
-    causal: bool
-    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
     median_ms: float | None = None
     iqr_ms: float | None = None
     peak_bytes: int | None = None
@@ -63,10 +54,12 @@ class BenchResult:
     backend: str = ""
     memory_source: str = ""
     note: str = ""
-    kv_heads: int | None = None  # K/V heads (GQA/MQA when fewer than heads)
 
 
-CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
+# The CSV's columns in the order they have always had (scripts read them): the configuration, what was measured,
+# and kv_heads, which came last.
+_MEASURED = tuple(f.name for f in fields(BenchResult))[len(fields(BenchConfig)) :]  # median_ms … note
+CSV_COLUMNS = ("impl", "device", "dtype", "batch", "heads", "n", "d", "causal", "mode", *_MEASURED, "kv_heads")
 
 
 def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
