@@ -27,7 +27,10 @@ MAX_N = 1 << 20
 RENAMED = {"naive": "textbook", "explained": "trace"}
 MODES = ("fwd", "bwd", "fwd+bwd")
 MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
-MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
+# n×n×d matmuls per head, each 2·n²·d FLOPs, counted as FlashAttention's, Triton's and xformers' benchmarks count
+# them: the forward's QKᵀ and P·V; the backward's dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q and QKᵀ again
+# (FlashAttention's backward recomputes it).
+MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}
 
 
 def flop_formula(mode: str) -> str:

@@ -8,13 +8,6 @@ can fail but never falls back. With fewer K/V heads than query heads (``kv_heads
 the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
 and V to every query head inside the timed call (as Llama's reference code does), and their memory
 models count the copies.
-
-Each configuration also names the pass timed, its mode (:mod:`.passes` makes the call): ``fwd`` the
-forward, ``bwd`` the backward on its own, ``fwd+bwd`` both, one training step of attention. FLOPs are
-counted as FlashAttention's, Triton's and xformers' benchmarks count them: the forward's two matmuls
-(QKᵀ and P·V, 2·n²·d each per head), the backward's five (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
-dK = dSᵀ·Q, and QKᵀ again, recomputed by FlashAttention's backward): 2.5× the forward, 3.5× for
-both, all halved under the causal mask.
 """
 
 from __future__ import annotations
