@@ -35,10 +35,7 @@ class ResultStore:
 
 
 def _config_of(row: bench.BenchResult) -> bench.BenchConfig:
-    return bench.BenchConfig(
-        row.impl, row.n, d=row.d, heads=row.heads, batch=row.batch, dtype=row.dtype, causal=row.causal,
-        device=row.device, kv_heads=row.kv_heads, mode=row.mode,
-    )
+    return bench.BenchConfig(row.impl, row.n, **row.shape())
 
 
 @st.cache_resource(show_spinner=False)
