@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import torch
 
+from ..efficient.accuracy import relative_error
 from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
 from ..heads import repeat_kv
 from ..textbook import reference_attention, textbook_attention
@@ -63,8 +64,7 @@ def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
     pair = _check_outputs(replace(config, n=n, batch=1), n)
     if pair is None:
         return ""
-    error = float((pair[0] - pair[1]).norm() / pair[1].norm())
-    return f"approximation: relative error {error:.1%} vs the float64 reference at n = {n}"
+    return f"approximation: relative error {relative_error(*pair):.1%} vs the float64 reference at n = {n}"
 
 
 def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | None:

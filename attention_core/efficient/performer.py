@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..attention import check_attention_args, overflow_error
+from ..attention import overflow_error
 from ..device import new_tensor_device
 from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
@@ -119,8 +119,7 @@ def performer_attention(
     ``w (m, E)`` (from :func:`orthogonal_features`, drawn once and reused, as a trained Performer keeps
     them). ``is_causal`` runs the prefix-sum form (needs L = S).
     """
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    _check_features(q, k, v, is_causal)
+    s = _check_features(q, k, v, is_causal, scale)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
     phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
     return _attend(phi_q, phi_k, v, is_causal, chunk)
@@ -132,8 +131,7 @@ def performer_weights(
 ) -> torch.Tensor:  # fmt: skip
     """The ``(N, ..., L, S)`` weights the Performer implies (features as :func:`performer_attention`;
     materialised: for small n)."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    _check_features(q, k, k, is_causal)
+    s = _check_features(q, k, k, is_causal, scale)
     phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
     return feature_weights(phi_q, phi_k, is_causal=is_causal)
 
