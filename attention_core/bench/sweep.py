@@ -117,9 +117,9 @@ def run_sweep(
             row = _result(config, predicted, "skipped", why)
         else:
             if check_correctness and config.impl not in checks:
+                checks[config.impl] = {"max_error": correctness_error(config), "note": approximation_note(config)}
                 check = gradient_check(config) if config.backward else None
-                checks[config.impl] = {"max_error": correctness_error(config), "note": approximation_note(config),
-                                       **(check.errors if check is not None else {})}  # fmt: skip
+                checks[config.impl].update(check.errors if check is not None else {})  # err_dq, err_dk, err_dv
             row = run_config(config, cap_bytes=cap_bytes, min_run_time=min_run_time, deadline=deadline,
                              peak_gflops=peak, warm_up=config.impl not in warmed)  # fmt: skip
             if row.status == "ok":
