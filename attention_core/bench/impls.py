@@ -181,7 +181,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
         training_bytes=trace_training_bytes,
     ),
-    "sdpa": _sdpa_entry("sdpa", None, "torch's fused dot_product_attention; torch picks the kernel."),
+    "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
     "sdpa-flash": _sdpa_entry(
         "sdpa-flash", SDPBackend.FLASH_ATTENTION, "torch SDPA forced to its FlashAttention kernel."
