@@ -23,6 +23,7 @@ with that sentence. Callers run the dense path instead and say so.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -31,7 +32,6 @@ import sys
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -45,8 +45,7 @@ NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
 BLOCK_MASK_CACHE = 16  # block masks kept (each a few KiB: tile indices, not scores)
 MAX_COMPILE_KEYS = 8  # compiled variants kept; dynamo's own limit per function is raised to match
 
-_lock = threading.Lock()  # guards the caches and serialises compiles (two sessions, one compile)
-_block_masks: OrderedDict[Hashable, FlexBlockMask] = OrderedDict()
+_lock = threading.Lock()  # guards the compile keys and serialises compiles (two sessions, one compile)
 _compiled_keys: dict[Hashable, float] = {}  # compile key -> seconds its first call took
 _failed: dict[Hashable, str] = {}  # compile key (or device type) -> why it failed
 _compiled_fn: Callable[..., torch.Tensor] | None = None
@@ -104,19 +103,19 @@ def _cpp_compiler() -> str | None:
 
 @dataclass(frozen=True)
 class FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for a pattern and size, the tile summary it was built from,
-    the seconds the build took, and whether this call found it in the cache."""
+    """FlexAttention's ``BlockMask`` for a pattern and size, the tile summary it was built from, and
+    the seconds the build took (a mask from the cache says its first build's)."""
 
     block_mask: Any
     summary: BlockSummary
     build_s: float
-    cached: bool
 
 
 def flex_block_mask(
     mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu", block: int = FLEX_BLOCK
 ) -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache).
+    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache of the last
+    :data:`BLOCK_MASK_CACHE`).
 
     Built from :func:`.patterns.block_summary`. Tiles on the ragged edge are never marked full,
     as ``create_block_mask`` (which pads with blocked entries) would not, so the kernel applies
@@ -124,21 +123,14 @@ def flex_block_mask(
     """
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
     block = check_int("block", block, low=16, high=1 << 14)
-    dev = torch.device(device)
-    key = (mask_mod, n_q, n_k, block, str(dev))
-    with _lock:
-        if key in _block_masks:
-            _block_masks.move_to_end(key)
-            found = _block_masks[key]
-            return FlexBlockMask(found.block_mask, found.summary, found.build_s, True)
+    return _block_mask(mask_mod, n_q, n_k, block, str(torch.device(device)))
+
+
+@functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
+def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
     started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=dev)
-    built = FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started, False)
-    with _lock:
-        _block_masks[key] = built
-        while len(_block_masks) > BLOCK_MASK_CACHE:
-            _block_masks.popitem(last=False)
-    return built
+    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
+    return FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started)
 
 
 def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
@@ -210,7 +202,7 @@ def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.T
 @dataclass(frozen=True)
 class FlexPlan:
     """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block mask
-    (``mask``: how long it took, whether it came from the cache), and ``compile_s``, the seconds of the
+    (``mask``, with how long it took to build), and ``compile_s``, the seconds of the
     first call of this compile key in this process (the compile and one run); ``compiled_now``:
     whether making this plan compiled."""
 
