@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple
+from dataclasses import asdict
 
 import streamlit as st
 
@@ -34,7 +34,7 @@ def benchmark() -> None:
     spec = controls.sweep_controls()
     try:
         cap, _free = data.cap_and_free(spec.device)
-        planned = data.plan(*astuple(spec), cap) if spec.impls else []
+        planned = data.plan(**asdict(spec), cap=cap) if spec.impls else []
     except ValueError as exc:
         st.error(str(exc))
         return

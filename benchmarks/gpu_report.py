@@ -210,10 +210,8 @@ def _summary(rows: Sequence[ReportRow]) -> list[str]:
     )
     for dtype in dict.fromkeys(r.dtype for r in ok):
         results = [
-            bench.BenchResult(
-                impl=r.impl, device="", dtype=r.dtype, batch=1, heads=1, n=r.n, d=0, causal=False,
-                median_ms=r.median_ms, peak_bytes=r.peak_bytes, predicted_bytes=r.predicted_bytes, status="ok",
-            )
+            bench.BenchResult(impl=r.impl, n=r.n, dtype=r.dtype, median_ms=r.median_ms, peak_bytes=r.peak_bytes,
+                              predicted_bytes=r.predicted_bytes, status="ok")
             for r in ok
             if r.dtype == dtype
         ]

@@ -65,7 +65,8 @@ def _errors(q, k, v, causal: bool, outs: dict[str, torch.Tensor]) -> dict[str, f
 def report_n(n: int, args: argparse.Namespace) -> None:
     names = ("tiled-triton", "sdpa-flash")
     configs = {
-        name: bench.BenchConfig(name, n, args.d, args.heads, args.batch, args.dtype, args.causal, "cuda")
+        name: bench.BenchConfig(name, n, d=args.d, heads=args.heads, batch=args.batch, dtype=args.dtype,
+                                causal=args.causal, device="cuda")
         for name in names
     }
     q, k, v = bench.make_inputs(configs["tiled-triton"])

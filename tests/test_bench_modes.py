@@ -48,12 +48,11 @@ LINUX_PEAK = pytest.mark.skipif(not measure_mod.cpu_peak_supported(), reason="ne
 @pytest.mark.parametrize("name", ["textbook", "trace", "sdpa", "tiled"])
 def test_each_mode_gives_an_ok_row_with_the_modes_flops(device, name, mode):
     config = BenchConfig(name, 64, **TINY, device=str(device), mode=mode)
-    row = run_config(config, min_run_time=0.0, cap_bytes=2**30, grad_errors={"err_dq": 1e-7, "err_dk": 0.0})
+    row = run_config(config, min_run_time=0.0, cap_bytes=2**30)
     assert row.status == "ok", row.note
     assert row.mode == mode and row.median_ms > 0 and row.samples >= 3
     assert row.gflops == pytest.approx(config.flops() / (row.median_ms / 1e3) / 1e9)
     assert row.predicted_bytes == IMPLEMENTATIONS[name].predicted_bytes(config) > 0
-    assert (row.err_dq, row.err_dk, row.err_dv) == (1e-7, 0.0, None)  # copied from the check, as max_error is
 
 
 class _Counting:

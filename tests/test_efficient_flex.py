@@ -48,12 +48,11 @@ def test_block_mask_equals_torchs_create_block_mask(pattern, n_q, n_k):
 
 def test_block_masks_are_cached_and_the_cache_is_bounded():
     first = flex_block_mask(sliding_window(11), 500, 500)
-    again = flex_block_mask(sliding_window(11), 500, 500)
-    assert again.cached and again.block_mask is first.block_mask and again.build_s == first.build_s
+    assert flex_block_mask(sliding_window(11), 500, 500) is first
     for w in range(1, flex_module.BLOCK_MASK_CACHE + 2):
         flex_block_mask(sliding_window(1000 + w), 130, 130)
-    assert len(flex_module._block_masks) == flex_module.BLOCK_MASK_CACHE
-    assert not flex_block_mask(sliding_window(11), 500, 500).cached  # the oldest went first
+    assert flex_module._block_mask.cache_info().currsize == flex_module.BLOCK_MASK_CACHE
+    assert flex_block_mask(sliding_window(11), 500, 500) is not first  # the oldest went first
 
 
 def test_a_new_window_is_the_same_compile_key_a_new_kind_is_not():
@@ -74,7 +73,7 @@ def test_compiled_flex_equals_the_dense_path_and_compiles_once():
 
     # A window of at least n is exact attention: the first call compiles (unless another test did).
     first = masked_attention(q, k, v, sliding_window(250), backend="flex")
-    assert first.backend == "flex" and first.fallback is None and first.compile_s > 0
+    assert first.backend == "flex" and first.fallback is None and first.plan.compile_s > 0
     torch.testing.assert_close(first.output.double(), exact, atol=1e-5, rtol=1e-5)
     keys = compiled_keys()
 
@@ -83,7 +82,7 @@ def test_compiled_flex_equals_the_dense_path_and_compiles_once():
         q, k, v = random_qkv(n_q, 16, heads=2, seed=n_q, n_k=n_k)
         flex = masked_attention(q, k, v, sliding_window(window), backend="flex")
         dense = masked_attention(q, k, v, sliding_window(window), backend="dense")
-        assert flex.backend == "flex" and not flex.compiled_now and flex.compile_s == first.compile_s
+        assert flex.backend == "flex" and not flex.plan.compiled_now and flex.plan.compile_s == first.plan.compile_s
         assert float((flex.output - dense.output).abs().max()) <= 1e-5
         assert not bool(flex.output.isnan().any())  # n_k = 40 leaves queries 60… with no key: zeros
     assert bool((flex.output[..., 60:, :] == 0).all())

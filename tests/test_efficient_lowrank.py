@@ -73,17 +73,14 @@ def test_spectrum_equals_numpy_and_energy_shares_add_up():
     energy = spectrum.energy
     assert bool((energy.diff(dim=-1) >= -1e-15).all()) and torch.allclose(energy[..., -1], torch.ones(3).double())
     sq = torch.tensor(expected) ** 2
-    torch.testing.assert_close(spectrum.share(4), sq[..., :4].sum(-1) / sq.sum(-1))
+    torch.testing.assert_close(energy[..., 3], sq[..., :4].sum(-1) / sq.sum(-1))
 
 
 def test_rank_one_and_identity_matrices():
     ones = torch.full((8, 8), 1 / 8)  # uniform attention: rank 1
-    assert float(lowrank.attention_spectrum(ones).share(1)) == pytest.approx(1.0)
+    assert float(lowrank.attention_spectrum(ones).energy[0]) == pytest.approx(1.0)
     eye = torch.eye(8)  # each token on itself: energy spread evenly
-    assert float(lowrank.attention_spectrum(eye).share(2)) == pytest.approx(2 / 8)
-    assert int(lowrank.attention_spectrum(eye).rank_for(0.5)) == 4
-    with pytest.raises(ValueError, match="share must be ≤ 1"):
-        lowrank.attention_spectrum(eye).rank_for(1.5)
+    assert float(lowrank.attention_spectrum(eye).energy[1]) == pytest.approx(2 / 8)
 
 
 def test_trained_attention_is_closer_to_low_rank_than_random_weights():
@@ -91,7 +88,8 @@ def test_trained_attention_is_closer_to_low_rank_than_random_weights():
 
     tokens, w = sentence_weights(load_bert(), "The animal didn't cross the street because it was too tired.")
     n = len(tokens)
-    trained = lowrank.attention_spectrum(w).share(3).mean()  # every layer and head, (6, 12)
+    trained = lowrank.attention_spectrum(w).energy[..., 2].mean()  # every layer and head, (6, 12)
     gen = torch.Generator().manual_seed(0)
-    random = lowrank.attention_spectrum(torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1)).share(3).mean()
+    random_weights = torch.softmax(torch.randn(72, n, n, generator=gen), dim=-1)
+    random = lowrank.attention_spectrum(random_weights).energy[..., 2].mean()
     assert float(trained) > float(random)

@@ -93,7 +93,7 @@ def test_flex_falls_back_to_sdpa_and_says_why(monkeypatch):
     result = masked_attention(q, k, v, sliding_window(6), backend="flex")
     assert result.requested == "flex" and result.backend == "sdpa"
     assert NO_COMPILE_ENV in result.fallback and NO_COMPILE_ENV in result.label
-    assert result.compile_s is None
+    assert result.plan is None
     torch.testing.assert_close(result.output, masked_attention(q, k, v, sliding_window(6), backend="dense").output)
 
 

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from attention_core.efficient import (
-    favor_attention,
     favor_features,
     feature_attention,
     orthogonal_features,
@@ -68,7 +67,7 @@ def test_the_stabilising_shifts_cancel():
     raw_q = torch.exp(q * half @ w.T - (q * half).pow(2).sum(-1, keepdim=True) / 2)
     raw_k = torch.exp(k * half @ w.T - (k * half).pow(2).sum(-1, keepdim=True) / 2)
     unshifted = feature_attention(raw_q, raw_k, v)
-    torch.testing.assert_close(favor_attention(q, k, v, w), unshifted)
+    torch.testing.assert_close(performer_attention(q, k, v, w=w), unshifted)
     assert float(favor_features(q * half, w, is_query=True).amax(-1).min()) == pytest.approx(1 / math.sqrt(32))
 
 
@@ -118,6 +117,10 @@ def test_bad_arguments_say_what_was_expected():
     with pytest.raises(ValueError, match="seed must be ≥ 0"):
         performer_attention(q, k, v, features=8, seed=-1)
     with pytest.raises(ValueError, match=r"w must be \(features, E=4\)"):
-        favor_attention(q, k, v, torch.randn(8, 5))
+        performer_attention(q, k, v, w=torch.randn(8, 5))
+    with pytest.raises(ValueError, match="not both"):
+        performer_attention(q, k, v, features=8, w=orthogonal_features(8, 4, seed=0))
+    with pytest.raises(ValueError, match="not both"):
+        performer_attention(q, k, v)
     with pytest.raises(ValueError, match="features"):
         performer_error_curve([16, 0])

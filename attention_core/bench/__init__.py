@@ -21,7 +21,7 @@ It is a package rather than one module so that ``python -m attention_core.bench`
 
 from .checks import CHECK_N, approximation_note, correctness_error, gradient_check
 from .cli import format_table, main
-from .config import DTYPES, MODE_NAMES, MODES, RENAMED, BenchConfig, Impl, flop_formula
+from .config import DTYPES, MODE_NAMES, MODES, RENAMED, BenchConfig, Impl, Shape, flop_formula
 from .fits import FIT_MIN_N, ScalingFit, crossover_n, fit_loglog_slope, growth_start, scaling_fits
 from .impls import EXACT, IMPLEMENTATIONS, get_impl, make_inputs, sdpa_choice
 from .isolated import fresh_process_peak

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from typing import Any
 
 import torch
 
+from ..efficient.accuracy import relative_error
 from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
 from ..heads import repeat_kv
 from ..textbook import reference_attention, textbook_attention
-from .config import BenchConfig, Impl
+from .config import BenchConfig
 from .impls import get_impl, make_inputs
 from .passes import grad_out
 
@@ -57,15 +57,14 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
 
 
 def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
-    """For a route that approximates softmax attention, its relative error ‖O − O_exact‖ / ‖O_exact‖ against
+    """For a route that approximates softmax attention, its relative error ‖O − O_ref‖ / ‖O_ref‖ against
     the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
     if get_impl(config.impl).exact:
         return ""
     pair = _check_outputs(replace(config, n=n, batch=1), n)
     if pair is None:
         return ""
-    out, ref = pair
-    return f"approximation: relative error {float((out - ref).norm() / ref.norm()):.1%} vs exact attention at n = {n}"
+    return f"approximation: relative error {relative_error(*pair):.1%} vs the float64 reference at n = {n}"
 
 
 def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | None:
@@ -82,30 +81,14 @@ def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | Non
     side = min(n, config.n)
     q, k, v = make_inputs(config, n=side, seed=1)
     d_out = grad_out(config, n=side, seed=3)
+    h = config.heads  # the textbook baseline repeats each K/V head for its query heads (no copy without GQA)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            grads = attention_grads(_as_attention(impl), q, k, v, d_out, is_causal=config.causal)
+            grads = attention_grads(lambda q, k, v, **kw: impl.run((q, k, v), kw["is_causal"]), q, k, v, d_out,
+                                    is_causal=config.causal)  # fmt: skip
     except RuntimeError:  # a forced kernel with no backward for these inputs: the row says so
         return None
-    return gradient_rule(grads, q, k, v, d_out, is_causal=config.causal, textbook=_textbook(config.heads))
-
-
-def _as_attention(impl: Impl) -> Any:
-    """The registry's ``run(inputs, causal)`` in the signature grad_accuracy calls."""
-
-    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
-                  scale: None) -> torch.Tensor:  # fmt: skip
-        return impl.run((q, k, v), is_causal)
-
-    return attention
-
-
-def _textbook(heads: int) -> Any:
-    """Standard attention with each K/V head repeated for its query heads (no copy without GQA)."""
-
-    def textbook(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: None, is_causal: bool,
-                 scale: float | None) -> torch.Tensor:  # fmt: skip
-        return textbook_attention(q, repeat_kv(k, heads), repeat_kv(v, heads), attn_mask, is_causal, scale=scale)
-
-    return textbook
+    return gradient_rule(grads, q, k, v, d_out, is_causal=config.causal,
+                         textbook=lambda q, k, v, attn_mask, is_causal, scale: textbook_attention(
+                             q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, is_causal, scale=scale))  # fmt: skip

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import TextIO
 
-from .config import DTYPES, MODES
+from .config import DTYPES, MODES, Shape
 from .fits import scaling_fits
 from .impls import IMPLEMENTATIONS, get_impl
 from .measure import default_cap_bytes, format_bytes
@@ -159,8 +160,8 @@ def main(argv: Sequence[str] | None = None, stream: TextIO | None = None) -> int
     if args.budget is None:  # sizes the user named all run; the default sweep keeps the page's safety net
         args.budget = DEFAULT_BUDGET_S if args.n is None else 0.0
     try:
-        a = args
-        spec = SweepSpec(tuple(a.impl), ns, a.d, a.heads, a.batch, a.dtype, a.causal, a.device, a.kv_heads, a.mode)
+        shape = {f.name: getattr(args, f.name) for f in fields(Shape)}  # --d, --heads, … --mode
+        spec = SweepSpec(tuple(args.impl), ns, **shape)
         configs = spec.configs()
         cap = int(args.cap_gb * 2**30) if args.cap_gb is not None else default_cap_bytes(configs[0].device)
         if cap <= 0:

@@ -7,7 +7,7 @@ A leaf: every other module of the package imports it, and it imports none of the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -27,7 +27,10 @@ MAX_N = 1 << 20
 RENAMED = {"naive": "textbook", "explained": "trace"}
 MODES = ("fwd", "bwd", "fwd+bwd")
 MODE_NAMES = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward + backward"}
-MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}  # n×n×d matmuls per head, each 2·n²·d FLOPs
+# n×n×d matmuls per head, each 2·n²·d FLOPs, counted as FlashAttention's, Triton's and xformers' benchmarks count
+# them: the forward's QKᵀ and P·V; the backward's dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q and QKᵀ again
+# (FlashAttention's backward recomputes it).
+MATMULS = {"fwd": 2, "bwd": 5, "fwd+bwd": 7}
 
 
 def flop_formula(mode: str) -> str:
@@ -35,17 +38,16 @@ def flop_formula(mode: str) -> str:
     return f"{2 * MATMULS[check_choice('mode', mode, MODES)]}·B·H·n²·d"
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    """One measurement: an implementation on ``(batch, heads, n, d)`` inputs, self-attention (L = S = n).
+@dataclass(frozen=True, kw_only=True)
+class Shape:
+    """What a measurement runs on, beside its implementation and n: ``(batch, heads, n, d)`` inputs,
+    self-attention (L = S = n). A sweep (:class:`.sweep.SweepSpec`) shares one shape over its configurations.
 
     ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
     it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
-    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``.
+    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``. ``device`` may be ``"auto"``.
     """
 
-    impl: str
-    n: int
     d: int = 64
     heads: int = 8
     batch: int = 1
@@ -56,8 +58,6 @@ class BenchConfig:
     mode: str = "fwd"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "impl", RENAMED.get(self.impl, self.impl))
-        check_int("n", self.n, low=1, high=MAX_N)
         check_int("d", self.d, low=1, high=1024)
         check_int("heads", self.heads, low=1, high=1024)
         object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
@@ -67,6 +67,23 @@ class BenchConfig:
             raise ValueError(f"causal must be True or False, got {self.causal!r}")
         object.__setattr__(self, "device", str(resolve_device(self.device)))
         check_choice("mode", self.mode, MODES)
+
+    def shape(self) -> dict[str, Any]:
+        """The shape's fields, to pass on: ``BenchConfig(impl, n, **spec.shape())``."""
+        return {f.name: getattr(self, f.name) for f in fields(Shape)}
+
+
+@dataclass(frozen=True)
+class BenchConfig(Shape):
+    """One measurement: the implementation ``impl`` at ``n`` tokens, on its :class:`Shape` (keywords)."""
+
+    impl: str
+    n: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "impl", RENAMED.get(self.impl, self.impl))
+        check_int("n", self.n, low=1, high=MAX_N)
+        super().__post_init__()
 
     @property
     def torch_dtype(self) -> torch.dtype:

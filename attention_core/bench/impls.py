@@ -8,13 +8,6 @@ can fail but never falls back. With fewer K/V heads than query heads (``kv_heads
 the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
 and V to every query head inside the timed call (as Llama's reference code does), and their memory
 models count the copies.
-
-Each configuration also names the pass timed, its mode (:mod:`.passes` makes the call): ``fwd`` the
-forward, ``bwd`` the backward on its own, ``fwd+bwd`` both, one training step of attention. FLOPs are
-counted as FlashAttention's, Triton's and xformers' benchmarks count them: the forward's two matmuls
-(QKᵀ and P·V, 2·n²·d each per head), the backward's five (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
-dK = dSᵀ·Q, and QKᵀ again, recomputed by FlashAttention's backward): 2.5× the forward, 3.5× for
-both, all halved under the causal mask.
 """
 
 from __future__ import annotations
@@ -61,22 +54,6 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 
 
 # ---- the entries --------------------------------------------------------------------------
-
-
-def _run_textbook(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return _textbook_attention(q, k, v, None, causal, 1.0 / math.sqrt(q.shape[-1]))
-
-
-def _run_trace(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return attention_trace(q, k, v, is_causal=causal).output
-
-
-def _run_tiled(inputs: Inputs, causal: bool) -> torch.Tensor:
-    q, k, v = shared_kv(inputs)
-    return tiled_attention(q, k, v, is_causal=causal)
-
 
 _BACKEND_NAMES = {
     SDPBackend.MATH: "math",
@@ -190,7 +167,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "textbook": Impl(
         "textbook",
         "The textbook code in plain torch: softmax(q @ kᵀ · scale) @ v, one n×n matrix and its softmax.",
-        _run_textbook,
+        lambda inputs, c: _textbook_attention(*shared_kv(inputs), None, c, 1 / math.sqrt(inputs[0].shape[-1])),
         textbook_extra_bytes,
         lambda inputs, causal: "torch ops (textbook)" + gqa_note(inputs),
         training_bytes=textbook_training_bytes,
@@ -199,12 +176,12 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "trace",
         "The walkthrough's traced path: it checks every n×n step for NaN and overflow and keeps "
         "every intermediate (scores, scaled, masked, weights), so it is slower than textbook.",
-        _run_trace,
+        lambda inputs, causal: attention_trace(*shared_kv(inputs), is_causal=causal).output,
         trace_extra_bytes,
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
         training_bytes=trace_training_bytes,
     ),
-    "sdpa": _sdpa_entry("sdpa", None, "torch's fused dot_product_attention; torch picks the kernel."),
+    "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
     "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
     "sdpa-flash": _sdpa_entry(
         "sdpa-flash", SDPBackend.FLASH_ATTENTION, "torch SDPA forced to its FlashAttention kernel."
@@ -217,7 +194,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         "tiled",
         f"Online softmax in plain torch, in tiles ({DEFAULT_BLOCK_SIZE} on the CPU, up to {CUDA_MAX_BLOCK} on a "
         "GPU): memory grows as n, not n².",
-        _run_tiled,
+        lambda inputs, causal: tiled_attention(*shared_kv(inputs), is_causal=causal),
         tiled_config_bytes,
         _tiled_label,
         training_bytes=tiled_training_bytes,

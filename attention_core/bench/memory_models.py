@@ -99,6 +99,13 @@ def fused_extra_bytes(c: BenchConfig) -> int:
     return _output(c) + c.batch_heads * c.n * 4
 
 
+def _math_itemsize(c: BenchConfig) -> int:
+    """The math backend computes in float32 for 16-bit inputs, on every device, unless
+    ``allow_fp16_bf16_reduction_math_sdp(True)``."""
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
+    return c.itemsize if c.itemsize >= 4 or allowed else 4
+
+
 def math_extra_bytes(c: BenchConfig) -> int:
     """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
 
@@ -109,9 +116,7 @@ def math_extra_bytes(c: BenchConfig) -> int:
     (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
     i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
     """
-    # float32 inside for 16-bit inputs, on every device, unless allow_fp16_bf16_reduction_math_sdp(True)
-    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
-    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
+    acc = _math_itemsize(c)
     rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
     upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
     scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
@@ -125,8 +130,7 @@ def math_training_bytes(c: BenchConfig) -> int:
     peak is softmax's backward, three n×n as the textbook code's, beside the output and dV. The
     causal flag's additive mask lives only in the forward. Measured in fresh processes (n = 1024,
     float32 and bfloat16) within 1 %."""
-    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", lambda: False)()
-    acc = c.itemsize if c.itemsize >= 4 or allowed else 4
+    acc = _math_itemsize(c)
     rows = c.batch_heads * c.n * c.d * acc  # one (B, H, n, d) tensor in the accumulation dtype
     if c.mode == "bwd":
         return 2 * _square(c, acc) + rows

@@ -35,12 +35,11 @@ from ..efficient.flex import flex_available, flex_plan
 from ..efficient.linear import linear_attention
 from ..efficient.lowrank import linformer_attention, linformer_projections
 from ..efficient.patterns import and_masks, causal, dense_mask, sliding_window
-from ..efficient.performer import favor_attention, orthogonal_features
+from ..efficient.performer import orthogonal_features, performer_attention
 from ..validation import check_choice, check_int
 from .config import Impl, Inputs, shared_kv
 from .memory_models import route_extra_bytes
 
-ROUTES = ("sdpa-masked", "flex-window", "linear", "performer", "linformer")
 KNOB = {"sdpa-masked": "window", "flex-window": "window", "performer": "features", "linformer": "rank"}
 
 
@@ -123,7 +122,7 @@ def _flex(params: RouteParams) -> Impl:
             return f"FlexAttention, window {params.window}, compiled, block-sparse"
         paid = "compiled in this run" if plan.compiled_now else "compiled earlier"
         return (f"FlexAttention, window {params.window}, block-sparse, {plan.sparsity:.0%} of the tiles skipped; "
-                f"{paid} ({plan.compile_s:.1f} s), block mask {plan.block_mask_s * 1e3:.0f} ms")  # fmt: skip
+                f"{paid} ({plan.compile_s:.1f} s), block mask {plan.mask.build_s * 1e3:.0f} ms")  # fmt: skip
 
     return Impl(
         params.label("flex-window"),
@@ -147,7 +146,7 @@ def _performer(params: RouteParams) -> Impl:
         params.label("performer"),
         f"Not exact: the Performer's FAVOR+ with {params.features} orthogonal positive random features "
         f"(seed {params.seed}), O(n); an estimate of softmax attention.",
-        lambda inputs, is_causal: favor_attention(*shared_kv(inputs[:3]), inputs[3], is_causal=is_causal),
+        lambda inputs, is_causal: performer_attention(*shared_kv(inputs[:3]), w=inputs[3], is_causal=is_causal),
         lambda c: route_extra_bytes("performer", c, features=params.features),
         lambda inputs, is_causal: f"FAVOR+, {params.features} orthogonal random features",
         prepare=_with(features),
@@ -178,25 +177,26 @@ def _linformer(params: RouteParams) -> Impl:
     )
 
 
-LINEAR = Impl(
-    "linear",
-    "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
-    lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
-    lambda c: route_extra_bytes("linear", c),
-    lambda inputs, is_causal: "linear attention, elu + 1 features",
-    exact=False,
-)
+def _linear(params: RouteParams) -> Impl:  # no knob
+    return Impl(
+        "linear",
+        "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
+        lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
+        lambda c: route_extra_bytes("linear", c),
+        lambda inputs, is_causal: "linear attention, elu + 1 features",
+        exact=False,
+    )
+
+
+_BUILDERS = {"sdpa-masked": _masked, "flex-window": _flex, "linear": _linear, "performer": _performer,
+             "linformer": _linformer}  # fmt: skip
+ROUTES = tuple(_BUILDERS)
 
 
 @functools.cache
 def route_impl(route: str, params: RouteParams = DEFAULTS) -> Impl:
     """The registry entry of ``route`` at ``params``, named by :meth:`RouteParams.label`."""
-    route = check_choice("route", route, ROUTES)
-    if route == "linear":
-        return LINEAR
-    return {"sdpa-masked": _masked, "flex-window": _flex, "performer": _performer, "linformer": _linformer}[route](
-        params
-    )
+    return _BUILDERS[check_choice("route", route, ROUTES)](params)
 
 
 ROUTE_IMPLEMENTATIONS: dict[str, Impl] = {route: replace(route_impl(route), name=route) for route in ROUTES}

@@ -35,19 +35,10 @@ MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budge
 
 
 @dataclass(frozen=True, kw_only=True)
-class BenchResult:
-    """One row of the results table and of the CSV (``peak_bytes`` and ``predicted_bytes`` are
-    beyond the inputs; ``None`` where not measured)."""
+class BenchResult(BenchConfig):
+    """One row of the results table and of the CSV: a configuration and what it measured (``peak_bytes``
+    and ``predicted_bytes`` are beyond the inputs; ``None`` where not measured)."""
 
-    impl: str
-    device: str
-    dtype: str
-    batch: int
-    heads: int
-    n: int
-    d: int
-    causal: bool
-    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
     median_ms: float | None = None
     iqr_ms: float | None = None
     peak_bytes: int | None = None
@@ -63,10 +54,12 @@ class BenchResult:
     backend: str = ""
     memory_source: str = ""
     note: str = ""
-    kv_heads: int | None = None  # K/V heads (GQA/MQA when fewer than heads)
 
 
-CSV_COLUMNS = tuple(f.name for f in fields(BenchResult))
+# The CSV's columns in the order they have always had (scripts read them): the configuration, what was measured,
+# and kv_heads, which came last.
+_MEASURED = tuple(f.name for f in fields(BenchResult))[len(fields(BenchConfig)) :]  # median_ms … note
+CSV_COLUMNS = ("impl", "device", "dtype", "batch", "heads", "n", "d", "causal", "mode", *_MEASURED, "kv_heads")
 
 
 def _result(config: BenchConfig, predicted: int, status: str, note: str = "", **values: Any) -> BenchResult:
@@ -86,23 +79,12 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-NOT_AVAILABLE = "not available for these inputs"
-
-
-def not_available(reason: str) -> str:
-    """The note of a forced kernel that cannot run some inputs: never an error, always torch's reason."""
-    return f"{NOT_AVAILABLE}: {reason}" if reason else NOT_AVAILABLE
+NOT_AVAILABLE = "not available for these inputs"  # a forced kernel's note, with torch's reason: never an error
 
 
 def _torch_says(message: Warning | str) -> str:
     """A torch warning without its "(Triggered internally at <file>:<line>.)" tail."""
     return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
-
-
-def _free(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def run_config(
@@ -113,10 +95,7 @@ def run_config(
     min_samples: int = MIN_SAMPLES,
     deadline: float | None = None,
     peak_gflops: float | None = None,
-    max_error: float | None = None,
-    grad_errors: dict[str, float] | None = None,
     warm_up: bool = True,
-    note: str = "",
 ) -> BenchResult:
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
@@ -124,9 +103,8 @@ def run_config(
     ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before any tensor is made. Then a
     warm-up call (``warm_up``, always on CUDA: a sweep warms each implementation once, since the
     memory-measured call already precedes the timing), the call whose peak memory is measured, and
-    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). ``max_error`` and
-    ``grad_errors`` (``err_dq``, ``err_dk``, ``err_dv``) are the checks at a small n (:mod:`.checks`),
-    copied into the row; ``note`` too (an approximation's error, :func:`.checks.approximation_note`).
+    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). The checks at a small n
+    (:mod:`.checks`) are the sweep's to add.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -167,8 +145,8 @@ def run_config(
                 peak, source = measure_peak_extra(timed_call, dev)  # also a warm-up for this shape
             except RuntimeError as exc:
                 if impl.forced and not is_oom(exc):  # e.g. "No available kernel": a limit of the kernel, no fault
-                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught))
-                    return _result(config, predicted, "n/a", not_available(told or _first_line(exc)))
+                    told = " ".join(dict.fromkeys(_torch_says(w.message) for w in caught)) or _first_line(exc)
+                    return _result(config, predicted, "n/a", f"{NOT_AVAILABLE}: {told}")
                 raise
         backend = impl.backend(inputs, config.causal)
         timing = time_call(
@@ -178,7 +156,9 @@ def run_config(
         failure = ("oom" if is_oom(exc) else "error", _first_line(exc))
     finally:
         inputs = step = None  # the closures see this too, so the tensors (and a kept graph) can go
-    _free(dev)  # after the except block: the traceback's frames held the big tensors until now
+    gc.collect()  # after the except block: the traceback's frames held the big tensors until now
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
     if failure is not None:
         return _result(config, predicted, *failure)
     # An approximation skips most of exact attention's FLOPs: a rate counted on them would be fiction.
@@ -193,11 +173,8 @@ def run_config(
         gflops=gflops,
         pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
         samples=len(timing.samples),
-        max_error=max_error,
         backend=backend,
         memory_source=source,
-        note=note,
-        **(grad_errors or {}),
     )
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..validation import check_float, check_int, check_int_list
 from .checks import approximation_note, correctness_error, gradient_check
-from .config import BenchConfig
+from .config import BenchConfig, Shape
 from .impls import get_impl
 from .measure import cpu_load_per_core, default_cap_bytes, environment, guard_reason, matmul_peak_gflops
 from .run import BenchResult, _result, run_config
@@ -21,19 +22,12 @@ DISTURBED_LOAD_PER_CORE = 1.5  # runnable tasks per core above which timings are
 
 
 @dataclass(frozen=True)
-class SweepSpec:
-    """A grid of configurations: every implementation at every n, one shape and dtype."""
+class SweepSpec(Shape):
+    """A grid of configurations: every implementation at every n, on one :class:`.config.Shape` (keywords)."""
 
     impls: tuple[str, ...] = ("textbook", "trace", "sdpa", "tiled")
     ns: tuple[int, ...] = (128, 256, 512, 1024, 2048)
-    d: int = 64
-    heads: int = 8
-    batch: int = 1
-    dtype: str = "float32"
-    causal: bool = False
-    device: str = "auto"
-    kv_heads: int | None = None  # None: as many as heads (MHA)
-    mode: str = "fwd"  # the pass timed: fwd, bwd or fwd+bwd
+    device: str = field(default="auto", kw_only=True)  # the shape's, defaulting to the best device here
 
     def configs(self) -> list[BenchConfig]:
         """n outermost, so a sweep stopped early still compares every implementation."""
@@ -42,13 +36,7 @@ class SweepSpec:
         for name in self.impls:
             get_impl(name)
         ns = sorted(set(check_int_list("ns", self.ns, low=1)))
-        return [
-            BenchConfig(
-                name, n, self.d, self.heads, self.batch, self.dtype, self.causal, self.device, self.kv_heads, self.mode
-            )
-            for n in ns
-            for name in dict.fromkeys(self.impls)
-        ]
+        return [BenchConfig(name, n, **self.shape()) for n in ns for name in dict.fromkeys(self.impls)]
 
 
 DEFAULT_SWEEP = SweepSpec()
@@ -108,9 +96,7 @@ def run_sweep(
     start = time.perf_counter()
     deadline = None if budget_s is None else start + budget_s
     peak = matmul_peak_gflops(configs[0].device, configs[0].dtype)
-    errors: dict[str, float | None] = {}
-    notes: dict[str, str] = {}  # an approximation's error, said on its rows
-    grad_errors: dict[str, dict[str, float]] = {}
+    checks: dict[str, dict[str, Any]] = {}  # impl -> its checks at a small n, added to its ok rows
     last_ok: dict[str, tuple[int, float]] = {}  # impl -> (n, seconds per call)
     warmed: set[str] = set()
     rows: list[BenchResult] = []
@@ -130,25 +116,15 @@ def run_sweep(
             stopped = stopped or ("budget" if why.startswith("the time budget") else None)
             row = _result(config, predicted, "skipped", why)
         else:
-            if check_correctness and config.impl not in errors:
-                errors[config.impl] = correctness_error(config)
-                notes[config.impl] = approximation_note(config)
-                if config.backward:
-                    check = gradient_check(config)
-                    grad_errors[config.impl] = check.errors if check is not None else {}
-            row = run_config(
-                config,
-                cap_bytes=cap_bytes,
-                min_run_time=min_run_time,
-                deadline=deadline,
-                peak_gflops=peak,
-                max_error=errors.get(config.impl),
-                grad_errors=grad_errors.get(config.impl),
-                warm_up=config.impl not in warmed,
-                note=notes.get(config.impl, ""),
-            )
+            if check_correctness and config.impl not in checks:
+                checks[config.impl] = {"max_error": correctness_error(config), "note": approximation_note(config)}
+                check = gradient_check(config) if config.backward else None
+                checks[config.impl].update(check.errors if check is not None else {})  # err_dq, err_dk, err_dv
+            row = run_config(config, cap_bytes=cap_bytes, min_run_time=min_run_time, deadline=deadline,
+                             peak_gflops=peak, warm_up=config.impl not in warmed)  # fmt: skip
             if row.status == "ok":
                 warmed.add(config.impl)
+                row = replace(row, **checks.get(config.impl, {}))
         if row.status == "ok" and row.median_ms is not None:
             last_ok[config.impl] = (config.n, row.median_ms / 1e3)
         rows.append(row)

@@ -66,7 +66,6 @@ from .patterns import (
     window_with_globals,
 )
 from .performer import (
-    favor_attention,
     favor_features,
     orthogonal_features,
     performer_attention,

@@ -1,12 +1,12 @@
-"""How far an efficient route moves from exact softmax attention.
+"""How far an efficient route moves from softmax attention.
 
-Two measures, both against exact attention computed by this project's core in float64:
+Two measures, both against the reference (softmax attention by this project's core in float64):
 
 - the output's relative error ``‖O_route − O‖ / ‖O‖`` (Frobenius norms over every head and row);
-- the per-row KL divergence of the weights, ``KL(exact ‖ route) = Σ_j p_j log(p_j / q_j)``: how
-  many nats the route's weights lose in describing where exact attention looks. A sparse
-  pattern gives 0 weight to keys exact attention weighs, so this direction is +∞ there;
-  ``KL(route ‖ exact)`` stays finite and for a pattern equals −log(the exact weight it keeps).
+- the per-row KL divergence of the weights, ``KL(ref ‖ route) = Σ_j p_j log(p_j / q_j)``: how
+  many nats the route's weights lose in describing where softmax attention looks. A sparse
+  pattern gives 0 weight to keys softmax attention weighs, so this direction is +∞ there;
+  ``KL(route ‖ ref)`` stays finite and for a pattern equals −log(the reference weight it keeps).
 
 :func:`random_qkv` makes the random inputs, :class:`ErrorCurve` holds an error against a size
 (features, rank) over several seeds.
@@ -89,11 +89,11 @@ def row_kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Accuracy:
-    """A route against exact attention on the same inputs.
+    """A route against softmax attention (the float64 reference, or a trained model's layer) on the same inputs.
 
-    ``kl`` is ``KL(exact ‖ route)`` per row and ``reverse_kl`` ``KL(route ‖ exact)``, each
+    ``kl`` is ``KL(ref ‖ route)`` per row and ``reverse_kl`` ``KL(route ‖ ref)``, each
     ``(..., L)``; both ``None`` when the route has no weight matrix that is a distribution
-    (``note`` says why). ``kept`` is the exact weight that falls on keys the route weighs at all,
+    (``note`` says why). ``kept`` is the reference weight that falls on keys the route weighs at all,
     mean over rows (1 for dense routes, below 1 for a sparse pattern).
     """
 
@@ -120,15 +120,15 @@ def compare(
     *,
     note: str | None = None,
 ) -> Accuracy:
-    """:class:`Accuracy` of a route's ``output`` and ``weights`` against exact ones (``None`` weights:
+    """:class:`Accuracy` of a route's ``output`` and ``weights`` against the reference's (``None`` weights:
     no KL, with ``note`` saying why)."""
     err = relative_error(output, reference)
     if weights is None:
         return Accuracy(err, None, None, None, note)
-    exact = _check_weights("reference_weights", reference_weights)
+    ref = _check_weights("reference_weights", reference_weights)
     route = _check_weights("weights", weights)
-    kept = float((exact * (route > 0)).sum(dim=-1).mean())
-    return Accuracy(err, row_kl(exact, route), row_kl(route, exact), kept, note)
+    kept = float((ref * (route > 0)).sum(dim=-1).mean())
+    return Accuracy(err, row_kl(ref, route), row_kl(route, ref), kept, note)
 
 
 @dataclass(frozen=True)
@@ -179,13 +179,13 @@ def _error_curve(
     sizes: tuple[int, ...], route: Route, *, n: int, d: int, heads: int, seeds: Sequence[int], std: float,
     is_causal: bool = False, device: str | torch.device | None = None,
 ) -> ErrorCurve:  # fmt: skip
-    """``route(q, k, v, size, seed)``'s relative error against exact attention at each size, for each
+    """``route(q, k, v, size, seed)``'s relative error against the float64 reference at each size, for each
     seed: random float32 inputs ``(1, heads, n, d)`` from that seed (``std`` on q and k)."""
     seeds = tuple(check_int_list("seeds", seeds, low=0))
     errors: list[list[float]] = [[] for _ in sizes]
     for seed in seeds:
         q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
-        exact = reference_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
+        reference = reference_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
         for i, size in enumerate(sizes):
-            errors[i].append(relative_error(route(q, k, v, size, seed), exact))
+            errors[i].append(relative_error(route(q, k, v, size, seed), reference))
     return ErrorCurve(x=sizes, seeds=seeds, errors=tuple(tuple(e) for e in errors))

@@ -23,6 +23,7 @@ with that sentence. Callers run the dense path instead and say so.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -31,7 +32,6 @@ import sys
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -45,8 +45,7 @@ NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
 BLOCK_MASK_CACHE = 16  # block masks kept (each a few KiB: tile indices, not scores)
 MAX_COMPILE_KEYS = 8  # compiled variants kept; dynamo's own limit per function is raised to match
 
-_lock = threading.Lock()  # guards the caches and serialises compiles (two sessions, one compile)
-_block_masks: OrderedDict[Hashable, FlexBlockMask] = OrderedDict()
+_lock = threading.Lock()  # guards the compile keys and serialises compiles (two sessions, one compile)
 _compiled_keys: dict[Hashable, float] = {}  # compile key -> seconds its first call took
 _failed: dict[Hashable, str] = {}  # compile key (or device type) -> why it failed
 _compiled_fn: Callable[..., torch.Tensor] | None = None
@@ -104,19 +103,19 @@ def _cpp_compiler() -> str | None:
 
 @dataclass(frozen=True)
 class FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for a pattern and size, the tile summary it was built from,
-    the seconds the build took, and whether this call found it in the cache."""
+    """FlexAttention's ``BlockMask`` for a pattern and size, the tile summary it was built from, and
+    the seconds the build took (a mask from the cache says its first build's)."""
 
     block_mask: Any
     summary: BlockSummary
     build_s: float
-    cached: bool
 
 
 def flex_block_mask(
     mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu", block: int = FLEX_BLOCK
 ) -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache).
+    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache of the last
+    :data:`BLOCK_MASK_CACHE`).
 
     Built from :func:`.patterns.block_summary`. Tiles on the ragged edge are never marked full,
     as ``create_block_mask`` (which pads with blocked entries) would not, so the kernel applies
@@ -124,21 +123,14 @@ def flex_block_mask(
     """
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
     block = check_int("block", block, low=16, high=1 << 14)
-    dev = torch.device(device)
-    key = (mask_mod, n_q, n_k, block, str(dev))
-    with _lock:
-        if key in _block_masks:
-            _block_masks.move_to_end(key)
-            found = _block_masks[key]
-            return FlexBlockMask(found.block_mask, found.summary, found.build_s, True)
+    return _block_mask(mask_mod, n_q, n_k, block, str(torch.device(device)))
+
+
+@functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
+def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
     started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=dev)
-    built = FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started, False)
-    with _lock:
-        _block_masks[key] = built
-        while len(_block_masks) > BLOCK_MASK_CACHE:
-            _block_masks.popitem(last=False)
-    return built
+    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
+    return FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started)
 
 
 def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
@@ -209,30 +201,25 @@ def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.T
 
 @dataclass(frozen=True)
 class FlexPlan:
-    """A compiled FlexAttention call for one pattern and shape, ready to time or run.
+    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block mask
+    (``mask``, with how long it took to build), and ``compile_s``, the seconds of the
+    first call of this compile key in this process (the compile and one run); ``compiled_now``:
+    whether making this plan compiled."""
 
-    ``compile_s``: seconds of the first call of this compile key in this process (the compile
-    and one run); ``compiled_now``: whether making this plan compiled. ``block_mask_s``:
-    seconds the block mask took to build; ``block_mask_cached``: whether it came from the cache.
-    """
-
-    block_mask: Any
-    summary: BlockSummary
+    mask: FlexBlockMask
     scale: float
     compile_s: float
     compiled_now: bool
-    block_mask_s: float
-    block_mask_cached: bool
 
     @property
     def sparsity(self) -> float:
         """Share of the tiles the kernel skips (0–1). (``BlockMask.sparsity()`` counts the padded
         tiles against n² and goes negative for an n that is not a multiple of the tile.)"""
-        return self.summary.skipped_share
+        return self.mask.summary.skipped_share
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The compiled kernel on ``(B, H, L, E)``, ``(B, H, S, E)``, ``(B, H, S, Ev)`` → ``(B, H, L, Ev)``."""
-        return _call(_compiled(), q, k, v, block_mask=self.block_mask, scale=self.scale)
+        return _call(_compiled(), q, k, v, block_mask=self.mask.block_mask, scale=self.scale)
 
 
 def flex_plan(
@@ -250,13 +237,12 @@ def flex_plan(
         raise FlexUnavailable(reason)
     s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     built = flex_block_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)
-    bm, bm_s, bm_cached = built.block_mask, built.build_s, built.cached
     key = (_structure(mask_mod), q.shape[0], q.shape[1], k.shape[1], q.shape[-1], v.shape[-1], q.dtype, q.device.type)
     if key in _compiled_keys:
-        return FlexPlan(bm, built.summary, s, _compiled_keys[key], False, bm_s, bm_cached)
+        return FlexPlan(built, s, _compiled_keys[key], False)
     with _lock:  # one compile at a time; a second session waits for it, then reuses it
         if key in _compiled_keys:
-            return FlexPlan(bm, built.summary, s, _compiled_keys[key], False, bm_s, bm_cached)
+            return FlexPlan(built, s, _compiled_keys[key], False)
         if key in _failed:
             raise FlexUnavailable(_failed[key])
         if len(_compiled_keys) >= MAX_COMPILE_KEYS:
@@ -272,7 +258,7 @@ def flex_plan(
                 warnings.filterwarnings(
                     "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
                 )
-                _call(_compiled(), q, k, v, block_mask=bm, scale=s)
+                _call(_compiled(), q, k, v, block_mask=built.block_mask, scale=s)
         except Exception as exc:  # inductor raises many types (compiler missing, lowering, codegen)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             why = f"torch.compile failed for FlexAttention ({type(exc).__name__}{': ' + first[:200] if first else ''})"
@@ -282,7 +268,7 @@ def flex_plan(
             raise FlexUnavailable(why) from exc
         seconds = time.perf_counter() - started
         _compiled_keys[key] = seconds
-    return FlexPlan(bm, built.summary, s, seconds, True, bm_s, bm_cached)
+    return FlexPlan(built, s, seconds, True)
 
 
 def compiled_keys() -> int:

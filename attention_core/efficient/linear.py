@@ -37,8 +37,11 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1.0
 
 
-def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
-    check_attention_args(phi_q, phi_k, v, None, 0.0, False, None, positive_scale=True, min_length=1)
+def _check_features(
+    phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: float | None = None
+) -> float:
+    """Check the inputs of a feature route; return the scale (default 1/√E), for the Performer's."""
+    s, _ = check_attention_args(phi_q, phi_k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
     if is_causal and phi_q.shape[-2] != phi_k.shape[-2]:
@@ -46,6 +49,7 @@ def _check_features(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, i
             f"the causal form needs as many queries as keys (self-attention), got L={phi_q.shape[-2]} and "
             f"S={phi_k.shape[-2]}"
         )
+    return s
 
 
 def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:

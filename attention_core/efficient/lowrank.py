@@ -124,7 +124,7 @@ def linformer_error_curve(
     ranks: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
     std: float = 1.0, kind: str = "gaussian", device: str | torch.device | None = None,
 ) -> ErrorCurve:  # fmt: skip
-    """Linformer's relative output error against exact attention at each rank (≤ n), per seed:
+    """Linformer's relative output error against the float64 reference at each rank (≤ n), per seed:
     random float32 inputs from seed ``s`` and projections from seed ``s + 1000``."""
     ks = tuple(check_int_list("ranks", ranks, low=1, high=check_int("n", n, low=1, high=1 << 16)))
     std = check_float("std", std, low=0.0, low_open=True)
@@ -149,18 +149,6 @@ class Spectrum:
         """Cumulative share of the energy Σσ² in the top 1, 2, … r values: ``(..., r)``, ending at 1."""
         sq = self.singular_values**2  # (..., r)
         return sq.cumsum(dim=-1) / sq.sum(dim=-1, keepdim=True).clamp_min(1e-300)  # (..., r)
-
-    def share(self, k: int) -> torch.Tensor:
-        """Share of the energy in the top ``k`` singular values: ``(...)``."""
-        r = self.singular_values.shape[-1]
-        k = check_int("k", k, low=1)
-        return self.energy[..., min(k, r) - 1]  # (...)
-
-    def rank_for(self, share: float) -> torch.Tensor:
-        """The fewest singular values that hold ``share`` (0 < share ≤ 1) of the energy: ``(...)`` long."""
-        share = check_float("share", share, low=0.0, high=1.0, low_open=True)
-        reached = self.energy >= share - 1e-12  # (..., r)
-        return reached.double().argmax(dim=-1) + 1  # first True; (...)
 
 
 def attention_spectrum(weights: torch.Tensor) -> Spectrum:

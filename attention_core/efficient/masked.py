@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from ..attention import check_attention_args, dot_product_attention, overflow_error, stable_softmax
 from ..validation import all_finite, any_true, broadcast_shapes, check_choice
-from .flex import FlexUnavailable, flex_plan
+from .flex import FlexPlan, FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
 
 BACKENDS = ("dense", "sdpa", "flex")
@@ -37,21 +37,15 @@ class MaskedAttention:
     """The output ``(N, ..., L, Ev)`` and how it was computed.
 
     ``backend`` is the path that ran; ``requested`` the one asked for; ``fallback`` the reason
-    they differ (``None`` when they do not). For a flex run, ``compile_s`` is the seconds of the
-    first compiled call of this pattern kind and shape in the process (``compiled_now`` whether
-    this call paid it) and ``block_mask_s`` the seconds its block mask took (``block_mask_cached``
-    whether it came from the cache); both are ``None`` on the dense paths.
+    they differ (``None`` when they do not). A flex run keeps its ``plan``: what the compile and the
+    block mask cost, and whether this call paid them (``None`` on the dense paths).
     """
 
     output: torch.Tensor
     backend: str
     requested: str
     fallback: str | None = None
-    compile_s: float | None = None
-    compiled_now: bool = False
-    block_mask_s: float | None = None
-    block_mask_cached: bool = False
-    sparsity: float | None = None
+    plan: FlexPlan | None = None
 
     @property
     def label(self) -> str:
@@ -118,16 +112,7 @@ def masked_attention(
             fallback = exc.reason
         else:
             out = plan.run(q4, k4, v4)  # (B, H, L, Ev)
-            return MaskedAttention(
-                output=out.reshape(*lead, n_q, v.shape[-1]),
-                backend="flex",
-                requested="flex",
-                compile_s=plan.compile_s,
-                compiled_now=plan.compiled_now,
-                block_mask_s=plan.block_mask_s,
-                block_mask_cached=plan.block_mask_cached,
-                sparsity=plan.sparsity,
-            )
+            return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", "flex", plan=plan)
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
         out = dot_product_attention(q, k, v, mask, scale=s)

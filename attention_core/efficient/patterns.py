@@ -206,43 +206,37 @@ def _max_length(mask_mod: MaskMod) -> int | None:
     return getattr(mask_mod, "max_length", None)
 
 
-def _combine(mask_mods: tuple[MaskMod, ...], what: str) -> None:
+def _combination(
+    mask_mods: tuple[MaskMod, ...], op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], what: str
+) -> MaskMod:
     if not mask_mods:
         raise ValueError(f"{what} needs at least one mask function")
     for i, m in enumerate(mask_mods):
         if not callable(m):
             raise ValueError(f"{what}: argument {i} must be a mask function (b, h, q_idx, kv_idx) -> bool, got {m!r}")
 
-
-def _shortest(mask_mods: tuple[MaskMod, ...]) -> int | None:
-    lengths = [length for m in mask_mods if (length := _max_length(m)) is not None]
-    return min(lengths) if lengths else None
-
-
-def _combination(mask_mods: tuple[MaskMod, ...], op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> MaskMod:
     def combined_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
         allowed = mask_mods[0](b, h, q_idx, kv_idx)
         for m in mask_mods[1:]:
             allowed = op(allowed, m(b, h, q_idx, kv_idx))
         return allowed
 
-    if (length := _shortest(mask_mods)) is not None:
-        combined_mask.max_length = length  # type: ignore[attr-defined]
+    lengths = [length for m in mask_mods if (length := _max_length(m)) is not None]
+    if lengths:  # the shortest sequence any of them was built for
+        combined_mask.max_length = min(lengths)  # type: ignore[attr-defined]
     return combined_mask
 
 
 @_cached
 def and_masks(*mask_mods: MaskMod) -> MaskMod:
     """Where every one of ``mask_mods`` allows (e.g. a window made causal)."""
-    _combine(mask_mods, "and_masks")
-    return _combination(mask_mods, torch.logical_and)
+    return _combination(mask_mods, torch.logical_and, "and_masks")
 
 
 @_cached
 def or_masks(*mask_mods: MaskMod) -> MaskMod:
     """Where any one of ``mask_mods`` allows."""
-    _combine(mask_mods, "or_masks")
-    return _combination(mask_mods, torch.logical_or)
+    return _combination(mask_mods, torch.logical_or, "or_masks")
 
 
 # ---- evaluating a pattern -----------------------------------------------------------------
@@ -329,10 +323,6 @@ class BlockSummary:
         """Share of the tiles, i.e. of the padded n_q·n_k scores, that a block-sparse kernel never
         computes. FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size."""
         return self.n_empty / self.states.numel()
-
-    @property
-    def computed_share(self) -> float:
-        return 1.0 - self.skipped_share
 
     @property
     def allowed_share(self) -> float:

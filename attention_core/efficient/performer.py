@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..attention import check_attention_args, overflow_error
+from ..attention import overflow_error
 from ..device import new_tensor_device
 from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
@@ -86,7 +86,20 @@ def favor_features(x: torch.Tensor, w: torch.Tensor, *, is_query: bool) -> torch
     return torch.exp(exponent - shift) / math.sqrt(w.shape[0])  # (N, ..., L, m)
 
 
-def _features(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _features(
+    q: torch.Tensor, k: torch.Tensor, scale: float, features: int | None, seed: int, lengths: str,
+    w: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """φ(q) and φ(k) with the given vectors ``w``, or with ``features`` of them drawn from ``seed``."""
+    if (w is None) == (features is None):
+        raise ValueError("give features (how many random vectors to draw) or w (the vectors), not both")
+    if w is None:
+        w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
+    check_tensor("w", w, min_dim=2)
+    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
+        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
+    if w.device != q.device or w.dtype != q.dtype:
+        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
     half = math.sqrt(scale)  # q·k·scale = (q·√scale)·(k·√scale)
     phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
     if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
@@ -94,53 +107,32 @@ def _features(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, scale: float) -
     return phi_q, phi_k
 
 
-def _check_w(w: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    check_tensor("w", w, min_dim=2)
-    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
-        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
-    if w.device != q.device or w.dtype != q.dtype:
-        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
-    return w
-
-
-def favor_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, *,
-    is_causal: bool = False, scale: float | None = None, chunk: int = DEFAULT_CHUNK,
+def performer_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+    features: int | None = None, seed: int = 0, w: torch.Tensor | None = None, is_causal: bool = False,
+    scale: float | None = None, chunk: int = DEFAULT_CHUNK, lengths: str = "fixed",
 ) -> torch.Tensor:  # fmt: skip
-    """FAVOR+ with given random vectors ``w (m, E)`` (e.g. from :func:`orthogonal_features`, drawn
-    once and reused, as a trained Performer keeps them): ``(N, ..., L, Ev)``."""
-    s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    _check_features(q, k, v, is_causal)
+    """FAVOR+ estimate of softmax(Q Kᵀ · scale) V with orthogonal positive random features.
+
+    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``. Either
+    ``features`` random vectors drawn from ``seed`` with ``lengths`` (module docstring), or given vectors
+    ``w (m, E)`` (from :func:`orthogonal_features`, drawn once and reused, as a trained Performer keeps
+    them). ``is_causal`` runs the prefix-sum form (needs L = S).
+    """
+    s = _check_features(q, k, v, is_causal, scale)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
-    phi_q, phi_k = _features(q, k, _check_w(w, q), s)
+    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
     return _attend(phi_q, phi_k, v, is_causal, chunk)
 
 
-def performer_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-    features: int, seed: int, is_causal: bool = False, scale: float | None = None, chunk: int = DEFAULT_CHUNK,
-    lengths: str = "fixed",
-) -> torch.Tensor:  # fmt: skip
-    """FAVOR+ estimate of softmax(Q Kᵀ · scale) V with ``features`` orthogonal positive random features.
-
-    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``; ``seed``
-    picks the features, ``lengths`` their lengths (module docstring); ``is_causal`` runs the
-    prefix-sum form (needs L = S).
-    """
-    check_tensor("q", q, min_dim=2)
-    w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
-    return favor_attention(q, k, v, w, is_causal=is_causal, scale=scale, chunk=chunk)
-
-
 def performer_weights(
-    q: torch.Tensor, k: torch.Tensor, *, features: int, seed: int, is_causal: bool = False,
-    scale: float | None = None, lengths: str = "fixed",
+    q: torch.Tensor, k: torch.Tensor, *, features: int | None = None, seed: int = 0, w: torch.Tensor | None = None,
+    is_causal: bool = False, scale: float | None = None, lengths: str = "fixed",
 ) -> torch.Tensor:  # fmt: skip
-    """The ``(N, ..., L, S)`` weights the Performer implies (materialised: for small n)."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    _check_features(q, k, k, is_causal)
-    w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
-    phi_q, phi_k = _features(q, k, w, s)
+    """The ``(N, ..., L, S)`` weights the Performer implies (features as :func:`performer_attention`;
+    materialised: for small n)."""
+    s = _check_features(q, k, k, is_causal, scale)
+    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
     return feature_weights(phi_q, phi_k, is_causal=is_causal)
 
 
@@ -149,11 +141,11 @@ def performer_error_curve(
     std: float | None = None, is_causal: bool = False, device: str | torch.device | None = None,
     lengths: str = "fixed",
 ) -> ErrorCurve:  # fmt: skip
-    """The Performer's relative output error against exact softmax attention, at each feature count.
+    """The Performer's relative output error against the float64 reference, at each feature count.
 
     For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
     q and k) and features from ``s + FEATURE_SEED_OFFSET`` (one seed for both would reuse the same
-    Gaussian numbers); the reference is exact attention in float64. ``std=None``
+    Gaussian numbers). ``std=None``
     picks ``d^(−1/4)``, where each scaled ``|q|²`` is about 1 and the error falls as 1/√m;
     ``std=1`` gives peaked attention, where the estimate's variance swamps that law at any
     affordable m. ``lengths`` picks the features' lengths (module docstring).

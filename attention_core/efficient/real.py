@@ -73,11 +73,6 @@ class AttendsMost:
         """Heads in which it still does under the variant."""
         return sum(t == self.key for t in self.variant_top)
 
-    @property
-    def kept_heads(self) -> int:
-        """Heads that attend most to ``key`` under both."""
-        return sum(e == self.key == w for e, w in zip(self.exact_top, self.variant_top, strict=True))
-
 
 @dataclass(frozen=True)
 class LayerSwap:
@@ -120,15 +115,13 @@ class LayerSwap:
             row = w[:, qi, :].detach().to("cpu", torch.float64).masked_fill(~candidates, -1.0)  # (H, L)
             return tuple(int(i) for i in row.argmax(dim=-1))
 
-        exact = self.exact.weights
-        heads = exact.shape[0]
-        exact_top = top(exact)
-        if self.weights is None:
-            return AttendsMost(qi, ki, exact_top, (-1,) * heads, tuple(float(x) for x in exact[:, qi, ki]), ())
-        return AttendsMost(
-            qi, ki, exact_top, top(self.weights),
-            tuple(float(x) for x in exact[:, qi, ki]), tuple(float(x) for x in self.weights[:, qi, ki]),
-        )  # fmt: skip
+        def on_key(w: torch.Tensor) -> tuple[float, ...]:
+            return tuple(float(x) for x in w[:, qi, ki])
+
+        exact, swapped = self.exact.weights, self.weights  # (H, L, L); swapped is None where the variant has none
+        if swapped is None:
+            return AttendsMost(qi, ki, top(exact), (-1,) * exact.shape[0], on_key(exact), ())
+        return AttendsMost(qi, ki, top(exact), top(swapped), on_key(exact), on_key(swapped))
 
 
 def swap_layer(bert: Bert, text: str, layer: int, variant: str, **params: object) -> LayerSwap:

@@ -116,10 +116,11 @@ def variant_attention(
 def compare_variant(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, variant: str, **params: object
 ) -> tuple[VariantOutput, AttentionTrace, Accuracy]:
-    """Run ``variant`` (parameters as :func:`variant_attention`) and measure it against exact softmax
-    attention in float64, by the core's traced path: the variant, the exact trace, and the relative
-    error of the output with the per-row KL of the weights."""
+    """Run ``variant`` (parameters as :func:`variant_attention`) and measure it against the reference, the
+    core's trace in float64: the variant, that trace, and the relative error of the output with the
+    per-row KL of the weights."""
     result = variant_attention(q, k, v, variant, with_weights=True, **params)  # type: ignore[arg-type]
     causal, scale = bool(params.get("is_causal", False)), params.get("scale")
-    exact = attention_trace(q.double(), k.double(), v.double(), is_causal=causal, scale=scale)  # type: ignore[arg-type]
-    return result, exact, compare(result.output, exact.output, result.weights, exact.weights, note=result.note)
+    reference = attention_trace(q.double(), k.double(), v.double(), is_causal=causal, scale=scale)  # type: ignore[arg-type]
+    return result, reference, compare(result.output, reference.output, result.weights, reference.weights,
+                                      note=result.note)  # fmt: skip

@@ -34,5 +34,6 @@ def environment(device: str) -> dict[str, str]:
 @st.cache_data(show_spinner=False, ttl=60)
 def plan(impls: tuple[str, ...], ns: tuple[int, ...], d: int, heads: int, batch: int, dtype: str, causal: bool,
          device: str, kv_heads: int | None, mode: str, cap: int) -> list[tuple[str, int, int, str | None]]:  # fmt: skip
-    spec = bench.SweepSpec(impls, ns, d, heads, batch, dtype, causal, device, kv_heads, mode)
+    spec = bench.SweepSpec(impls, ns, d=d, heads=heads, batch=batch, dtype=dtype, causal=causal, device=device,
+                           kv_heads=kv_heads, mode=mode)  # fmt: skip
     return [(p.config.impl, p.config.n, p.needed_bytes, p.refusal) for p in bench.plan(spec, cap)]

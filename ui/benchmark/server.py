@@ -35,9 +35,7 @@ class ResultStore:
 
 
 def _config_of(row: bench.BenchResult) -> bench.BenchConfig:
-    return bench.BenchConfig(
-        row.impl, row.n, row.d, row.heads, row.batch, row.dtype, row.causal, row.device, row.kv_heads, row.mode
-    )
+    return bench.BenchConfig(row.impl, row.n, **row.shape())
 
 
 @st.cache_resource(show_spinner=False)

@@ -120,8 +120,9 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
 
 
 def _configs(spec: bench.SweepSpec, n: int) -> list[tuple[str, bench.BenchConfig]]:
-    return [(name, bench.BenchConfig(name, n, spec.d, spec.heads, spec.batch, spec.dtype, spec.causal, spec.device,
-                                     spec.kv_heads)) for name in spec.impls]  # fmt: skip
+    return [(name, bench.BenchConfig(name, n, d=spec.d, heads=spec.heads, batch=spec.batch, dtype=spec.dtype,
+                                     causal=spec.causal, device=spec.device, kv_heads=spec.kv_heads))
+            for name in spec.impls]  # fmt: skip
 
 
 def environment_card(spec: bench.SweepSpec) -> None:
