@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .arrays import as_array
-from .cells import LINE_EM, cell_label, cell_labels, heatmap_geometry, hover_label
+from .cells import cell_label, cell_labels, heatmap_geometry, hover_label
 from .style import DIVERGING, HIGHLIGHT, MASKED, SCALED, SEQUENTIAL, UNSCALED, base_layout, font_size
 
 # Cell numbers smaller than this are hidden (the value shows on hover): on a projector 14 px is
@@ -209,52 +207,3 @@ def output_blend(
     fig.update_layout(barmode="relative", legend={"orientation": "v"})
     fig.update_yaxes(title_text="contribution", zeroline=True, zerolinecolor="#999999")
     return base_layout(fig, talk=talk, height=380 if not talk else 460)
-
-
-def compare_masks(
-    left: np.ndarray,
-    right: np.ndarray,
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    left_title: str,
-    right_title: str,
-    talk: bool = False,
-    width: int | None = None,
-    height: int | None = None,
-) -> go.Figure:
-    """Two weight matrices side by side on one colour scale (0…1); cell numbers sized as in
-    :func:`matrix_heatmap`, for half the ``width`` each."""
-    size = font_size(talk)
-    a, b = as_array(left, float), as_array(right, float)
-    if a.shape != b.shape or a.ndim != 2:
-        raise ValueError(f"both matrices must be 2-D and of one shape, got {a.shape} and {b.shape}")
-    total = width or DEFAULT_WIDTH[talk]
-    texts = [cell_labels(a), cell_labels(b)]
-    rows, cols = [str(r) for r in row_labels], [str(c) for c in col_labels]
-    spacing = 0.08
-    common = dict(font=size, min_font=MIN_CELL_FONT[talk], col_title=False, natural_cell=40)
-    # The left panel carries the row labels; the right one the colour bar. Lay each out in its half.
-    half = int(total * (1 - spacing) / 2)
-    geo_l = heatmap_geometry(texts[0].ravel().tolist(), rows, cols, width=half, height=height, title=True,
-                             colorbar=False, **common)  # fmt: skip
-    geo_r = heatmap_geometry(texts[1].ravel().tolist(), [""] * len(rows), cols, width=half, height=geo_l.height,
-                             title=True, colorbar=True, colorbar_labels=["0.8"], **common)  # fmt: skip
-    fonts = [g.annotation_font for g in (geo_l, geo_r)]
-    cell_font = None if None in fonts else min(f for f in fonts if f is not None)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=spacing)
-    for col, z, text in ((1, a, texts[0]), (2, b, texts[1])):
-        fig.add_heatmap(
-            z=z, x=list(col_labels), y=list(row_labels), text=text, texttemplate="%{text}" if cell_font else None,
-            textfont={"size": cell_font or size}, colorscale=SEQUENTIAL, zmin=0, zmax=1, showscale=col == 2, xgap=2,
-            ygap=2, hovertemplate="query %{y} · key %{x}: %{z:.3f}<extra></extra>", row=1, col=col,
-        )  # fmt: skip
-    angle = min(geo_l.tick_angle, geo_r.tick_angle)
-    fig.update_yaxes(autorange="reversed", type="category", tickfont={"size": geo_l.row_font})
-    fig.update_xaxes(type="category", tickangle=angle, tickfont={"size": min(geo_l.col_font, geo_r.col_font)})
-    base_layout(fig, talk=talk, height=geo_l.height, grid=False)
-    # The geometry put ticks and titles above; here the titles stay above and the ticks go below.
-    title_h = math.ceil(LINE_EM * (size + 4) + 14)
-    fig.update_layout(margin={"l": geo_l.margin_l, "r": geo_r.margin_r, "t": title_h,
-                              "b": geo_l.margin_t + geo_l.margin_b - title_h})  # fmt: skip
-    return fig.update_annotations(font_size=size + 1)
