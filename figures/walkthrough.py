@@ -85,10 +85,14 @@ def matrix_heatmap(
     colour = _colour(kind, shown)
     size = font_size(talk)
     everything = [*text.ravel().tolist(), *([blocked_text] if blocked_cells.any() else [])]
+    # Past MAX_NAMED_COLUMNS (a Gemma head's 256 features) the columns go unlabelled and the axis title says their
+    # range on two lines, in the room of one line of (blank) labels and the title's own: one line would be wider
+    # than a narrow matrix.
+    many = len(col_labels) > MAX_NAMED_COLUMNS
     geo = heatmap_geometry(
-        everything, [str(r) for r in row_labels], [str(c) for c in col_labels],
+        everything, [str(r) for r in row_labels], [""] * len(col_labels) if many else [str(c) for c in col_labels],
         width=width or DEFAULT_WIDTH[talk], height=height, font=size, min_font=MIN_CELL_FONT[talk],
-        title=bool(title), row_title=bool(row_title), col_title=bool(col_title), colorbar=colorbar,
+        title=bool(title), row_title=bool(row_title), col_title=bool(col_title) or many, colorbar=colorbar,
         colorbar_labels=_colorbar_labels(colour), natural_cell=44 if talk else 40,
     )  # fmt: skip
     cell_font = geo.annotation_font or size
@@ -114,9 +118,8 @@ def matrix_heatmap(
     fig.update_yaxes(
         autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
     )
-    many = len(col_labels) > MAX_NAMED_COLUMNS  # a Gemma head's 256 features: the title says the range instead
     fig.update_xaxes(
-        title_text=f"{col_title or 'column'} 0…{len(col_labels) - 1}" if many else col_title, type="category",
+        title_text=f"{col_title or 'column'}<br>0…{len(col_labels) - 1}" if many else col_title, type="category",
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
     )
     base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
