@@ -31,11 +31,6 @@ def _colour(kind: str, shown: np.ndarray) -> dict:
     return {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
 
 
-def _colorbar_labels(colour: dict) -> list[str]:
-    """What the colour bar's tick labels will roughly say: the ends of the scale."""
-    return [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
-
-
 MAX_NAMED_COLUMNS = 64  # past this, the column labels would be too small to read: they show on hover only
 
 
@@ -83,6 +78,7 @@ def matrix_heatmap(
         text = np.where(as_array(dropped, bool), "×", text)
     hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
     colour = _colour(kind, shown)
+    bar_labels = [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
     size = font_size(talk)
     everything = [*text.ravel().tolist(), *([blocked_text] if blocked_cells.any() else [])]
     # Past MAX_NAMED_COLUMNS (a Gemma head's 256 features) the columns go unlabelled and the axis title says their
@@ -93,7 +89,7 @@ def matrix_heatmap(
         everything, [str(r) for r in row_labels], [""] * len(col_labels) if many else [str(c) for c in col_labels],
         width=width or DEFAULT_WIDTH[talk], height=height, font=size, min_font=MIN_CELL_FONT[talk],
         title=bool(title), row_title=bool(row_title), col_title=bool(col_title) or many, colorbar=colorbar,
-        colorbar_labels=_colorbar_labels(colour), natural_cell=44 if talk else 40,
+        colorbar_labels=bar_labels, natural_cell=44 if talk else 40,
     )  # fmt: skip
     cell_font = geo.annotation_font or size
     template = "%{text}" if geo.annotation_font is not None else None  # None: the numbers show on hover only
