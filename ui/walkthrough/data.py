@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import TypeVar
 
 import streamlit as st
 import torch
@@ -20,6 +21,8 @@ from attention_core.walkthrough import (
 from ui.decoder.snippet import decoder_head_snippet
 from ui.device import DEVICE
 from ui.snippets import walkthrough_snippet
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,13 @@ def note(inp: WalkthroughInputs, s: Settings) -> str:
     return text + unknown
 
 
+def _on_host(obj: T) -> T:
+    """A dataclass with each tensor field copied to the host, holding only its own numbers: the cache pickles it on
+    every call, and a head's weights are views of its layer's, which would otherwise be pickled whole."""
+    tensors = {f.name: v for f in fields(obj) if torch.is_tensor(v := getattr(obj, f.name))}  # type: ignore[arg-type]
+    return replace(obj, **{k: v.detach().to("cpu", copy=True) for k, v in tensors.items()})  # type: ignore[type-var]
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def walkthrough_data(s: Settings) -> Walkthrough:
     """The core's result and what the page writes beside it, for the controls' values."""
@@ -112,12 +122,12 @@ def walkthrough_data(s: Settings) -> Walkthrough:
         from ui.decoder.model import decoder
 
         model = decoder()
-    with torch.no_grad():  # a trained model's weights require grad; the cache keeps plain tensors
-        r = run_walkthrough(
-            s.preset, n=s.n, d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, seed=s.seed, mask=s.mask, pad=s.pad,
-            scaled=s.scaled, positions=s.pos, dropout_p=s.drop, text=s.text, layer=s.layer, head=s.head,
-            model=model, device=DEVICE,
-        )  # fmt: skip
+    r = run_walkthrough(
+        s.preset, n=s.n, d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, seed=s.seed, mask=s.mask, pad=s.pad,
+        scaled=s.scaled, positions=s.pos, dropout_p=s.drop, text=s.text, layer=s.layer, head=s.head, model=model,
+        device=DEVICE,
+    )  # fmt: skip
+    r = _on_host(replace(r, inputs=_on_host(r.inputs), trace=_on_host(r.trace)))
     inp = r.inputs
     return Walkthrough(
         result=r, note=note(inp, s),
