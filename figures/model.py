@@ -123,16 +123,12 @@ def token_across_heads(
     if not 0 <= query < len(tokens):
         raise ValueError(f"query {query} is not a token index in [0, {len(tokens)})")
     n_layers, n_heads, n = r.shape
-    gap = 1
-    cols = []  # column position of each head; a blank column between layers
-    for layer in range(n_layers):
-        cols += [layer * (n_heads + gap) + h for h in range(n_heads)]
+    gap = 1  # a blank column between layers
     z = np.full((n, n_layers * (n_heads + gap) - gap), np.nan)
     names = np.full(z.shape, "", dtype=object)
-    for i, c in enumerate(cols):
-        layer, head = divmod(i, n_heads)
-        z[:, c] = r[layer, head]
-        names[:, c] = head_label(layer, head)
+    for layer, head in np.ndindex(n_layers, n_heads):
+        z[:, layer * (n_heads + gap) + head] = r[layer, head]
+        names[:, layer * (n_heads + gap) + head] = head_label(layer, head)
     labels = [f"{t} ·{j}" if tokens.count(t) > 1 else t for j, t in enumerate(tokens)]
     size = font_size(talk)
     fig = go.Figure(

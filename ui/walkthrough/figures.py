@@ -1,4 +1,4 @@
-"""The walkthrough's figures, each built from the cached trace for the controls' values (:class:`.data.Settings`,
+"""The walkthrough's figures, each built from the cached result for the controls' values (:class:`.data.Settings`,
 plain values, so ``draw.figure`` keeps each built figure without hashing anything big)."""
 
 from __future__ import annotations
