@@ -234,10 +234,10 @@ def compare_view(s: Settings, d: Walkthrough) -> None:
     )
     width = (draw.TALK_WIDTH if talk() else draw.NORMAL_WIDTH) // 2 - 8
     height = draw.room("walkthrough.compare", 140 + 40 * d.result.inputs.n_q) if talk() else None
-    for col, mask in zip(st.columns(2), ("none", "causal"), strict=True):  # both 0…1 blue, each cell written out
+    for col, mask in zip(st.columns(2), ("none", "causal"), strict=True):  # one colour scale, 0…1: one colour bar
         with col:
             _heatmap(replace(s, mask=mask, drop=0.0), "weights", "query_tokens", "key_tokens", f"wt_compare_{mask}",
-                     "walkthrough.compare", kind="weights", use_blocked=True, colorbar=False,
+                     "walkthrough.compare", kind="weights", use_blocked=True, colorbar=mask == "causal",
                      title="no mask" if mask == "none" else "causal mask", width=width, height=height)  # fmt: skip
 
 
