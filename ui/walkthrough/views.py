@@ -233,7 +233,7 @@ def compare_view(s: Settings, d: Walkthrough) -> None:
         "above the diagonal become 0 and each row shares its 100% among fewer keys."
     )
     width = (draw.TALK_WIDTH if talk() else draw.NORMAL_WIDTH) // 2 - 8
-    height = draw.room("walkthrough.compare", 140 + 40 * d.result.inputs.n_q) if talk() else None
+    height = _height("walkthrough.compare", d.result.inputs.n_q)
     for col, mask in zip(st.columns(2), ("none", "causal"), strict=True):  # one colour scale, 0…1: one colour bar
         with col:
             _heatmap(replace(s, mask=mask, drop=0.0), "weights", "query_tokens", "key_tokens", f"wt_compare_{mask}",
