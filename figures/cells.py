@@ -164,6 +164,11 @@ def heatmap_geometry(
     else:  # a label at 45°: its width and its line height both project onto the vertical
         col_font, tick_angle = font, -45
         ticks_h = (col_em * col_font + LINE_EM * col_font) * math.sqrt(0.5) + TICK_ROOM_PX
+        # The last label leans right, past the plot's edge: the right margin holds it (a colour bar's already does).
+        overhang = math.ceil((text_width_em(col_labels[-1]) + LINE_EM) * col_font * math.sqrt(0.5) - cell_w / 2)
+        if overhang > margin_r:
+            margin_r = overhang
+            cell_w = max(1.0, width - margin_l - margin_r) / n_cols
     title_h = LINE_EM * (font + 3) + 14 if title else 4
     margin_t = math.ceil(ticks_h + (LINE_EM * font + 4 if col_title else 0) + title_h)
     margin_b = 10

@@ -37,6 +37,47 @@ def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
         return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
 
 
+def tiled_heads(
+    w: np.ndarray, names: Sequence[str], *, layers_across: bool = False, selected: tuple[int, int] | None = None,
+    note: str = "", colorbar_len: float = 0.8,
+) -> tuple[go.Figure, int, int]:  # fmt: skip
+    """Every head's ``(m, m)`` tile of ``w (n_layers, H, m, m)`` in one heatmap, layers down (or across), with a
+    gap of about m/6 cells between tiles; the ``selected`` (layer, head) framed in the highlight colour.
+
+    A transparent marker sits at each tile's centre, one per head in layer-major order (point ``i`` is head
+    ``divmod(i, H)``, hovered as ``names[i]`` and ``note``): a click anywhere on a tile selects that head.
+    Returns the figure, the gap and the step from one tile to the next (in cells), for the axes' ticks.
+    """
+    n_layers, n_heads, n, _ = w.shape
+    gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
+    step = n + gap
+    at = [(h, lay) if layers_across else (lay, h) for lay in range(n_layers) for h in range(n_heads)]  # (row, col)
+    rows, cols = (n_heads, n_layers) if layers_across else (n_layers, n_heads)
+    z = np.full((rows * step - gap, cols * step - gap), np.nan, dtype=np.float32)  # half the bytes
+    for (r, c), tile in zip(at, w.reshape(-1, n, n), strict=True):
+        z[r * step : r * step + n, c * step : c * step + n] = tile  # (m, m)
+    centre = (n - 1) / 2
+    fig = go.Figure(go.Heatmap(
+        z=z, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, hoverinfo="skip",
+        colorbar={"thickness": 12, "len": colorbar_len, "title": {"text": "weight", "side": "right"}},
+    ))  # fmt: skip
+    fig.add_scatter(
+        x=[c * step + centre for _, c in at], y=[r * step + centre for r, _ in at], mode="markers",
+        marker={"size": 1, "opacity": 0}, customdata=list(names), showlegend=False, name="heads",
+        hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>",
+    )  # fmt: skip
+    if selected is not None:
+        layer, head = selected
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(f"selected head {selected} is outside {n_layers} layers × {n_heads} heads")
+        r, c = at[layer * n_heads + head]
+        pad = max(0.5, gap / 2)
+        fig.add_shape(type="rect", x0=c * step - pad, x1=c * step + n - 1 + pad, y0=r * step - pad,
+                      y1=r * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
+    fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
+    return fig, gap, step
+
+
 def layer_head_grid(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -46,53 +87,20 @@ def layer_head_grid(
     height: int | None = None,
     max_side: int = 32,
 ) -> go.Figure:
-    """Every head's L×L weights as one tiled heatmap: layers down, heads across.
+    """Every head's L×L weights as one tiled heatmap (:func:`tiled_heads`): layers down, heads across.
 
     A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most
     ``max_side`` cells a side (each cell the mean of a k×k block); the figure stays small.
-
-    A transparent marker sits at each tile's centre (one per head, in layer-major order, so point
-    ``i`` is head ``divmod(i, H)``): a click anywhere on a tile selects that head. The ``selected``
-    head gets a frame in the highlight colour.
     """
     w = _check_grid(weights)
-    n_layers, n_heads, n_tokens, _ = w.shape
-    if len(tokens) != n_tokens:
-        raise ValueError(f"{len(tokens)} token labels for {n_tokens} tokens")
+    if len(tokens) != w.shape[-1]:
+        raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
     w, block = _shrink(w, max_side)
-    n = w.shape[-1]
-    gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
-    step = n + gap
-    z = np.full((n_layers * step - gap, n_heads * step - gap), np.nan, dtype=np.float32)  # half the bytes
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            z[layer * step : layer * step + n, head * step : head * step + n] = w[layer, head]  # (L, L) tile
-    centre = (n - 1) / 2
-    size = font_size(talk)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, hoverinfo="skip",
-            colorbar={"thickness": 12, "len": 0.8, "title": {"text": "weight", "side": "right"}},
-        )
-    )  # fmt: skip
-    xs = [head * step + centre for layer in range(n_layers) for head in range(n_heads)]
-    ys = [layer * step + centre for layer in range(n_layers) for head in range(n_heads)]
+    n_layers, n_heads, n, _ = w.shape
     names = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     note = f"<br>(shown as means of {block}×{block} blocks)" if block > 1 else ""
-    fig.add_scatter(
-        x=xs, y=ys, mode="markers", marker={"size": 1, "opacity": 0}, customdata=names,
-        hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>",
-        showlegend=False, name="heads",
-    )  # fmt: skip
-    if selected is not None:
-        layer, head = selected
-        if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ValueError(f"selected head {selected} is outside {n_layers} layers × {n_heads} heads")
-        pad = max(0.5, gap / 2)
-        fig.add_shape(
-            type="rect", x0=head * step - pad, x1=head * step + n - 1 + pad, y0=layer * step - pad,
-            y1=layer * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4},
-        )  # fmt: skip
+    fig, gap, step = tiled_heads(w, names, selected=selected, note=note)
+    size, centre = font_size(talk), (n - 1) / 2
     fig.update_xaxes(
         tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
         side="top", range=[-gap, n_heads * step], tickfont={"size": size}, fixedrange=True,
@@ -101,8 +109,7 @@ def layer_head_grid(
         tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=[f"L{lay}" for lay in range(n_layers)],
         autorange="reversed", tickfont={"size": size}, fixedrange=True,
     )  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (390 if talk else 430), grid=False)  # talk: 6 rows fit in 720 px
-    return fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
+    return base_layout(fig, talk=talk, height=height or (390 if talk else 430), grid=False)  # talk: 6 rows fit 720 px
 
 
 def token_across_heads(
@@ -116,16 +123,12 @@ def token_across_heads(
     if not 0 <= query < len(tokens):
         raise ValueError(f"query {query} is not a token index in [0, {len(tokens)})")
     n_layers, n_heads, n = r.shape
-    gap = 1
-    cols = []  # column position of each head; a blank column between layers
-    for layer in range(n_layers):
-        cols += [layer * (n_heads + gap) + h for h in range(n_heads)]
+    gap = 1  # a blank column between layers
     z = np.full((n, n_layers * (n_heads + gap) - gap), np.nan)
     names = np.full(z.shape, "", dtype=object)
-    for i, c in enumerate(cols):
-        layer, head = divmod(i, n_heads)
-        z[:, c] = r[layer, head]
-        names[:, c] = head_label(layer, head)
+    for layer, head in np.ndindex(n_layers, n_heads):
+        z[:, layer * (n_heads + gap) + head] = r[layer, head]
+        names[:, layer * (n_heads + gap) + head] = head_label(layer, head)
     labels = [f"{t} ·{j}" if tokens.count(t) > 1 else t for j, t in enumerate(tokens)]
     size = font_size(talk)
     fig = go.Figure(

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .arrays import as_array
-from .cells import LINE_EM, cell_label, cell_labels, heatmap_geometry, hover_label
+from .cells import cell_label, cell_labels, heatmap_geometry, hover_label
 from .style import DIVERGING, HIGHLIGHT, MASKED, SCALED, SEQUENTIAL, UNSCALED, base_layout, font_size
 
 # Cell numbers smaller than this are hidden (the value shows on hover): on a projector 14 px is
@@ -31,11 +29,6 @@ def _colour(kind: str, shown: np.ndarray) -> dict:
     finite = shown[np.isfinite(shown)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
     return {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
-
-
-def _colorbar_labels(colour: dict) -> list[str]:
-    """What the colour bar's tick labels will roughly say: the ends of the scale."""
-    return [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
 
 
 MAX_NAMED_COLUMNS = 64  # past this, the column labels would be too small to read: they show on hover only
@@ -85,13 +78,18 @@ def matrix_heatmap(
         text = np.where(as_array(dropped, bool), "×", text)
     hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
     colour = _colour(kind, shown)
+    bar_labels = [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
     size = font_size(talk)
     everything = [*text.ravel().tolist(), *([blocked_text] if blocked_cells.any() else [])]
+    # Past MAX_NAMED_COLUMNS (a Gemma head's 256 features) the columns go unlabelled and the axis title says their
+    # range on two lines, in the room of one line of (blank) labels and the title's own: one line would be wider
+    # than a narrow matrix.
+    many = len(col_labels) > MAX_NAMED_COLUMNS
     geo = heatmap_geometry(
-        everything, [str(r) for r in row_labels], [str(c) for c in col_labels],
+        everything, [str(r) for r in row_labels], [""] * len(col_labels) if many else [str(c) for c in col_labels],
         width=width or DEFAULT_WIDTH[talk], height=height, font=size, min_font=MIN_CELL_FONT[talk],
-        title=bool(title), row_title=bool(row_title), col_title=bool(col_title), colorbar=colorbar,
-        colorbar_labels=_colorbar_labels(colour), natural_cell=44 if talk else 40,
+        title=bool(title), row_title=bool(row_title), col_title=bool(col_title) or many, colorbar=colorbar,
+        colorbar_labels=bar_labels, natural_cell=44 if talk else 40,
     )  # fmt: skip
     cell_font = geo.annotation_font or size
     template = "%{text}" if geo.annotation_font is not None else None  # None: the numbers show on hover only
@@ -116,9 +114,8 @@ def matrix_heatmap(
     fig.update_yaxes(
         autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
     )
-    many = len(col_labels) > MAX_NAMED_COLUMNS  # a Gemma head's 256 features: the title says the range instead
     fig.update_xaxes(
-        title_text=f"{col_title or 'column'} 0…{len(col_labels) - 1}" if many else col_title, type="category",
+        title_text=f"{col_title or 'column'}<br>0…{len(col_labels) - 1}" if many else col_title, type="category",
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
     )
     base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
@@ -209,52 +206,3 @@ def output_blend(
     fig.update_layout(barmode="relative", legend={"orientation": "v"})
     fig.update_yaxes(title_text="contribution", zeroline=True, zerolinecolor="#999999")
     return base_layout(fig, talk=talk, height=380 if not talk else 460)
-
-
-def compare_masks(
-    left: np.ndarray,
-    right: np.ndarray,
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    *,
-    left_title: str,
-    right_title: str,
-    talk: bool = False,
-    width: int | None = None,
-    height: int | None = None,
-) -> go.Figure:
-    """Two weight matrices side by side on one colour scale (0…1); cell numbers sized as in
-    :func:`matrix_heatmap`, for half the ``width`` each."""
-    size = font_size(talk)
-    a, b = as_array(left, float), as_array(right, float)
-    if a.shape != b.shape or a.ndim != 2:
-        raise ValueError(f"both matrices must be 2-D and of one shape, got {a.shape} and {b.shape}")
-    total = width or DEFAULT_WIDTH[talk]
-    texts = [cell_labels(a), cell_labels(b)]
-    rows, cols = [str(r) for r in row_labels], [str(c) for c in col_labels]
-    spacing = 0.08
-    common = dict(font=size, min_font=MIN_CELL_FONT[talk], col_title=False, natural_cell=40)
-    # The left panel carries the row labels; the right one the colour bar. Lay each out in its half.
-    half = int(total * (1 - spacing) / 2)
-    geo_l = heatmap_geometry(texts[0].ravel().tolist(), rows, cols, width=half, height=height, title=True,
-                             colorbar=False, **common)  # fmt: skip
-    geo_r = heatmap_geometry(texts[1].ravel().tolist(), [""] * len(rows), cols, width=half, height=geo_l.height,
-                             title=True, colorbar=True, colorbar_labels=["0.8"], **common)  # fmt: skip
-    fonts = [g.annotation_font for g in (geo_l, geo_r)]
-    cell_font = None if None in fonts else min(f for f in fonts if f is not None)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title), horizontal_spacing=spacing)
-    for col, z, text in ((1, a, texts[0]), (2, b, texts[1])):
-        fig.add_heatmap(
-            z=z, x=list(col_labels), y=list(row_labels), text=text, texttemplate="%{text}" if cell_font else None,
-            textfont={"size": cell_font or size}, colorscale=SEQUENTIAL, zmin=0, zmax=1, showscale=col == 2, xgap=2,
-            ygap=2, hovertemplate="query %{y} · key %{x}: %{z:.3f}<extra></extra>", row=1, col=col,
-        )  # fmt: skip
-    angle = min(geo_l.tick_angle, geo_r.tick_angle)
-    fig.update_yaxes(autorange="reversed", type="category", tickfont={"size": geo_l.row_font})
-    fig.update_xaxes(type="category", tickangle=angle, tickfont={"size": min(geo_l.col_font, geo_r.col_font)})
-    base_layout(fig, talk=talk, height=geo_l.height, grid=False)
-    # The geometry put ticks and titles above; here the titles stay above and the ticks go below.
-    title_h = math.ceil(LINE_EM * (size + 4) + 14)
-    fig.update_layout(margin={"l": geo_l.margin_l, "r": geo_r.margin_r, "t": title_h,
-                              "b": geo_l.margin_t + geo_l.margin_b - title_h})  # fmt: skip
-    return fig.update_annotations(font_size=size + 1)

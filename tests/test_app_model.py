@@ -7,14 +7,13 @@ checks that part.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
-
 import pytest
 import torch
 from conftest import open_app_page
 from streamlit.testing.v1 import AppTest
 
 from attention_core.bert.encoder import encode, load_bert
+from tests.support.shown import charts, notice, page_links, text_of
 
 TIRED = "The animal didn't cross the street because it was too tired."
 WIDE = "The animal didn't cross the street because it was too wide."
@@ -26,26 +25,6 @@ def open_page(query: dict[str, str] | None = None) -> AppTest:
     at = open_app_page("model", query)
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def text_of(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [m.value for m in at.caption]
-    parts += [w.value for w in at.warning] + [e.value for e in at.error] + [i.value for i in at.info]
-    return "\n".join(str(p) for p in parts)
-
-
-def notice(at: AppTest) -> str:
-    """The frame's note about a link's values that no control took ("" when there is none)."""
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
-
-
-def page_links(at: AppTest) -> list[tuple[str, dict[str, list[str]]]]:
-    links = [el for el in at.main if getattr(el, "type", "") == "page_link"]
-    return [(el.proto.label, parse_qs(el.proto.query_string)) for el in links]
-
-
-def charts(at: AppTest) -> int:
-    return len([c for c in at.main if getattr(c, "type", "") == "plotly_chart"])
 
 
 @pytest.fixture(scope="module")

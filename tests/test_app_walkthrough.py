@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.presets import PRESETS
 from attention_core.walkthrough import MASK_KINDS, run_walkthrough
+from tests.support.shown import text_of
 
 
 def open_page(query: dict[str, str] | None = None) -> AppTest:
@@ -39,9 +40,7 @@ def heatmap_values(spec: str) -> np.ndarray:
 
 
 def shown_text(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.value for m in at.metric]
-    parts += [w.value for w in at.warning] + [w.value for w in at.info] + [e.value for e in at.error]
-    return "\n".join(str(p) for p in parts)
+    return text_of(at) + "\n" + shown_numbers(at)
 
 
 # A trained encoder or decoder has self-attention only: (model, cross) shows a message, tested in

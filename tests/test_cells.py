@@ -23,7 +23,7 @@ from figures.cells import (
     hover_label,
     text_width_em,
 )
-from figures.walkthrough import compare_masks, matrix_heatmap
+from figures.walkthrough import matrix_heatmap
 
 
 @pytest.mark.parametrize(
@@ -123,11 +123,3 @@ def test_sixteen_rows_at_a_projectors_height_hide_the_numbers() -> None:
     assert fig.data[0].texttemplate is None
     assert fig.layout.yaxis.dtick == 1, "every row keeps its label"
     assert fig.layout.yaxis.tickfont.size * 1.3 <= (340 - fig.layout.margin.t - fig.layout.margin.b) / 16 + 1
-
-
-def test_compare_masks_sizes_both_panels_alike() -> None:
-    w = np.full((6, 6), 1 / 6)
-    fig = compare_masks(w, np.tril(w), list("abcdef"), list("abcdef"), left_title="l", right_title="r",
-                        talk=True, width=1100, height=450)  # fmt: skip
-    assert fig.data[0].textfont.size == fig.data[1].textfont.size
-    assert fig.layout.height == 450

@@ -17,6 +17,30 @@ from ui import draw
 from ui.frame import talk
 
 
+def heading(title: str, caption: str = "") -> None:
+    """The page's title and a caption under it, both left out in talk mode, where the navigation names the page."""
+    if not talk():
+        st.title(title)
+        if caption:
+            st.caption(caption)
+
+
+def example_or_own(examples: Mapping[str, str], own: str, picker: str, box: str) -> tuple[Callable[[], None], ...]:
+    """The ``on_change`` callbacks of an example picker (key ``picker``) and of the text box it fills (key ``box``):
+    choosing an example fills the box (``own`` leaves it as it is); typing in the box makes the choice ``own``."""
+    state = st.session_state
+
+    def picked() -> None:
+        if state[picker] != own:
+            state[box] = examples[state[picker]]
+
+    def typed() -> None:
+        if state[picker] != own and state[box] != examples[state[picker]]:
+            state[picker] = own
+
+    return picked, typed
+
+
 def settings_box() -> tuple[DeltaGenerator, DeltaGenerator | None]:
     """Where a page's shared settings go: a bordered box; in talk mode a "Settings" popover beside a line
     for their summary, so the figures start high on a projector. Returns (the box, the summary's place)."""
@@ -46,8 +70,7 @@ def tabbed_page(
     known, so it can disable what that tab does not read) and returns them; each tab's body is then called
     with them. ``summary(settings, open_tab)`` sums them up beside the folded popover in talk mode.
     """
-    if not talk():
-        st.title(title)
+    heading(title)
     draw.prose(intro)
     box, line = settings_box() if settings is not None else (None, None)
     opened = st.tabs(list(tabs), key=key, bind="query-params", on_change="rerun")

@@ -1,1 +1,2 @@
-"""The walkthrough page's data path: its cached trace (:mod:`.data`) and the figures built from it (:mod:`.figures`)."""
+"""The walkthrough page's parts: its cached result (:mod:`.data`), the figures built from it (:mod:`.figures`) and
+the views that show them (:mod:`.views`)."""

@@ -1,13 +1,15 @@
-"""The walkthrough's numbers: the controls' values (:class:`Settings`), the core's trace for them as plain numpy
-arrays (:func:`walkthrough_data`) and its backward pass (:func:`backward_data`), cached on those values."""
+"""The walkthrough's numbers: the controls' values (:class:`Settings`), the core's result for them
+(:func:`walkthrough_data`) and its backward pass (:func:`backward_data`), cached on those values."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from typing import TypeVar
 
-import numpy as np
 import streamlit as st
+import torch
 
+from attention_core.backward import BackwardTrace
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs
 from attention_core.walkthrough import (
     WalkthroughResult,
@@ -19,6 +21,8 @@ from attention_core.walkthrough import (
 from ui.decoder.snippet import decoder_head_snippet
 from ui.device import DEVICE
 from ui.snippets import walkthrough_snippet
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,54 +48,26 @@ class Settings:
 
 @dataclass(frozen=True)
 class Walkthrough:
-    """The trace and its checks as plain numpy arrays: the inputs and projections, the five steps' matrices
-    ``(n_q, n_k)`` (the output ``(n_q, d_v)``), the cells the mask blocks, and the checks against one core
-    call and torch SDPA."""
+    """The core's result for the controls' values (its inputs, mask, trace and checks) and what the page writes
+    beside it: where the numbers come from, the code that reproduces them, each query's two main sources."""
 
-    q_tokens: list[str]
-    k_tokens: list[str]
+    result: WalkthroughResult
     note: str
-    x_q: np.ndarray
-    x_kv: np.ndarray
-    w_q: np.ndarray
-    w_k: np.ndarray
-    w_v: np.ndarray
-    q: np.ndarray
-    k: np.ndarray
-    v: np.ndarray
-    scores: np.ndarray
-    scaled: np.ndarray
-    masked: np.ndarray
-    weights: np.ndarray
-    output: np.ndarray
-    dropped: np.ndarray
-    keep: np.ndarray | None
-    blocked: np.ndarray
-    scale: float
-    valid: list[int] | None
-    fully_masked: list[int]
-    delta_core: float
-    delta_torch: float
-    row_sum_error: float | None
     snippet: str
-    preset: str
     top: list[list[tuple[str, float]]]
-    d_k: int
-    d_v: int
-    d_model: int
+
+    @property
+    def blocked(self) -> torch.Tensor:
+        """Bool ``(n_q, n_k)``: the cells the mask blocks."""
+        r = self.result
+        return ~r.mask if r.mask is not None else torch.zeros(r.inputs.n_q, r.inputs.n_k, dtype=torch.bool)
 
 
 @dataclass(frozen=True)
 class Backward:
     """The backward pass for one upstream gradient dO, step by step, and its largest difference from autograd."""
 
-    grad_output: np.ndarray
-    grad_v: np.ndarray
-    grad_weights: np.ndarray
-    row_dot: np.ndarray
-    grad_scores: np.ndarray
-    grad_q: np.ndarray
-    grad_k: np.ndarray
+    steps: BackwardTrace
     delta_autograd: float
 
 
@@ -127,7 +103,16 @@ def note(inp: WalkthroughInputs, s: Settings) -> str:
     return text + unknown
 
 
-def _run(s: Settings) -> WalkthroughResult:
+def _on_host(obj: T) -> T:
+    """A dataclass with each tensor field copied to the host, holding only its own numbers: the cache pickles it on
+    every call, and a head's weights are views of its layer's, which would otherwise be pickled whole."""
+    tensors = {f.name: v for f in fields(obj) if torch.is_tensor(v := getattr(obj, f.name))}  # type: ignore[arg-type]
+    return replace(obj, **{k: v.detach().to("cpu", copy=True) for k, v in tensors.items()})  # type: ignore[type-var]
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def walkthrough_data(s: Settings) -> Walkthrough:
+    """The core's result and what the page writes beside it, for the controls' values."""
     model = None
     if s.preset == "model":  # the trained encoder, loaded once per server, only when this preset is chosen
         from ui.model import encoder
@@ -137,42 +122,22 @@ def _run(s: Settings) -> WalkthroughResult:
         from ui.decoder.model import decoder
 
         model = decoder()
-    return run_walkthrough(
+    r = run_walkthrough(
         s.preset, n=s.n, d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, seed=s.seed, mask=s.mask, pad=s.pad,
         scaled=s.scaled, positions=s.pos, dropout_p=s.drop, text=s.text, layer=s.layer, head=s.head, model=model,
         device=DEVICE,
     )  # fmt: skip
-
-
-def _cpu(x: object) -> np.ndarray:
-    return x.detach().cpu().numpy()  # type: ignore[attr-defined]
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def walkthrough_data(s: Settings) -> Walkthrough:
-    """The trace and its checks for the controls' values."""
-    r = _run(s)
-    t, inp = r.trace, r.inputs
+    r = _on_host(replace(r, inputs=_on_host(r.inputs), trace=_on_host(r.trace)))
+    inp = r.inputs
     return Walkthrough(
-        q_tokens=list(inp.query_tokens), k_tokens=list(inp.key_tokens), note=note(inp, s),
-        x_q=_cpu(inp.x_q), x_kv=_cpu(inp.x_kv), w_q=_cpu(inp.w_q), w_k=_cpu(inp.w_k), w_v=_cpu(inp.w_v),
-        q=_cpu(inp.q), k=_cpu(inp.k), v=_cpu(inp.v),
-        scores=_cpu(t.scores), scaled=_cpu(t.scaled), masked=_cpu(t.masked), weights=_cpu(t.weights),
-        output=_cpu(t.output), dropped=_cpu(t.dropped),
-        keep=_cpu(t.dropout_keep) if t.dropout_keep is not None else None,
-        blocked=~_cpu(r.mask) if r.mask is not None else np.zeros((inp.n_q, inp.n_k), dtype=bool),
-        scale=t.scale, valid=r.valid_keys, fully_masked=r.fully_masked,
-        delta_core=r.delta_core, delta_torch=r.delta_torch, row_sum_error=r.row_sum_error,
+        result=r, note=note(inp, s),
         snippet=walkthrough_snippet(r) if s.preset != "decoder" else decoder_head_snippet(s.text, s.layer, s.head),
-        preset=s.preset, top=[top_sources(t.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
-        d_k=inp.d_k, d_v=inp.d_v, d_model=inp.d_model,
+        top=[top_sources(r.trace.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
     )  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def backward_data(upstream: str, row: int, s: Settings) -> Backward:
     """The backward pass of the walkthrough's trace for one upstream gradient, and its check against autograd."""
-    r = _run(s)
-    back, delta = walkthrough_backward(r, upstream_gradient(upstream, r, row=row))
-    steps = {f.name: _cpu(getattr(back, f.name)) for f in fields(Backward) if f.name != "delta_autograd"}
-    return Backward(**steps, delta_autograd=delta)
+    r = walkthrough_data(s).result
+    return Backward(*walkthrough_backward(r, upstream_gradient(upstream, r, row=row)))
