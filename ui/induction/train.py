@@ -44,33 +44,13 @@ def _flag(name: str) -> None:
 
 
 def train_controls(c: list[Any]) -> tuple[str, int, int]:
-    variant = c[0].segmented_control(
-        "Model",
-        tuple(runs.VARIANTS),
-        default="induction",
-        required=True,
-        format_func=runs.VARIANTS.__getitem__,
-        key="in_model",
-        bind="query-params",
-        help="The experiments: take away the second layer, or the causal mask.",
-    )
-    seed = c[1].slider(
-        "Seed",
-        0,
-        99,
-        0,
-        key="in_seed",
-        bind="query-params",
-        help="Seeds the starting weights and the training sequences. Seed 0 is the shipped run's.",
-    )
-    steps = c[2].select_slider(
-        "Steps",
-        STEP_CHOICES,
-        1000,
-        key="in_steps",
-        bind="query-params",
-        help="Training steps of 64 sequences each. Stop ends a run early and keeps it.",
-    )
+    variant = c[0].segmented_control("Model", tuple(runs.VARIANTS), default="induction", required=True, wrap=True,
+                                     format_func=runs.VARIANTS.__getitem__, key="in_model", bind="query-params",
+                                     help="The experiments: take away the second layer, or the causal mask.")
+    seed = c[1].slider("Seed", 0, 99, 0, key="in_seed", bind="query-params",
+                       help="Seeds the starting weights and the training sequences. Seed 0 is the shipped run's.")
+    steps = c[2].select_slider("Steps", STEP_CHOICES, 1000, key="in_steps", bind="query-params",
+                               help="Training steps of 64 sequences each. Stop ends a run early and keeps it.")
     return variant, seed, steps  # fmt: skip
 
 
@@ -81,23 +61,10 @@ def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
     if stopped and training is not None:
         # Stop reruns the page, possibly on a new thread while the old run is still being kept: wait for it.
         training.wait(timeout=10.0)
-    row.button(
-        "Train",
-        key="in_train",
-        type="primary",
-        icon=":material/play_arrow:",
-        on_click=_flag,
-        args=("in_train_asked",),
-        help="Train from scratch, live. One training at a time on this server.",
-    )
-    row.button(
-        "Stop",
-        key="in_stop",
-        icon=":material/stop:",
-        on_click=_flag,
-        args=("in_stop_asked",),
-        help="Stops a running or queued training; what it learned so far is kept.",
-    )
+    row.button("Train", key="in_train", type="primary", icon=":material/play_arrow:", on_click=_flag,
+               args=("in_train_asked",), help="Train from scratch, live. One training at a time on this server.")
+    row.button("Stop", key="in_stop", icon=":material/stop:", on_click=_flag, args=("in_stop_asked",),
+               help="Stops a running or queued training; what it learned so far is kept.")
     shown = runs.current(variant)
     row.button("Show the shipped run", key="in_reset", icon=":material/restart_alt:", disabled=shown.startswith(
         "shipped:"), on_click=runs.forget, args=(variant,))  # fmt: skip
@@ -122,52 +89,46 @@ def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[lis
 
 def _loss(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    h = v["history"]
-    return loss_figure(h["step"], h["loss_first"], h["loss_repeat"], chance=math.log(v["vocab"]),
-                       max_step=v["settings"]["steps"], phase_step=v["phase"], talk=is_talk,
-                       height=_heights()[0])  # fmt: skip
+    h = v.history
+    return loss_figure(h.step, h.loss_first, h.loss_repeat, chance=math.log(v.vocab), max_step=v.steps,
+                       phase_step=v.phase, talk=is_talk, height=_heights()[0])  # fmt: skip
 
 
 def _heads(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    prev, prefix = np.array(v["scores"]["previous_token"]), np.array(v["scores"]["prefix_matching"])
-    titles, rows = titles_of(prev, prefix, v["layers"] - 1)
-    return patterns_figure(v["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
-                           talk=is_talk, height=_heights()[1])  # fmt: skip
+    titles, rows = titles_of(v.scores.previous_token, v.scores.prefix_matching, v.layers - 1)
+    return patterns_figure(v.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
+                           height=_heights()[1])  # fmt: skip
 
 
 def _scores(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    h = v["history"]
-    return scores_figure(h["step"], h["previous_token"][:, 0], h["prefix_matching"][:, -1],
-                         max_step=int(h["step"][-1]),
-        last_layer=v["layers"] - 1, talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
+    h = v.history
+    return scores_figure(h.step, h.previous_token[:, 0], h.prefix_matching[:, -1], max_step=int(h.step[-1]),
+                         last_layer=v.layers - 1, talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
 
 
-def _describe(name: str, v: dict[str, Any]) -> str:
-    s, h = v["settings"], v["history"]
-    last = int(h["step"][-1])
-    who = "the shipped run, trained by `python -m attention_core.induction`" if name.startswith("shipped:") else \
-        "your run"  # fmt: skip
-    stopped = f", stopped at step {last}" if last < s["steps"] else ""
-    took = f" in {h['seconds'][-1]:.0f} s" if not name.startswith("shipped:") else ""
-    return f"Showing {who}: seed {s['seed']}, {s['steps']} steps{stopped}{took}."
+def _describe(name: str, v: runs.RunView) -> str:
+    last = int(v.history.step[-1])
+    shipped = name.startswith("shipped:")
+    who = "the shipped run, trained by `python -m attention_core.induction`" if shipped else "your run"
+    stopped = f", stopped at step {last}" if last < v.steps else ""
+    took = f" in {v.history.seconds[-1]:.0f} s" if not shipped else ""
+    return f"Showing {who}: seed {v.seed}, {v.steps} steps{stopped}{took}."
 
 
-def _summary(v: dict[str, Any], shipped: bool) -> None:
-    h, sc = v["history"], v["scores"]
-    phase = v["phase"]
-    at = int(np.searchsorted(h["step"], phase)) if phase is not None else None
-    prev = np.array(sc["previous_token"])[0]
-    pm = np.array(sc["prefix_matching"])[-1]
+def _summary(v: runs.RunView, shipped: bool) -> None:
+    h, sc, phase = v.history, v.scores, v.phase
+    at = int(np.searchsorted(h.step, phase)) if phase is not None else None
+    prev, pm = sc.previous_token[0], sc.prefix_matching[-1]
     best_prev, best_ind = int(prev.argmax()), int(pm.argmax())
-    last = v["layers"] - 1
+    last = v.layers - 1
     draw.metrics(
         ("Phase change", f"step {phase}" if phase is not None else "not yet",
-         f"{h['seconds'][at]:.1f} s into training" if at is not None and not shipped else
+         f"{h.seconds[at]:.1f} s into training" if at is not None and not shipped else
          "repeated half below ½·ln V", "The first step at which the repeated half's loss is below half of ln V "
          "(halfway from a uniform guess to perfect)."),
-        ("Repeated half", f"{sc['loss_repeat']:.2f} nats", f"first half: {sc['loss_first']:.2f}"),
+        ("Repeated half", f"{sc.loss_repeat:.2f} nats", f"first half: {sc.loss_first:.2f}"),
         ("Induction head", f"{head_name(last, best_ind)}: {pm[best_ind]:.2f}", "prefix-matching score"),
         ("Previous-token head", f"{head_name(0, best_prev)}: {prev[best_prev]:.2f}" if last > 0 else "none",
          "previous-token score" if last > 0 else "one layer: nothing to compose"),
@@ -218,13 +179,13 @@ def train_tab() -> None:
     _numbers(v)
 
 
-def _numbers(v: dict[str, Any]) -> None:
+def _numbers(v: runs.RunView) -> None:
     import pandas as pd
 
-    sc = v["scores"]
-    rows = [{"head": head_name(layer, h), "previous-token": sc["previous_token"][layer][h],
-             "prefix-matching": sc["prefix_matching"][layer][h], "copying": sc["copying"][layer][h]}
-            for layer in range(v["layers"]) for h in range(v["heads"])]  # fmt: skip
+    sc = v.scores
+    rows = [{"head": head_name(layer, h), "previous-token": sc.previous_token[layer, h],
+             "prefix-matching": sc.prefix_matching[layer, h], "copying": sc.copying[layer, h]}
+            for layer in range(v.layers) for h in range(v.heads)]  # fmt: skip
     draw.numbers(pd.DataFrame(rows), {
         "head": "head",
         "previous-token": draw.NUMBER("previous-token", format="%.2f"),
