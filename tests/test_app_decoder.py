@@ -209,23 +209,22 @@ def test_writing_shows_the_models_own_tokens_and_times_each_one(model) -> None:
     assert not at.exception, [e.value for e in at.exception]
     expected = "".join(s.token for s in generate(model, CAPITAL, 3))
     g = at.session_state["dc_written"]
-    assert "".join(g["tokens"]) == expected and g["done"] and len(g["seconds"]) == 3
+    assert "".join(g.tokens) == expected and g.done and len(g.seconds) == 3
     assert "3 tokens written, greedy" in text_of(at)
     assert {"Per token, median", "First token", "Context at the end"} <= set(metrics(at))
-    rows = g["rows"]
-    assert [r.shape[-1] for r in rows] == [len(g["prompt_tokens"]) + i for i in range(3)]
+    assert [r.shape[-1] for r in g.rows] == [len(g.prompt_tokens) + i for i in range(3)]
     at.selectbox(key="dc_layer").set_value(17).run()  # another head's rows: no new generation
     assert at.session_state["dc_written"] is not None and not at.exception
     at.button(key="dc_stop").click().run()
-    assert not at.exception and len(at.session_state["dc_written"]["tokens"]) == 3
+    assert not at.exception and len(at.session_state["dc_written"].tokens) == 3
 
 
 def test_sampling_is_seeded() -> None:
     at = open_page({"dc_tab": "Write", "dc_new": "2", "dc_temp": "1.5", "dc_seed": "7"})
     at.button(key="dc_write").click().run()
-    first = list(at.session_state["dc_written"]["tokens"])
+    first = list(at.session_state["dc_written"].tokens)
     at.button(key="dc_write").click().run()
-    assert at.session_state["dc_written"]["tokens"] == first and len(first) == 2
+    assert at.session_state["dc_written"].tokens == first and len(first) == 2
 
 
 def test_talk_mode_folds_the_prompt_and_keeps_the_figure() -> None:
