@@ -259,12 +259,12 @@ def encoder_sinks(text: str) -> EncoderSinks:
 
 
 def sinks_tab(text: str) -> None:
-    d = prompt_data(text)
     draw.prose(
         "An **attention sink** is a token that takes the weight a head has no use for: softmax hands out a total "
         "of 1 in every row, so a head with nothing to pick up parks it somewhere harmless. In decoders that place "
         "is the first token (here `<bos>`): every later token can see it, so it is always there to take the rest."
     )
+    d = prompt_data(text)
     s, glob = d.sinks, d.global_layers
     local = [x for x in range(s.shape[0]) if x not in glob]
     draw.chart(draw.figure(sinks_fig, text, talk()), "dc_sinks")

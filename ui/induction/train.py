@@ -71,9 +71,9 @@ def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
     return pressed, stopped
 
 
-def _heights() -> tuple[int, int]:
-    """The loss figure's and the heads grid's heights: in talk mode both fit a 1280×720 screen beside each other."""
-    return (400, 400) if talk() else (440, 440)
+def _height() -> int:
+    """The loss figure's and the heads grid's height: in talk mode both fit a 1280×720 screen beside each other."""
+    return 400 if talk() else 440
 
 
 def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[list[str]], list[str]]:
@@ -91,14 +91,14 @@ def _loss(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
     h = v.history
     return loss_figure(h.step, h.loss_first, h.loss_repeat, chance=math.log(v.vocab), max_step=v.steps,
-                       phase_step=v.phase, talk=is_talk, height=_heights()[0])  # fmt: skip
+                       phase_step=v.phase, talk=is_talk, height=_height())  # fmt: skip
 
 
 def _heads(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
     titles, rows = titles_of(v.scores.previous_token, v.scores.prefix_matching, v.layers - 1)
     return patterns_figure(v.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
-                           height=_heights()[1])  # fmt: skip
+                           height=_height())  # fmt: skip
 
 
 def _scores(is_talk: bool, name: str) -> Any:
@@ -256,7 +256,7 @@ class _Live:
         if self._loss is None or phase != self._phase:  # the marker is a shape: draw the figure anew, once
             self._phase = phase
             self._loss = loss_figure(x, first, rep, chance=math.log(self.vocab), max_step=self.steps,
-                                     phase_step=phase, talk=talk(), height=_heights()[0])  # fmt: skip
+                                     phase_step=phase, talk=talk(), height=_height())  # fmt: skip
             return self._loss
         with self._loss.batch_update():
             self._loss.data[0].update(x=x, y=first)
@@ -270,9 +270,8 @@ class _Live:
         pats = torch.stack([w[0] for w in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
         titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
         if self._heads is None:
-            half, height = self.tokens.shape[1] // 2, _heights()[1]
-            self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, half=half,
-                                          talk=talk(), height=height)  # fmt: skip
+            self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, talk=talk(),
+                                          half=self.tokens.shape[1] // 2, height=_height())  # fmt: skip
             return self._heads
         flat, heads = [t for row in titles for t in row], pats.shape[1]
         with self._heads.batch_update():
