@@ -22,11 +22,11 @@ TABS = {
     "Local & global": window_tab, "Sinks": sinks_tab,
 }  # fmt: skip
 TERMS = "https://ai.google.dev/gemma/terms"
-INTRO = (
-    "Google's gemma-3-270m, a decoder of 18 layers × 4 query heads (one shared key/value head per layer, head size "
-    "256), its trained weights read from the installed package. Every weight on this page comes from attention_core's "
-    "own five steps, checked against transformers in the tests. "
-    f"The model is used under the [Gemma terms of use]({TERMS})."
+INTRO = (  # a model card's note: small and grey, as a caption
+    ":gray[:small[Google's gemma-3-270m, a decoder of 18 layers × 4 query heads (one shared key/value head per layer, "
+    "head size 256), its trained weights read from the installed package. Every weight on this page comes from "
+    "attention_core's own five steps, checked against transformers in the tests. "
+    f"The model is used under the [Gemma terms of use]({TERMS}).]]"
 )
 SHOWN_TOKENS = 32  # the token strip: the first ones, then how many more (a phone shows them in a few lines)
 
@@ -62,7 +62,7 @@ def current(key: str, default: float) -> float:
 
 
 tabbed_page(TABS, key="dc_tab", title="A model that writes: gemma-3-270m", intro=INTRO, settings=prompt_settings,
-            summary=summary)  # fmt: skip
+            summary=summary, popover=("Prompt", ":material/edit:"))  # fmt: skip
 if talk():
     st.caption(f"gemma-3-270m · [Gemma terms of use]({TERMS})")
 else:
