@@ -26,6 +26,7 @@ STEP_CHOICES = (200, 300, 500, 800, 1000, 1200, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
 CURVE_EVERY_S = 0.25  # redraw the curves at least 4 times a second
 HEADS_EVERY_S = 1.0  # the heads' patterns cost more to draw: once a second
+PHONE_ROW = "[data-testid='stColumn']:has(.st-key-in_model) {min-width: 100% !important;}"
 TRAINING = "in_training"  # session state: a threading.Event, set once a run that started is kept
 ABOUT = {
     "induction": "Two layers: a layer-1 head can read what a layer-0 head wrote, so the induction circuit can form.",
@@ -139,7 +140,8 @@ def train_tab() -> None:
     if talk():  # one row: the settings folded into a popover, then the buttons
         row = st.container(horizontal=True, vertical_alignment="center")
         variant, seed, steps = train_controls([row.popover("Settings", icon=":material/tune:")] * 3)
-    else:
+    else:  # on a phone the model's three choices take a row of their own, so they stay on one line
+        st.html(f"<style>@media (max-width: 640px) {{{PHONE_ROW}}}</style>")
         variant, seed, steps = train_controls(st.columns([2.2, 1.3, 1.6], vertical_alignment="bottom"))
         row = st.container(horizontal=True, vertical_alignment="center")
     pressed, stopped = buttons(row, variant)
