@@ -70,9 +70,15 @@ def window_pair_figure(text: str, local: int, talk: bool) -> go.Figure:
                          block=d.block, talk=talk)  # fmt: skip
 
 
+def cache_bytes(n: int, kv_heads: int = 1, *, rolling: bool = False) -> int:
+    """gemma-3-270m's KV cache at ``n`` tokens in bfloat16; ``rolling``: its local layers keep only their window."""
+    return sum(kv_cache_bytes(1, kv_heads, HEAD_DIM, min(n, WINDOW) if rolling and i not in GLOBAL_LAYERS else n, 1,
+                              BF16) for i in range(N_LAYERS))  # fmt: skip
+
+
 def cache_figure(n: int, talk: bool) -> go.Figure:
     contexts = sorted({n, *(2**p for p in range(8, 16))})
-    mha, mqa = ([kv_cache_bytes(N_LAYERS, g, HEAD_DIM, t, 1, BF16) for t in contexts] for g in (N_HEADS, 1))
+    mha, mqa = ([cache_bytes(t, g) for t in contexts] for g in (N_HEADS, 1))
     return kv_cache_figure(contexts, mha, mqa, chosen=n, budget_bytes=None, model="gemma-3-270m", n_heads=N_HEADS,
                            n_kv_heads=1, talk=talk)  # fmt: skip
 
@@ -159,12 +165,8 @@ def shared_kv_tab(text: str) -> None:
     )
     draw.chart(draw.figure(kv_figure, text, layer, talk()), "dc_kv")
     n = d.n
-    mqa, mha = (kv_cache_bytes(N_LAYERS, g, HEAD_DIM, n, 1, BF16) for g in (1, N_HEADS))
-    rolling = sum(kv_cache_bytes(1, 1, HEAD_DIM, n if g in GLOBAL_LAYERS else min(n, WINDOW), 1, BF16)
-                  for g in range(N_LAYERS))  # fmt: skip
-    full = kv_cache_bytes(N_LAYERS, 1, HEAD_DIM, MAX_CONTEXT, 1, BF16)
-    full_rolling = kv_cache_bytes(3, 1, HEAD_DIM, MAX_CONTEXT, 1, BF16) + kv_cache_bytes(15, 1, HEAD_DIM, WINDOW, 1,
-                                                                                          BF16)  # fmt: skip
+    mqa, mha, rolling = cache_bytes(n), cache_bytes(n, N_HEADS), cache_bytes(n, rolling=True)
+    full, full_rolling = cache_bytes(MAX_CONTEXT), cache_bytes(MAX_CONTEXT, rolling=True)
     st.markdown(f"**This prompt's KV cache** ({n} tokens, bfloat16)")
     draw.metrics(
         ("One K/V head (the model)", format_bytes(mqa), f"2 · 18 layers · 1 · 256 · {n} · 2 B"),
