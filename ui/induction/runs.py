@@ -17,7 +17,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention_core.induction import eval_tokens, forward, head_scores
+from attention_core.induction import InductionWeights, eval_tokens, forward, head_scores
 from attention_core.induction.shipped import Run, history_row, load_run, scores_of, snapshot
 from attention_core.induction.training import Progress, phase_change_step
 
@@ -126,15 +126,16 @@ class Reading:
     nll: np.ndarray  # (L − 1,)
 
 
-def read(run: Run, tokens: torch.Tensor, ablate: tuple = ()) -> Reading:
-    """Every head's pattern on one sequence ``tokens (1, L)``, the model's guesses and each prediction's loss."""
+def read(weights: InductionWeights, tokens: torch.Tensor, causal: bool, ablate: tuple = ()) -> Reading:
+    """Every head's pattern on one sequence ``tokens (1, L)`` (on the weights' device), the model's guesses and
+    each prediction's loss."""
     with torch.no_grad():
-        fw = forward(run.weights, tokens, causal=run.settings["causal"], ablate=ablate, keep=True)
+        fw = forward(weights, tokens, causal=causal, ablate=ablate, keep=True)
         assert fw.patterns is not None
         probs = torch.softmax(fw.logits[0].float(), dim=-1)  # (L, V)
         nll = -torch.log(probs[:-1].gather(-1, tokens[0, 1:, None]).clamp_min(1e-30)).squeeze(-1)  # (L−1,)
-        patterns = torch.stack([p[0] for p in fw.patterns]).numpy()  # (layers, H, L, L)
-        return Reading(patterns, probs.argmax(-1).tolist(), probs.max(-1).values.tolist(), nll.numpy())
+        patterns = torch.stack([p[0] for p in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
+        return Reading(patterns, probs.argmax(-1).tolist(), probs.max(-1).values.tolist(), nll.cpu().numpy())
 
 
 def example_tokens(run: Run) -> torch.Tensor:
@@ -164,8 +165,8 @@ def view(name: str) -> RunView:
     run = run_of(name)
     cfg, tokens = run.weights.config, example_tokens(run)
     h = History.of(run.history)
-    return RunView(h, tokens[0].tolist(), read(run, tokens), Scores.of(run.scores), run.settings["seed"],
-                   run.settings["steps"], cfg.vocab, cfg.half, cfg.layers, cfg.n_heads,
+    return RunView(h, tokens[0].tolist(), read(run.weights, tokens, run.settings["causal"]), Scores.of(run.scores),
+                   run.settings["seed"], run.settings["steps"], cfg.vocab, cfg.half, cfg.layers, cfg.n_heads,
                    phase_change_step(h.step, h.loss_repeat, cfg.vocab))  # fmt: skip
 
 
@@ -188,13 +189,14 @@ def ablation(name: str, cut: tuple[tuple[int, int], ...]) -> Ablation:
         s = head_scores(run.weights, batch, causal=causal, ablate=cut)
         logp = torch.log_softmax(forward(run.weights, batch, causal=causal, ablate=cut).logits[:, :-1].float(), -1)
         per_position = -logp.gather(-1, batch[:, 1:, None]).squeeze(-1).mean(0)  # (N, L−1, V) -> (L−1,)
-    return Ablation(Scores.of(s), per_position.numpy(), read(run, example_tokens(run), cut))
+    return Ablation(Scores.of(s), per_position.numpy(), read(run.weights, example_tokens(run), causal, cut))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def read_sequence(name: str, tokens: tuple[int, ...]) -> Reading:
     """The run reading ``tokens``."""
-    return read(run_of(name), torch.tensor([tokens], dtype=torch.long))
+    run = run_of(name)
+    return read(run.weights, torch.tensor([tokens], dtype=torch.long), run.settings["causal"])
 
 
 def run_from(records: list[Progress], settings: dict[str, Any]) -> Run:

@@ -14,7 +14,7 @@ import torch
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core.device import default_device
-from attention_core.induction import Progress, eval_tokens, forward, phase_change_step, train
+from attention_core.induction import Progress, eval_tokens, phase_change_step, train
 from attention_core.induction.shipped import RUNS
 from figures.induction import head_name, loss_figure, patterns_figure, scores_figure
 from ui import draw
@@ -266,10 +266,7 @@ class _Live:
         return self._loss
 
     def heads(self, p: Progress) -> Any:
-        with torch.no_grad():
-            fw = forward(p.weights, self.tokens, causal=self.causal, keep=True)
-        assert fw.patterns is not None
-        pats = torch.stack([w[0] for w in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
+        pats = runs.read(p.weights, self.tokens, self.causal).patterns  # (layers, H, L, L)
         titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
         if self._heads is None:
             self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, talk=talk(),
