@@ -46,22 +46,15 @@ def _check_probs(name: str, p: Sequence[float], n: int) -> np.ndarray:
 
 
 def next_token_figure(
-    tokens: Sequence[str], probs: Sequence[float], *, chosen: int | None = None, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
-    """The top-k next tokens as horizontal bars, most likely on top, each bar's probability written on it.
-    ``chosen`` (an index into ``tokens``) is drawn in the highlight colour: the token a sampler picked."""
+    tokens: Sequence[str], probs: Sequence[float], *, talk: bool = False, height: int | None = None
+) -> go.Figure:
+    """The top-k next tokens as horizontal bars, most likely on top, each bar's probability written on it."""
     p = _check_probs("probs", probs, len(tokens))
     labels = unique_labels(tokens)
-    colours = [HIGHLIGHT if i == chosen else LOCAL for i in range(len(tokens))]
     size = font_size(talk)
-    fig = go.Figure(
-        go.Bar(
-            x=p, y=labels, orientation="h", marker={"color": colours}, text=[f"{x:.1%}" for x in p],
-            textposition="outside", cliponaxis=False, textfont={"size": size},
-            hovertemplate="“%{y}”: %{x:.4f}<extra></extra>",
-        )
-    )  # fmt: skip
+    fig = go.Figure(go.Bar(x=p, y=labels, orientation="h", marker={"color": LOCAL}, text=[f"{x:.1%}" for x in p],
+                           textposition="outside", cliponaxis=False, textfont={"size": size},
+                           hovertemplate="“%{y}”: %{x:.4f}<extra></extra>"))  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size}, fixedrange=True, showgrid=False)
     top = float(p.max()) if len(p) else 1.0
     fig.update_xaxes(range=[0, min(1.0, top * 1.25) or 1.0], tickformat=".0%", fixedrange=True,

@@ -46,14 +46,8 @@ def loss_figure(
     x = as_array(steps)
     fig = go.Figure()
     fig.add_hline(y=chance, line={"color": THEORY, "dash": "dot", "width": 1.5})
-    fig.add_scatter(
-        x=x,
-        y=as_array(loss_first),
-        name="first half",
-        mode="lines",
-        line={"color": FIRST, "width": 2.5},
-        hovertemplate="step %{x}: %{y:.3f} nats<extra>first</extra>",
-    )
+    fig.add_scatter(x=x, y=as_array(loss_first), name="first half", mode="lines", line={"color": FIRST, "width": 2.5},
+                    hovertemplate="step %{x}: %{y:.3f} nats<extra>first</extra>")  # fmt: skip
     fig.add_scatter(x=x, y=as_array(loss_repeat), name="repeated half", mode="lines",
                     line={"color": REPEAT, "width": 3.5},
                     hovertemplate="step %{x}: %{y:.3f} nats<extra>repeat</extra>")  # fmt: skip
@@ -91,22 +85,11 @@ def patterns_figure(
     labels = [f"{i} ({t})" for i, t in enumerate(tokens)]  # position (token): the axes' categories, in hovers
     for layer in range(layers):
         for h in range(heads):
-            fig.add_heatmap(
-                z=w[layer, h],
-                zmin=0,
-                zmax=1,
-                colorscale=SEQUENTIAL,
-                showscale=False,
-                x=labels,
-                y=labels,
-                hovertemplate="query %{y} → key %{x}: %{z:.2f}<extra></extra>",
-                row=layer + 1,
-                col=h + 1,
-            )
+            fig.add_heatmap(z=w[layer, h], zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=False, x=labels, y=labels,
+                            hovertemplate="query %{y} → key %{x}: %{z:.2f}<extra></extra>", row=layer + 1, col=h + 1)
             if half is not None and 0 < half < n:
-                for line in ({"x0": -0.5, "x1": n - 0.5, "y0": half - 0.5, "y1": half - 0.5},):
-                    fig.add_shape(type="line", **line, line={"color": HIGHLIGHT, "width": 1}, row=layer + 1,
-                                  col=h + 1)  # fmt: skip
+                fig.add_shape(type="line", x0=-0.5, x1=n - 0.5, y0=half - 0.5, y1=half - 0.5,
+                              line={"color": HIGHLIGHT, "width": 1}, row=layer + 1, col=h + 1)  # fmt: skip
     fig.update_xaxes(showticklabels=False, showgrid=False, constrain="domain", scaleanchor="y")
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed", constrain="domain")
     for i in range(2, layers * heads + 1):  # every panel square on its own axes
@@ -125,28 +108,14 @@ def scores_figure(
     """Two panels over training: each layer-0 head's previous-token score, each last-layer head's prefix-matching
     score. ``previous (T, H)`` and ``prefix (T, H)`` hold one row per step of ``steps (T,)``."""
     x, prev, pm = as_array(steps), as_array(previous), as_array(prefix)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        horizontal_spacing=0.08,
-        shared_yaxes=True,
-        subplot_titles=("L0: previous-token", f"L{last_layer}: prefix matching"),
-    )
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08, shared_yaxes=True,
+                        subplot_titles=("L0: previous-token", f"L{last_layer}: prefix matching"))  # fmt: skip
     for col, values in enumerate((prev, pm), start=1):
         for h in range(values.shape[1]):
             name = f"head {h}"
-            fig.add_scatter(
-                x=x,
-                y=values[:, h],
-                mode="lines",
-                name=name,
-                legendgroup=name,
-                showlegend=col == 1,
-                line={"color": HEAD_COLORS[h % len(HEAD_COLORS)], "width": 2.5},
-                hovertemplate=f"{name}, step %{{x}}: %{{y:.2f}}<extra></extra>",
-                row=1,
-                col=col,
-            )
+            fig.add_scatter(x=x, y=values[:, h], mode="lines", name=name, legendgroup=name, showlegend=col == 1,
+                            line={"color": HEAD_COLORS[h % len(HEAD_COLORS)], "width": 2.5}, row=1, col=col,
+                            hovertemplate=f"{name}, step %{{x}}: %{{y:.2f}}<extra></extra>")  # fmt: skip
     fig.update_xaxes(title_text="training step", range=[0, max(max_step, 1)])
     fig.update_yaxes(range=[0, 1.02])
     fig.update_yaxes(title_text="score", row=1, col=1)
@@ -166,26 +135,12 @@ def position_loss_figure(
         y = as_array(values)
         if y.shape != (n - 1,):
             raise ValueError(f"curve {name!r} must hold one loss per prediction ({n - 1}), got {y.shape}")
-        fig.add_scatter(
-            x=np.arange(1, n),
-            y=y,
-            mode="lines+markers",
-            name=name,
-            line={"color": next(colors), "width": 2.5},
-            hovertemplate="predicting token %{x}: %{y:.2f} nats<extra>" + name + "</extra>",
-        )
+        fig.add_scatter(x=np.arange(1, n), y=y, mode="lines+markers", name=name, line={"color": next(colors),
+                        "width": 2.5}, hovertemplate="predicting token %{x}: %{y:.2f} nats<extra>" + name + "</extra>")
     if half is not None:
         fig.add_vrect(x0=half + 0.5, x1=n - 0.5, fillcolor=SCALED, opacity=0.06, line_width=0)
-        fig.add_annotation(
-            x=half + 0.5,
-            y=1,
-            yref="paper",
-            text=" the repeat",
-            showarrow=False,
-            xanchor="left",
-            yanchor="top",
-            font={"size": font_size(talk) - 3},
-        )
+        fig.add_annotation(x=half + 0.5, y=1, yref="paper", text=" the repeat", showarrow=False, xanchor="left",
+                           yanchor="top", font={"size": font_size(talk) - 3})  # fmt: skip
     fig.update_xaxes(title_text="position of the predicted token", range=[0.5, n - 0.5])
     fig.update_yaxes(title_text="loss (nats)", rangemode="tozero")
     _fonts(fig, talk, height)

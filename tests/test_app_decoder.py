@@ -8,21 +8,22 @@ this module pays for two loads at most). Generation is kept to a few tokens.
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
-from conftest import open_app_page
-from streamlit.testing.v1 import AppTest
 
 from attention_core.decoder import generate, load_decoder, run_decoder
 from attention_core.kv_cache import kv_cache_bytes
 from figures.decoder import token_label
+from tests.support.shown import charts, metrics, notice, opened, page_links
+from tests.support.shown import text as text_of
 from ui.decoder.controls import GLOBAL_LAYERS, N_HEADS, N_LAYERS
 from ui.decoder.prompts import EXAMPLES, LONG, LONG_NAME, OWN
 from ui.decoder.reading import HEAD_DIM, WINDOW
 
+open_page = partial(opened, "decoder")
 CAPITAL = EXAMPLES["Capital"]
 TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Sinks")
 
@@ -30,37 +31,6 @@ TABS = ("Next token", "Write", "Every head", "Shared K/V", "Local & global", "Si
 @pytest.fixture(scope="module")
 def model():
     return load_decoder()
-
-
-def open_page(query: dict[str, str] | None = None) -> AppTest:
-    at = open_app_page("decoder", query)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def text_of(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [m.label for m in at.metric]
-    parts += [f"{m.value} {m.proto.delta}" for m in at.metric] + [w.value for w in at.warning]
-    parts += [e.value for e in at.error]
-    parts += [i.value for i in at.info]
-    return "\n".join(str(p) for p in parts)
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def notice(at: AppTest) -> str:
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
-
-
-def page_links(at: AppTest) -> list[tuple[str, dict[str, list[str]]]]:
-    found = [el for el in at.main if getattr(el, "type", "") == "page_link"]
-    return [(el.proto.label, parse_qs(el.proto.query_string)) for el in found]
-
-
-def charts(at: AppTest) -> int:
-    return len([c for c in at.main if getattr(c, "type", "") == "plotly_chart"])
 
 
 def test_the_controls_match_the_model(model) -> None:
@@ -82,7 +52,7 @@ def test_the_default_shows_the_models_next_token_probabilities(model) -> None:
     assert f"{float(top.values[0]):.1%}" in text_of(at)
     bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert bars["text"] == [f"{float(p):.1%}" for p in top.values]  # the ten bars, most likely first
-    assert charts(at) == 1
+    assert len(charts(at)) == 1
 
 
 def test_temperature_zero_is_greedy_and_two_flattens() -> None:
@@ -123,7 +93,7 @@ def test_bad_prompts_get_a_sentence_not_a_traceback(text: str, message: str) -> 
 def test_every_tab_renders_on_a_short_prompt() -> None:
     for tab in TABS:
         at = open_page({"dc_tab": tab})
-        assert not at.error and charts(at) >= (0 if tab == "Write" else 1), tab
+        assert not at.error and len(charts(at)) >= (0 if tab == "Write" else 1), tab
 
 
 def test_every_head_builds_the_walkthrough_link_and_the_walkthrough_shows_that_head(model) -> None:
@@ -134,7 +104,7 @@ def test_every_head_builds_the_walkthrough_link_and_the_walkthrough_shows_that_h
     assert "L11·H3" in label
     assert query == {"preset": ["Gemma decoder"], "mask": ["Causal"], "text": [CAPITAL], "dlayer": ["11"],
                      "dhead": ["3"]}  # fmt: skip
-    walk = open_app_page("walkthrough", {k: v[0] for k, v in query.items()} | {"view": "One query"})
+    walk = opened("walkthrough", {k: v[0] for k, v in query.items()} | {"view": "One query"})
     assert not walk.exception, [e.value for e in walk.exception]
     s = walk.session_state
     assert (s["preset"], s["mask"], s["dlayer"], s["dhead"]) == ("decoder", "causal", 11, 3)
@@ -209,28 +179,27 @@ def test_writing_shows_the_models_own_tokens_and_times_each_one(model) -> None:
     assert not at.exception, [e.value for e in at.exception]
     expected = "".join(s.token for s in generate(model, CAPITAL, 3))
     g = at.session_state["dc_written"]
-    assert "".join(g["tokens"]) == expected and g["done"] and len(g["seconds"]) == 3
+    assert "".join(g.tokens) == expected and g.done and len(g.seconds) == 3
     assert "3 tokens written, greedy" in text_of(at)
     assert {"Per token, median", "First token", "Context at the end"} <= set(metrics(at))
-    rows = g["rows"]
-    assert [r.shape[-1] for r in rows] == [len(g["prompt_tokens"]) + i for i in range(3)]
+    assert [r.shape[-1] for r in g.rows] == [len(g.prompt_tokens) + i for i in range(3)]
     at.selectbox(key="dc_layer").set_value(17).run()  # another head's rows: no new generation
     assert at.session_state["dc_written"] is not None and not at.exception
     at.button(key="dc_stop").click().run()
-    assert not at.exception and len(at.session_state["dc_written"]["tokens"]) == 3
+    assert not at.exception and len(at.session_state["dc_written"].tokens) == 3
 
 
 def test_sampling_is_seeded() -> None:
     at = open_page({"dc_tab": "Write", "dc_new": "2", "dc_temp": "1.5", "dc_seed": "7"})
     at.button(key="dc_write").click().run()
-    first = list(at.session_state["dc_written"]["tokens"])
+    first = list(at.session_state["dc_written"].tokens)
     at.button(key="dc_write").click().run()
-    assert at.session_state["dc_written"]["tokens"] == first and len(first) == 2
+    assert at.session_state["dc_written"].tokens == first and len(first) == 2
 
 
 def test_talk_mode_folds_the_prompt_and_keeps_the_figure() -> None:
     at = open_page({"talk": "true", "dc_tab": "Every head"})
-    assert not at.title and charts(at) == 1
+    assert not at.title and len(charts(at)) == 1
     assert "Gemma terms of use" in text_of(at)
 
 

@@ -6,43 +6,23 @@ Training runs 20 steps (the step choices are shortened for the test), so a Train
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
-from conftest import open_app_page
-from streamlit.testing.v1 import AppTest
 
 import attention_core.induction.training as training
 import ui.induction.train as train_tab
 from attention_core.induction.shipped import load_run
+from tests.support.shown import charts, metrics, notice, opened, text
 from ui.runlock import RunLock
 
 TABS = ("Train", "Ablate a head", "Your sequence")
+open_page = partial(opened, "induction")
 
 
 @pytest.fixture(autouse=True)
 def _short_runs(monkeypatch):
     monkeypatch.setattr(train_tab, "STEP_CHOICES", (20, 40, *train_tab.STEP_CHOICES))
-
-
-def open_page(query: dict[str, str] | None = None) -> AppTest:
-    at = open_app_page("induction", query)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def text(at: AppTest) -> str:
-    return "\n".join(str(e.value) for kind in ("markdown", "caption", "warning", "info", "error") for e in at.get(kind))
-
-
-def notice(at: AppTest) -> str:
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
-
-
-def charts(at: AppTest) -> list:
-    return at.get("plotly_chart")
 
 
 @pytest.mark.parametrize("tab", TABS)

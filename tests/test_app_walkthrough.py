@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.presets import PRESETS
 from attention_core.walkthrough import MASK_KINDS, run_walkthrough
-from tests.support.shown import text_of
+from tests.support.shown import text as text_of
 
 
 def open_page(query: dict[str, str] | None = None) -> AppTest:

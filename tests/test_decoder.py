@@ -23,21 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attention_core.decoder import (
-    DecoderRun,
-    KVCache,
-    decoder_mask,
-    forward,
-    generate,
-    gguf_path,
-    head_trace,
-    load_decoder,
-    logits_of,
-    run_decoder,
-)
+from attention_core.decoder.generate import generate
 from attention_core.decoder.gguf_file import read_gguf
+from attention_core.decoder.model import KVCache, decoder_mask, forward, load_decoder, logits_of
 from attention_core.decoder.quants import dequantize
+from attention_core.decoder.run import DecoderRun, head_trace, run_decoder
 from attention_core.decoder.texts import LONG_TEXT
+from attention_core.decoder.weights import gguf_path
 
 pytestmark = pytest.mark.slow  # the reference takes tens of seconds to load; CI runs these all the same
 

@@ -40,12 +40,11 @@ def test_token_labels_show_spaces_and_newlines_and_stay_distinct() -> None:
     assert unique_labels(["<bos>", " the", " cat", " the"]) == ["<bos>", "␣the ·1", "␣cat", "␣the ·3"]
 
 
-def test_next_token_bars_hold_the_probabilities_in_order_and_mark_the_pick() -> None:
-    fig = next_token_figure([" Paris", " the", " a"], [0.5, 0.2, 0.1], chosen=1)
+def test_next_token_bars_hold_the_probabilities_in_order() -> None:
+    fig = next_token_figure([" Paris", " the", " a"], [0.5, 0.2, 0.1])
     bar = fig.data[0]
     assert list(bar.x) == [0.5, 0.2, 0.1] and list(bar.y) == ["␣Paris", "␣the", "␣a"]
     assert list(bar.text) == ["50.0%", "20.0%", "10.0%"]
-    assert list(bar.marker.color) == [LOCAL, HIGHLIGHT, LOCAL]
     assert fig.layout.yaxis.autorange == "reversed"  # the most likely on top
 
 

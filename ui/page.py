@@ -41,12 +41,14 @@ def example_or_own(examples: Mapping[str, str], own: str, picker: str, box: str)
     return picked, typed
 
 
-def settings_box() -> tuple[DeltaGenerator, DeltaGenerator | None]:
-    """Where a page's shared settings go: a bordered box; in talk mode a "Settings" popover beside a line
-    for their summary, so the figures start high on a projector. Returns (the box, the summary's place)."""
+def settings_box(
+    label: str = "Settings", icon: str = ":material/tune:"
+) -> tuple[DeltaGenerator, DeltaGenerator | None]:
+    """Where a page's shared settings go: a bordered box; in talk mode a popover (``label``, ``icon``) beside a
+    line for their summary, so the figures start high on a projector. Returns (the box, the summary's place)."""
     if talk():
         top = st.columns([1, 4], vertical_alignment="center")
-        return top[0].popover("Settings", icon=":material/tune:", width="stretch"), top[1]
+        return top[0].popover(label, icon=icon, width="stretch"), top[1]
     return st.container(border=True), None
 
 
@@ -63,16 +65,18 @@ def tabbed_page(
     intro: str = "",
     settings: Callable[[DeltaGenerator, str], Any] | None = None,
     summary: Callable[[Any, str], str] | None = None,
+    popover: tuple[str, str] = ("Settings", ":material/tune:"),
 ) -> None:
     """A page of ``tabs`` (name → body), the open one named in the URL by ``key``.
 
     ``settings(box, open_tab)`` draws the controls the tabs share (above the tabs, drawn once the open tab is
     known, so it can disable what that tab does not read) and returns them; each tab's body is then called
-    with them. ``summary(settings, open_tab)`` sums them up beside the folded popover in talk mode.
+    with them. ``summary(settings, open_tab)`` sums them up beside the folded popover in talk mode, whose label
+    and icon are ``popover`` (a page whose tabs have settings of their own names its shared ones otherwise).
     """
     heading(title)
     draw.prose(intro)
-    box, line = settings_box() if settings is not None else (None, None)
+    box, line = settings_box(*popover) if settings is not None else (None, None)
     opened = st.tabs(list(tabs), key=key, bind="query-params", on_change="rerun")
     name, tab = next((name, tab) for name, tab in zip(tabs, opened, strict=True) if tab.open)
     args = ()

@@ -7,7 +7,7 @@ package assembles (:mod:`.weights`); the file is read by :mod:`.gguf_file`, dequ
 """
 
 from .generate import DecodeStep, generate
-from .model import Decoder, KVCache, decoder_mask, forward, load_decoder, logits_of
-from .run import DecoderRun, LayerAttention, head_inputs, head_trace, probabilities, run_decoder
+from .model import Decoder, KVCache, LayerAttention, decoder_mask, forward, load_decoder, logits_of
+from .run import DecoderRun, head_inputs, head_trace, probabilities, run_decoder
 from .tokenizer import GemmaTokenizer
 from .weights import MODEL_NAME, MODEL_PACKAGE, DecoderConfig, cache_dir, gguf_path

@@ -16,8 +16,6 @@ from ..validation import check_int
 from .model import Decoder, KVCache, check_text, forward, logits_of
 from .run import check_temperature, probabilities
 
-TOP = 10  # how many candidates a step reports
-
 
 @dataclass(frozen=True)
 class DecodeStep:
@@ -25,9 +23,8 @@ class DecodeStep:
 
     ``index`` (0 = the first new token); ``id`` and ``token`` (its piece, ``▁`` as a space);
     ``text_so_far``: the generated text so far, without the prompt; ``seconds``: the wall time from the
-    step's start to its token (step 0's includes the prompt's forward); ``probs_top``: the ``TOP``
-    likeliest tokens and their probabilities at the step's temperature (at T = 1 when greedy), before
-    sampling; ``attention_row (n_layers, n_heads, n_ctx)`` float32: how the position that chose this
+    step's start to its token (step 0's includes the prompt's forward); ``attention_row (n_layers,
+    n_heads, n_ctx)`` float32: how the position that chose this
     token attended to each of the ``n_ctx`` positions before it (itself included).
     """
 
@@ -36,7 +33,6 @@ class DecodeStep:
     token: str
     text_so_far: str
     seconds: float
-    probs_top: list[tuple[str, float]]
     attention_row: torch.Tensor
 
 
@@ -73,16 +69,13 @@ def _steps(
         with torch.inference_mode():
             hidden, records = forward(model, torch.tensor([[last]], device=dev), cache, trace=True, window=window)
             logits = logits_of(model, hidden[0, -1])  # (vocab,)
-            shown = probabilities(logits, t if t > 0 else 1.0)  # (vocab,)
-            chosen = int(torch.multinomial(shown, 1, generator=gen)) if t > 0 else int(logits.argmax())
-            top_p, top_i = shown.topk(TOP)
+            chosen = int(torch.multinomial(probabilities(logits, t), 1, generator=gen) if t > 0 else logits.argmax())
             row = torch.stack([r.weights[0, :, -1, :] for r in records])  # (n_layers, h, n_ctx)
         seconds = time.perf_counter() - start
         new.append(chosen)
         yield DecodeStep(
             index=index, id=chosen, token=tok.token_strings([chosen])[0], text_so_far=tok.decode(new),
-            seconds=seconds, probs_top=list(zip(tok.token_strings(top_i.tolist()), top_p.tolist(), strict=True)),
-            attention_row=row,
+            seconds=seconds, attention_row=row,
         )  # fmt: skip
         if stop_at_eos and chosen == model.config.eos_id:
             return

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
 
-from ..attention import AttentionTrace, attention_trace, dot_product_attention
+from ..attention import attention_trace, dot_product_attention
 from ..device import busy_cpu, one_thread
-from ..validation import check_int
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
 from .weights import MODEL_NAME, DecoderConfig, DecoderWeights, LayerWeights, load_weights
 
@@ -58,11 +57,11 @@ class Decoder:
 
     @property
     def device(self) -> torch.device:
-        return self.weights.device
+        return self.weights.embed.device
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.weights.dtype
+        return self.weights.embed.dtype
 
 
 def load_decoder(dtype: torch.dtype = torch.bfloat16, device: str | torch.device | None = None) -> Decoder:
@@ -138,22 +137,30 @@ class KVCache:
         return sum(t.element_size() * t.numel() for t in (*self.k, *self.v))
 
 
-@dataclass
-class _Record:
-    """What a traced layer keeps: float32 Q ``(1, h, m, d)``, K and V ``(1, g, n, d)``, weights ``(1, h, m, n)``."""
+@dataclass(frozen=True)
+class LayerAttention:
+    """One traced layer's attention on m new positions of n, float32.
 
+    ``q (1, h, m, d)`` after QK-norm and RoPE; ``k``, ``v`` ``(1, g, n, d)`` (one shared K/V head here,
+    ``k`` likewise normed and rotated); ``weights (1, h, m, n)``: the softmax weights, zero above the
+    diagonal and, on a local layer, more than ``window − 1`` tokens back (the raw scores of every layer
+    would double the memory: :func:`~attention_core.decoder.head_trace` gives one head's); ``x (1, m, D)``:
+    the attention's input after its norm, when asked for.
+    """
+
+    layer: int
+    is_global: bool
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
     weights: torch.Tensor
-    x: torch.Tensor | None = None  # (1, m, D): the attention's input (after the norm), when asked for
-    trace: AttentionTrace | None = field(default=None, repr=False)
+    x: torch.Tensor | None = None
 
 
 def _attention_layer(
     x: torch.Tensor, lw: LayerWeights, cfg: DecoderConfig, layer: int, cache: KVCache | None,
     positions: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, window: bool, trace: bool, keep_input: bool,
-) -> tuple[torch.Tensor, _Record | None]:  # fmt: skip
+) -> tuple[torch.Tensor, LayerAttention | None]:  # fmt: skip
     """One layer's attention block on new positions ``p0 .. p0 + m − 1``; returns the residual stream after it."""
     B, m, _ = x.shape
     p0 = cache.length if cache is not None else 0
@@ -183,7 +190,8 @@ def _attention_layer(
     if trace:
         tr = attention_trace(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # the five steps
         out = tr.output  # (1, h, m, d)
-        record = _Record(qf, kf, vf, tr.weights, hx.float() if keep_input else None, tr if keep_input else None)
+        kept = hx.float() if keep_input else None
+        record = LayerAttention(layer, cfg.is_global(layer), qf, kf, vf, tr.weights, kept)
     else:
         out = dot_product_attention(qf, ka, va, mask, is_causal=causal, scale=cfg.scale)  # (1, h, m, d)
     out = out.to(x.dtype).transpose(1, 2).reshape(B, m, h * d)  # (1, m, h·d): heads side by side
@@ -201,11 +209,11 @@ def _mlp(x: torch.Tensor, lw: LayerWeights, cfg: DecoderConfig) -> torch.Tensor:
 def forward(
     model: Decoder, ids: torch.Tensor, cache: KVCache | None = None, *, trace: bool = False,
     window: bool = True, keep_input_of: int | None = None, stop_after: int | None = None,
-) -> tuple[torch.Tensor, list[_Record]]:  # fmt: skip
+) -> tuple[torch.Tensor, list[LayerAttention]]:  # fmt: skip
     """Run ``ids (1, m)`` (the positions after ``cache.length``) through every layer.
 
     Returns the final-normed hidden states ``(1, m, D)`` in the weights' dtype and, when ``trace``,
-    one record per layer (with the attention's input and full trace on layer ``keep_input_of``).
+    one :class:`LayerAttention` per layer (with the attention's input on layer ``keep_input_of``).
     ``window=False`` lets the local layers see every earlier token. ``stop_after`` ends the pass after
     that layer (only its records matter then; the hidden states returned are not the model's output).
     The cache, when given, is filled and its ``length`` moved on.
@@ -220,9 +228,9 @@ def forward(
     if cache is not None and p0 + m > cache.capacity:
         raise ValueError(f"the KV cache holds {cache.capacity} positions; {p0 + m} were asked for")
     positions = torch.arange(p0, p0 + m, device=ids.device)  # (m,)
-    ropes = {base: rope_cos_sin(positions, cfg.head_dim, base, w.dtype)
+    ropes = {base: rope_cos_sin(positions, cfg.head_dim, base, model.dtype)
              for base in (cfg.rope_base_local, cfg.rope_base_global)}  # fmt: skip
-    x = F.embedding(ids, w.embed) * _embed_scale(cfg, w.dtype)  # (1, m, D)
+    x = F.embedding(ids, w.embed) * _embed_scale(cfg, model.dtype)  # (1, m, D)
     records = []
     with _threads(ids.device):
         for i, lw in enumerate(w.layers):
@@ -271,9 +279,3 @@ def check_text(model: Decoder, text: object, *, room: int = 0) -> list[int]:
         extra = f" plus {room} new tokens" if room else ""
         raise ValueError(f"the text is {len(ids)} tokens long{extra}; this model's cap here is {cap} tokens")
     return ids
-
-
-def check_layer_head(model: Decoder, layer: object, head: object) -> tuple[int, int]:
-    cfg = model.config
-    layer = check_int("layer", layer, low=0, high=cfg.n_layers - 1)
-    return layer, check_int("head", head, low=0, high=cfg.n_heads - 1)

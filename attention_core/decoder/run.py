@@ -14,26 +14,8 @@ import torch
 from torch.nn import functional as F
 
 from ..attention import AttentionTrace, attention_trace
-from .model import Decoder, check_layer_head, check_text, decoder_mask, forward, logits_of
-
-
-@dataclass(frozen=True)
-class LayerAttention:
-    """One layer's attention on a prompt of n tokens, float32.
-
-    ``q (1, h, n, d)`` after QK-norm and RoPE; ``k``, ``v`` ``(1, g, n, d)`` (one shared K/V head here,
-    ``k`` likewise normed and rotated); ``weights (1, h, n, n)``: the softmax weights, zero above the
-    diagonal and, on a local layer, more than ``window − 1`` tokens back. ``scores`` is ``None``: the
-    raw scores of every layer would double the memory; :func:`head_trace` gives one head's.
-    """
-
-    layer: int
-    is_global: bool
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    weights: torch.Tensor
-    scores: torch.Tensor | None = None
+from ..validation import check_int
+from .model import Decoder, LayerAttention, check_text, decoder_mask, forward, logits_of
 
 
 @dataclass(frozen=True)
@@ -88,12 +70,7 @@ def run_decoder(model: Decoder, text: str, *, sliding_window: bool = True, all_l
         logits = (
             logits_of(model, hidden[0]) if all_logits else logits_of(model, hidden[0, -1]).unsqueeze(0)
         )  # (rows, vocab)
-    cfg = model.config
-    attentions = [
-        LayerAttention(layer=i, is_global=cfg.is_global(i), q=r.q, k=r.k, v=r.v, weights=r.weights)
-        for i, r in enumerate(records)
-    ]
-    return DecoderRun(model.tokenizer.token_strings(ids), ids, logits, attentions, bool(sliding_window))
+    return DecoderRun(model.tokenizer.token_strings(ids), ids, logits, records, bool(sliding_window))
 
 
 def head_inputs(model: Decoder, text: str, layer: int, head: int, *, sliding_window: bool = True) -> dict:
@@ -103,9 +80,10 @@ def head_inputs(model: Decoder, text: str, layer: int, head: int, *, sliding_win
     slice of W_Q, ``w_k``, ``w_v (D, d)`` its shared K/V head's (so ``x @ w_q`` is Q before QK-norm and
     RoPE); ``q``, ``k``, ``v (n, d)`` as the attention used them; ``scale``; ``mask (n, n)`` bool.
     """
-    layer, head = check_layer_head(model, layer, head)
-    ids = check_text(model, text)
     cfg = model.config
+    layer = check_int("layer", layer, low=0, high=cfg.n_layers - 1)
+    head = check_int("head", head, low=0, high=cfg.n_heads - 1)
+    ids = check_text(model, text)
     x = torch.tensor([ids], device=model.device)  # (1, n): made before inference mode, as run_decoder does
     with torch.inference_mode():
         _, records = forward(model, x, window=bool(sliding_window), keep_input_of=layer, stop_after=layer)
@@ -114,7 +92,7 @@ def head_inputs(model: Decoder, text: str, layer: int, head: int, *, sliding_win
     kv = head // (h // g)  # the K/V head this query head reads
     w = model.weights.layers[layer].w_qkv.float()  # (h·d + 2·g·d, D)
     window = None if cfg.is_global(layer) or not sliding_window else cfg.window
-    assert rec.x is not None and rec.trace is not None
+    assert rec.x is not None
     return {
         "tokens": model.tokenizer.token_strings(ids),
         "x": rec.x[0],  # (n, D)

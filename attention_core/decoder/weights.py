@@ -41,16 +41,17 @@ MAX_TOKENS = 1024  # a cap for the app: prompt plus generated tokens
 
 @dataclass(frozen=True)
 class DecoderConfig:
-    """The numbers of the architecture; most are read from the GGUF metadata (``gemma3.*``)."""
+    """The numbers of the architecture; most are read from the GGUF metadata (``gemma3.*``), the first eight always
+    (gemma-3-270m: 18 layers, D = 640, 4 query heads, 1 K/V head of 256, F = 2048, a window of 512, 262,144 pieces)."""
 
-    n_layers: int = 18
-    d_model: int = 640
-    n_heads: int = 4
-    n_kv_heads: int = 1
-    head_dim: int = 256
-    d_ff: int = 2048
-    window: int = 512
-    vocab_size: int = 262_144
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    window: int
+    vocab_size: int
     rope_base_local: float = ROPE_BASE_LOCAL
     rope_base_global: float = 1_000_000.0
     rms_eps: float = 1e-6
@@ -101,14 +102,6 @@ class DecoderWeights:
     embed: torch.Tensor  # (vocab, D)
     final_norm: torch.Tensor  # (D,) float32
     layers: tuple[LayerWeights, ...]
-
-    @property
-    def device(self) -> torch.device:
-        return self.embed.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.embed.dtype
 
 
 def read_config(f: GGUFFile) -> DecoderConfig:

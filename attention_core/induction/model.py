@@ -23,7 +23,7 @@ Each layer's attention is the project's own five steps with the causal mask
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -86,10 +86,7 @@ class InductionWeights:
 
     def parameters(self) -> list[torch.Tensor]:
         """Every tensor, in a fixed order (the optimiser's and the file's)."""
-        out = [self.embed, self.pos]
-        for lw in self.layers:
-            out += [lw.w_q, lw.w_k, lw.w_v, lw.w_o]
-        return [*out, self.unembed]
+        return list(self.named().values())
 
     def named(self) -> dict[str, torch.Tensor]:
         """Stable names (as in the shipped file): ``embed``, ``pos``, ``blocks.{l}.w_q`` …, ``unembed``."""
@@ -97,6 +94,13 @@ class InductionWeights:
         for i, lw in enumerate(self.layers):
             out |= {f"blocks.{i}.{n}": getattr(lw, n) for n in ("w_q", "w_k", "w_v", "w_o")}
         return out | {"unembed": self.unembed}
+
+    @classmethod
+    def from_named(cls, config: InductionConfig, t: Callable[[str], torch.Tensor]) -> InductionWeights:
+        """The weights whose :meth:`named` tensors ``t(name)`` gives."""
+        layers = tuple(LayerWeights(*(t(f"blocks.{i}.{n}") for n in ("w_q", "w_k", "w_v", "w_o")))
+                       for i in range(config.layers))  # fmt: skip
+        return cls(config, t("embed"), t("pos"), layers, t("unembed"))
 
     @property
     def device(self) -> torch.device:

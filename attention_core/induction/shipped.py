@@ -22,7 +22,7 @@ import torch
 
 from ..device import new_tensor_device
 from ..validation import check_choice
-from .model import InductionConfig, InductionWeights, LayerWeights
+from .model import InductionConfig, InductionWeights
 from .training import Progress, eval_tokens, head_scores, train
 
 SHIPPED = Path(__file__).with_name("trained.safetensors")
@@ -102,22 +102,12 @@ def load_run(name: str = "induction", path: str | Path = SHIPPED, device: str | 
             raise ValueError(f"{path} is not a file of induction runs holding {name!r}")
         settings = json.loads(meta[f"{name}.settings"])
         config = InductionConfig(**settings["config"])
-
-        def get(key: str) -> torch.Tensor:
-            return f.get_tensor(f"{name}.{key}").to(dev)
-
-        layers = tuple(LayerWeights(*(get(f"blocks.{i}.{n}") for n in ("w_q", "w_k", "w_v", "w_o")))
-                       for i in range(config.layers))  # fmt: skip
-        weights = InductionWeights(config, get("embed"), get("pos"), layers, get("unembed"))
+        weights = InductionWeights.from_named(config, lambda key: f.get_tensor(f"{name}.{key}").to(dev))
         return Run(weights, settings, json.loads(meta[f"{name}.history"]), json.loads(meta[f"{name}.scores"]))
 
 
 def snapshot(w: InductionWeights, device: str | torch.device | None = None) -> InductionWeights:
     """A detached copy of ``w`` (on ``device``, default: where ``w`` is): a snapshot the optimiser no longer moves."""
     dev = w.device if device is None else new_tensor_device(device)
-
-    def copy(t: torch.Tensor) -> torch.Tensor:
-        return t.detach().to(dev, copy=True)
-
-    layers = tuple(LayerWeights(*(copy(t) for t in (lw.w_q, lw.w_k, lw.w_v, lw.w_o))) for lw in w.layers)
-    return InductionWeights(w.config, copy(w.embed), copy(w.pos), layers, copy(w.unembed))
+    named = w.named()
+    return InductionWeights.from_named(w.config, lambda key: named[key].detach().to(dev, copy=True))

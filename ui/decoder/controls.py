@@ -11,7 +11,6 @@ from .prompts import EXAMPLES, OWN
 N_LAYERS, N_HEADS = 18, 4  # gemma-3-270m; the tests check these against the loaded model's config
 GLOBAL_LAYERS = (5, 11, 17)  # full causal; the others slide a window of 512 (checked against the config too)
 LAYER_NAMES = {i: f"{i} (global)" if i in GLOBAL_LAYERS else str(i) for i in range(N_LAYERS)}
-FIRST = next(iter(EXAMPLES))
 
 
 def _pick_example() -> None:

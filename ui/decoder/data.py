@@ -7,7 +7,7 @@ the first-token shares and the last position's logits (1 MB). So 8 prompts cost 
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -32,12 +32,29 @@ def first_token_share(w: np.ndarray, window: int | None) -> np.ndarray:
     return w[:, 1:last, 0].mean(axis=-1)  # (H, rows) -> (H,)
 
 
+@dataclass(frozen=True)
+class PromptReading:
+    """What the page keeps of a prompt's forward (every weight float32 or float16, NaN where a mask blocks)."""
+
+    tokens: list[str]
+    logits: np.ndarray  # (vocab,): the last position's
+    grid: np.ndarray  # (n_layers, H, m, m): every head shrunk to at most GRID_SIDE cells a side
+    grid_block: int  # tokens a grid cell is the mean of, a side
+    layers: list[np.ndarray]  # per layer (H, m, m) float16, at most LAYER_SIDE cells a side
+    block: int  # tokens a layer's cell is the mean of, a side
+    sinks: np.ndarray  # (n_layers, H): each head's share on the first token
+    global_layers: list[int]
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+
 @st.cache_data(max_entries=8, show_spinner="Running the model on this prompt…")
-def prompt_data(text: str) -> dict[str, Any]:
+def prompt_data(text: str) -> PromptReading:
     """Tokens, the last position's logits, every layer's weights shrunk for drawing, and the first-token shares."""
     model = decoder()
     run = run_decoder(model, text)  # validates: ValueError for empty or too long text
-    n_layers = len(run.attentions)
     grid, layers, sinks = [], [], []
     for att in run.attentions:
         w = att.weights[0].detach().to("cpu", torch.float32).numpy()  # (H, n, n)
@@ -46,14 +63,11 @@ def prompt_data(text: str) -> dict[str, Any]:
         shown = blank_blocked(w, window=window)
         small, block = shrink(shown, LAYER_SIDE)
         layers.append(small.astype(np.float16))
-        grid.append(shrink(shown, GRID_SIDE)[0])
-    return {
-        "tokens": list(run.tokens), "ids": [int(i) for i in run.ids], "n": len(run.tokens),
-        "logits": run.logits[-1].detach().to("cpu", torch.float32).numpy(),  # (vocab,)
-        "grid": np.stack(grid), "grid_block": -(-len(run.tokens) // GRID_SIDE) if len(run.tokens) > GRID_SIDE else 1,
-        "layers": layers, "block": block, "sinks": np.stack(sinks),  # (n_layers, H)
-        "global": [layer for layer in range(n_layers) if run.attentions[layer].is_global],
-    }  # fmt: skip
+        tile, grid_block = shrink(shown, GRID_SIDE)
+        grid.append(tile)
+    return PromptReading(list(run.tokens), run.logits[-1].detach().to("cpu", torch.float32).numpy(), np.stack(grid),
+                         grid_block, layers, block, np.stack(sinks),
+                         [a.layer for a in run.attentions if a.is_global])  # fmt: skip
 
 
 def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
@@ -67,15 +81,24 @@ def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
     return e / e.sum()
 
 
+@dataclass(frozen=True)
+class NextTokens:
+    """The ``k`` likeliest next tokens, by logit, with their probabilities at one temperature."""
+
+    tokens: list[str]
+    probs: list[float]
+    entropy: float  # bits, of the whole distribution
+    rest: float  # the probability of every other token
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
-def next_tokens(text: str, temperature: float, k: int) -> dict[str, Any]:
-    """The ``k`` most likely next tokens at ``temperature``, their probabilities, the entropy in bits."""
-    logits = prompt_data(text)["logits"]
+def next_tokens(text: str, temperature: float, k: int) -> NextTokens:
+    logits = prompt_data(text).logits
     p = softmax_t(logits, temperature)
     top = np.argsort(-logits, kind="stable")[:k]  # by logit: the same order at any T, and at T = 0 (ties at p = 0)
     nz = p[p > 0]
-    return {"ids": top.tolist(), "tokens": decoder().tokenizer.token_strings(top.tolist()), "probs": p[top].tolist(),
-            "entropy": max(0.0, float(-(nz * np.log2(nz)).sum())), "rest": float(1.0 - p[top].sum())}  # fmt: skip
+    return NextTokens(decoder().tokenizer.token_strings(top.tolist()), p[top].tolist(),
+                      max(0.0, float(-(nz * np.log2(nz)).sum())), float(1.0 - p[top].sum()))  # fmt: skip
 
 
 @st.cache_data(max_entries=4, show_spinner="Running the model again with the window switched off…")
@@ -85,16 +108,26 @@ def window_off_logits(text: str) -> np.ndarray:
     return run.logits[-1].detach().to("cpu", torch.float32).numpy()
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def window_shift(text: str, k: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WindowShift:
     """How far the next-token distribution moves when the window is switched off (at temperature 1)."""
-    p, q = softmax_t(prompt_data(text)["logits"], 1.0), softmax_t(window_off_logits(text), 1.0)
+
+    tokens: list[str]  # the likeliest with the window or without, most likely first
+    p_on: list[float]
+    p_off: list[float]
+    tv: float  # total variation, ½ Σ|p − q|
+    kl: float  # KL(window ‖ off), nats
+    same_top: bool
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def window_shift(text: str, k: int) -> WindowShift:
+    p, q = softmax_t(prompt_data(text).logits, 1.0), softmax_t(window_off_logits(text), 1.0)
     top = list(dict.fromkeys([*np.argsort(-p)[:k].tolist(), *np.argsort(-q)[:k].tolist()]))[: k + 3]
     top.sort(key=lambda i: -max(p[i], q[i]))
     keep = p > 0
-    return {
-        "tokens": decoder().tokenizer.token_strings(top), "p_on": p[top].tolist(), "p_off": q[top].tolist(),
-        "tv": float(0.5 * np.abs(p - q).sum()),
-        "kl": float((p[keep] * (np.log(p[keep]) - np.log(np.maximum(q[keep], 1e-300)))).sum()),
-        "same_top": int(np.argmax(p)) == int(np.argmax(q)),
-    }  # fmt: skip
+    return WindowShift(
+        decoder().tokenizer.token_strings(top), p[top].tolist(), q[top].tolist(), float(0.5 * np.abs(p - q).sum()),
+        float((p[keep] * (np.log(p[keep]) - np.log(np.maximum(q[keep], 1e-300)))).sum()),
+        int(np.argmax(p)) == int(np.argmax(q)),
+    )  # fmt: skip

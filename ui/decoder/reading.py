@@ -3,7 +3,7 @@ global layers, and attention sinks."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -47,44 +47,50 @@ TOP_K = (5, 10, 15, 20)
 
 def next_figure(text: str, temperature: float, k: int, talk: bool) -> go.Figure:
     d = next_tokens(text, temperature, k)
-    return next_token_figure(d["tokens"], d["probs"], talk=talk, height=None if not talk else 90 + 30 * k)
+    return next_token_figure(d.tokens, d.probs, talk=talk, height=None if not talk else 90 + 30 * k)
 
 
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return decoder_grid(d["grid"], global_layers=d["global"], selected=(layer, head), block=d["grid_block"], talk=talk)
+    return decoder_grid(d.grid, global_layers=d.global_layers, selected=(layer, head), block=d.grid_block, talk=talk)
 
 
 def kv_figure(text: str, layer: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    w = d["layers"][layer].astype(np.float32)  # (H, m, m)
-    return shared_kv_figure(w, d["tokens"] if d["block"] == 1 else [], layer=layer, block=d["block"], talk=talk)
+    w = d.layers[layer].astype(np.float32)  # (H, m, m)
+    return shared_kv_figure(w, d.tokens if d.block == 1 else [], layer=layer, block=d.block, talk=talk)
 
 
 def window_pair_figure(text: str, local: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
     glob = next(g for g in GLOBAL_LAYERS if g > local)
-    a, b = (d["layers"][x].astype(np.float32) for x in (local, glob))  # (H, m, m)
+    a, b = (d.layers[x].astype(np.float32) for x in (local, glob))  # (H, m, m)
     # The mean of the 4 heads: a blocked cell is NaN in every head (one mask for all), and stays NaN.
     return window_figure(a.mean(axis=0), b.mean(axis=0), local_layer=local, global_layer=glob, window=WINDOW,
-                         block=d["block"], talk=talk)  # fmt: skip
+                         block=d.block, talk=talk)  # fmt: skip
+
+
+def cache_bytes(n: int, kv_heads: int = 1, *, rolling: bool = False) -> int:
+    """gemma-3-270m's KV cache at ``n`` tokens in bfloat16; ``rolling``: its local layers keep only their window."""
+    return sum(kv_cache_bytes(1, kv_heads, HEAD_DIM, min(n, WINDOW) if rolling and i not in GLOBAL_LAYERS else n, 1,
+                              BF16) for i in range(N_LAYERS))  # fmt: skip
 
 
 def cache_figure(n: int, talk: bool) -> go.Figure:
     contexts = sorted({n, *(2**p for p in range(8, 16))})
-    mha, mqa = ([kv_cache_bytes(N_LAYERS, g, HEAD_DIM, t, 1, BF16) for t in contexts] for g in (N_HEADS, 1))
+    mha, mqa = ([cache_bytes(t, g) for t in contexts] for g in (N_HEADS, 1))
     return kv_cache_figure(contexts, mha, mqa, chosen=n, budget_bytes=None, model="gemma-3-270m", n_heads=N_HEADS,
                            n_kv_heads=1, talk=talk)  # fmt: skip
 
 
 def shift_fig(text: str, k: int, talk: bool) -> go.Figure:
     d = window_shift(text, k)
-    return shift_figure(d["tokens"], d["p_on"], d["p_off"], window=WINDOW, talk=talk)
+    return shift_figure(d.tokens, d.p_on, d.p_off, window=WINDOW, talk=talk)
 
 
 def sinks_fig(text: str, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return sink_figure(d["sinks"], global_layers=d["global"], talk=talk)
+    return sink_figure(d.sinks, global_layers=d.global_layers, talk=talk)
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,39 +108,40 @@ def next_token_tab(text: str) -> None:
     with c[1]:
         st.latex(r"p_i = \frac{e^{z_i / T}}{\sum_{j=1}^{262\,144} e^{z_j / T}}")
         greedy = "T = 0: the most likely token every time (greedy)." if temperature == 0 else ""
-        draw.metrics(("Most likely next", token_label(d["tokens"][0], 20), f"{d['probs'][0]:.1%}"),
-                     ("Entropy", f"{d['entropy']:.2f} bits", greedy or "of the whole distribution"))  # fmt: skip
+        draw.metrics(("Most likely next", token_label(d.tokens[0], 20), f"{d.probs[0]:.1%}"),
+                     ("Entropy", f"{d.entropy:.2f} bits", greedy or "of the whole distribution"))  # fmt: skip
         draw.prose(
             f"The model's last position scores all 262,144 tokens of its vocabulary (the logits z); softmax turns "
-            f"them into probabilities. The {k} bars hold {1 - d['rest']:.1%} of the probability; the other "
-            f"{262_144 - k:,} tokens share the remaining {d['rest']:.1%}. A sampler draws the next token from "
+            f"them into probabilities. The {k} bars hold {1 - d.rest:.1%} of the probability; the other "
+            f"{262_144 - k:,} tokens share the remaining {d.rest:.1%}. A sampler draws the next token from "
             "this distribution; the **Write** tab does it again and again."
         )
 
 
-def heads_tab(text: str, d: dict[str, Any]) -> None:
+def heads_tab(text: str) -> None:
+    d = prompt_data(text)
     draw.prose(
         "Each small triangle is one head's weights on this prompt: row = the token that asks, column = the token it "
         "reads (darker = more). Nothing lies above the diagonal: a decoder's token never sees the tokens after it. "
         "Columns are the 18 layers, rows the 4 query heads of each. **Click a head** to open it in the walkthrough "
         "with its real Q, K and V, or choose it below."
-        + (f" Each cell here is the mean of {d['grid_block']}×{d['grid_block']} tokens." if d["grid_block"] > 1 else "")
+        + (f" Each cell here is the mean of {d.grid_block}×{d.grid_block} tokens." if d.grid_block > 1 else "")
     )
     grid = st.container()
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
     layer, head = layer_control(c[0]), head_control(c[1])
     query = walkthrough_query(text, layer, head)
-    if d["n"] <= WALK_MAX:
+    if d.n <= WALK_MAX:
         c[2].page_link(WALKTHROUGH, label=f"Open {head_label(layer, head)} in the walkthrough: its Q, K, V through "
                        "the five steps", icon=":material/stairs:", query_params=query)  # fmt: skip
     else:
         c[2].caption(f"The walkthrough draws a head's matrices number by number, for prompts of up to {WALK_MAX} "
-                     f"tokens; this one has {d['n']}.")  # fmt: skip
+                     f"tokens; this one has {d.n}.")  # fmt: skip
     with grid:  # above its controls, drawn with their values
         event = draw.chart(draw.figure(grid_figure, text, layer, head, talk()), "dc_grid", on_select="rerun",
                            selection_mode="points", config={**PLOTLY_CONFIG, "displayModeBar": False})  # fmt: skip
     points = [p for p in (event.selection.points if event else []) if p.get("curve_number") == 1]
-    if points and d["n"] <= WALK_MAX:  # a click on a tile: that head, in the walkthrough
+    if points and d.n <= WALK_MAX:  # a click on a tile: that head, in the walkthrough
         layer, head = divmod(int(points[0]["point_index"]), N_HEADS)
         st.switch_page(WALKTHROUGH, query_params=walkthrough_query(text, layer, head))
 
@@ -144,7 +151,8 @@ def walkthrough_query(text: str, layer: int, head: int) -> dict[str, str]:
     return {"preset": DECODER_PRESET, "mask": "Causal", "text": text, "dlayer": str(layer), "dhead": str(head)}
 
 
-def shared_kv_tab(text: str, d: dict[str, Any]) -> None:
+def shared_kv_tab(text: str) -> None:
+    d = prompt_data(text)
     c = st.columns([1, 4], vertical_alignment="bottom")
     layer = layer_control(c[0])
     c[1].latex(r"o_h = \operatorname{softmax}\!\left(\frac{q_h K^\top}{\sqrt{256}}\right) V,\quad h = 0,1,2,3:"
@@ -153,16 +161,12 @@ def shared_kv_tab(text: str, d: dict[str, Any]) -> None:
         "gemma-3-270m has **multi-query attention**: in every layer four query heads read **one** key head and "
         "**one** value head. The four patterns below differ only because their queries differ; the keys they are "
         "compared with, and the values they blend, are the same numbers."
-        + (f" Each cell is the mean of {d['block']}×{d['block']} tokens." if d["block"] > 1 else "")
+        + (f" Each cell is the mean of {d.block}×{d.block} tokens." if d.block > 1 else "")
     )
     draw.chart(draw.figure(kv_figure, text, layer, talk()), "dc_kv")
-    n = d["n"]
-    mqa, mha = (kv_cache_bytes(N_LAYERS, g, HEAD_DIM, n, 1, BF16) for g in (1, N_HEADS))
-    rolling = sum(kv_cache_bytes(1, 1, HEAD_DIM, n if g in GLOBAL_LAYERS else min(n, WINDOW), 1, BF16)
-                  for g in range(N_LAYERS))  # fmt: skip
-    full = kv_cache_bytes(N_LAYERS, 1, HEAD_DIM, MAX_CONTEXT, 1, BF16)
-    full_rolling = kv_cache_bytes(3, 1, HEAD_DIM, MAX_CONTEXT, 1, BF16) + kv_cache_bytes(15, 1, HEAD_DIM, WINDOW, 1,
-                                                                                          BF16)  # fmt: skip
+    n = d.n
+    mqa, mha, rolling = cache_bytes(n), cache_bytes(n, N_HEADS), cache_bytes(n, rolling=True)
+    full, full_rolling = cache_bytes(MAX_CONTEXT), cache_bytes(MAX_CONTEXT, rolling=True)
     st.markdown(f"**This prompt's KV cache** ({n} tokens, bfloat16)")
     draw.metrics(
         ("One K/V head (the model)", format_bytes(mqa), f"2 · 18 layers · 1 · 256 · {n} · 2 B"),
@@ -185,8 +189,9 @@ def _use_long() -> None:
     st.session_state.dc_text = EXAMPLES[LONG_NAME]
 
 
-def window_tab(text: str, d: dict[str, Any]) -> None:
-    n = d["n"]
+def window_tab(text: str) -> None:
+    d = prompt_data(text)
+    n = d.n
     (c,) = draw.settings([1, 1, 2])
     local = c[0].selectbox("Local layer", LOCAL_LAYERS, 4, key="dc_local", bind="query-params",
                            help="Shown beside the next global layer.")  # fmt: skip
@@ -203,8 +208,8 @@ def window_tab(text: str, d: dict[str, Any]) -> None:
                 "diary to see the window.", icon=":material/info:")  # fmt: skip
         st.button("Use the long diary", key="dc_uselong", on_click=_use_long, icon=":material/article:")
     draw.chart(draw.figure(window_pair_figure, text, local, talk()), "dc_window")
-    if d["block"] > 1:
-        st.caption(f"Each cell: the mean weight of {d['block']}×{d['block']} tokens, averaged over the 4 heads, on a "
+    if d.block > 1:
+        st.caption(f"Each cell: the mean weight of {d.block}×{d.block} tokens, averaged over the 4 heads, on a "
                    "square-root colour scale (a long row's weights are small). The dashed line is the window's edge: "
                    "left of it, a local layer cannot look.")  # fmt: skip
     if not off:
@@ -216,9 +221,9 @@ def window_tab(text: str, d: dict[str, Any]) -> None:
     s = window_shift(text, k)
     draw.chart(draw.figure(shift_fig, text, k, talk()), "dc_shift")
     draw.metrics(
-        ("Probability moved", f"{s['tv']:.1%}", "total variation: ½ Σ|p − q|"),
-        ("KL(window ‖ off)", f"{s['kl']:.3f} nats", None),
-        ("Most likely token", "unchanged" if s["same_top"] else "changed", None),
+        ("Probability moved", f"{s.tv:.1%}", "total variation: ½ Σ|p − q|"),
+        ("KL(window ‖ off)", f"{s.kl:.3f} nats", None),
+        ("Most likely token", "unchanged" if s.same_top else "changed", None),
         border=True,
     )  # fmt: skip
     draw.prose(
@@ -228,10 +233,18 @@ def window_tab(text: str, d: dict[str, Any]) -> None:
     )
 
 
+@dataclass(frozen=True)
+class EncoderSinks:
+    """all-MiniLM-L6-v2's mean share on [CLS] and on [SEP], and whether it read the prompt itself."""
+
+    cls: float
+    sep: float
+    same: bool
+
+
 @st.cache_data(max_entries=8, show_spinner="Reading the encoder's sinks on this prompt…")
-def encoder_sinks(text: str) -> dict[str, Any]:
-    """all-MiniLM-L6-v2's mean share on [CLS] and on [SEP], on ``text`` (or its own default sentence if ``text`` is
-    too long for it)."""
+def encoder_sinks(text: str) -> EncoderSinks:
+    """On ``text``, or on the encoder's own default sentence if ``text`` is too long for it."""
     from attention_core.bert.analysis import sentence_weights, sink_shares
     from attention_core.bert.tokens import MAX_TOKENS, tokenize
     from attention_core.presets import MODEL_TEXT
@@ -244,17 +257,17 @@ def encoder_sinks(text: str) -> dict[str, Any]:
         used = MODEL_TEXT
     _, w = sentence_weights(bert, used)
     cls, sep = sink_shares(w)
-    return {"cls": float(cls.mean()), "sep": float(sep.mean()), "same": used == text}
+    return EncoderSinks(float(cls.mean()), float(sep.mean()), used == text)
 
 
-def sinks_tab(text: str, d: dict[str, Any]) -> None:
+def sinks_tab(text: str) -> None:
     draw.prose(
         "An **attention sink** is a token that takes the weight a head has no use for: softmax hands out a total "
         "of 1 in every row, so a head with nothing to pick up parks it somewhere harmless. In decoders that place "
         "is the first token (here `<bos>`): every later token can see it, so it is always there to take the rest."
     )
-    s = d["sinks"]
-    glob = list(d["global"])
+    d = prompt_data(text)
+    s, glob = d.sinks, d.global_layers
     local = [x for x in range(s.shape[0]) if x not in glob]
     draw.chart(draw.figure(sinks_fig, text, talk()), "dc_sinks")
     layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
@@ -266,10 +279,10 @@ def sinks_tab(text: str, d: dict[str, Any]) -> None:
     )
     if not talk():
         e = encoder_sinks(text)
-        where = "on this prompt" if e["same"] else "on its own default sentence (this prompt is too long for it)"
+        where = "on this prompt" if e.same else "on its own default sentence (this prompt is too long for it)"
         st.markdown(
-            f"**The encoder, for comparison:** all-MiniLM-L6-v2 {where} puts {e['cls']:.0%} on [CLS] and "
-            f"{e['sep']:.0%} on [SEP]. It sees the whole sentence, so its sink can also be the last token."
+            f"**The encoder, for comparison:** all-MiniLM-L6-v2 {where} puts {e.cls:.0%} on [CLS] and "
+            f"{e.sep:.0%} on [SEP]. It sees the whole sentence, so its sink can also be the last token."
         )
         st.page_link("app_pages/model.py", label="The encoder's sinks, head by head, on the Real attention page",
                      icon=":material/psychology:")  # fmt: skip

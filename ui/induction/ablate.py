@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
 from figures.induction import head_name, patterns_figure, position_loss_figure
@@ -31,33 +30,30 @@ def parse_heads(choices: list[str]) -> tuple[tuple[int, int], ...]:
 
 def _patterns(is_talk: bool, name: str, cut: tuple[tuple[int, int], ...]) -> Any:
     v, a = runs.view(name), runs.ablation(name, cut)
-    titles, rows = titles_of(a["previous_token"], a["prefix_matching"], v["layers"] - 1)
+    titles, rows = titles_of(a.scores.previous_token, a.scores.prefix_matching, v.layers - 1)
     for layer, head in cut:
         titles[layer][head] = f"H{head}  zeroed"
-    return patterns_figure(a["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
-                           talk=is_talk, height=400 if is_talk else 420)  # fmt: skip
+    return patterns_figure(a.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
+                           height=400 if is_talk else 420)  # fmt: skip
 
 
 def _losses(is_talk: bool, name: str, cut: tuple[tuple[int, int], ...]) -> Any:
     v = runs.view(name)
-    curves = {"intact": runs.ablation(name, ())["per_position"]}
+    curves = {"intact": runs.ablation(name, ()).per_position}
     if cut:
-        curves[", ".join(head_name(*c) for c in cut) + " zeroed"] = runs.ablation(name, cut)["per_position"]
-    return position_loss_figure(v["tokens"], curves, half=v["half"], talk=is_talk, height=300 if is_talk else 340)
+        curves[", ".join(head_name(*c) for c in cut) + " zeroed"] = runs.ablation(name, cut).per_position
+    return position_loss_figure(v.tokens, curves, half=v.half, talk=is_talk, height=300 if is_talk else 340)
 
 
 def ablate_tab() -> None:
     name = runs.current("induction")
     v = runs.view(name)
-    prev = np.array(v["scores"]["previous_token"])[0]
-    pm = np.array(v["scores"]["prefix_matching"])[-1]
+    prev, pm = v.scores.previous_token[0], v.scores.prefix_matching[-1]
     best = int(pm.argmax())
-    ind_head = head_name(v["layers"] - 1, best)
-    prev_heads = [head_name(0, h) for h in range(v["heads"]) if prev[h] > PREVIOUS] or [
-        head_name(0, int(prev.argmax()))
-    ]
+    ind_head = head_name(v.layers - 1, best)
+    prev_heads = [head_name(0, h) for h in range(v.heads) if prev[h] > PREVIOUS] or [head_name(0, int(prev.argmax()))]
     (c,) = draw.settings([2, 5])
-    chosen = c[0].multiselect("Zero these heads", head_choices(v["layers"], v["heads"]), default=prev_heads,
+    chosen = c[0].multiselect("Zero these heads", head_choices(v.layers, v.heads), default=prev_heads,
                               key="in_ablate", bind="query-params", placeholder="none: the intact model",
                               help="Their outputs are multiplied by 0; every other weight stays. It opens on the "
                               f"layer-0 heads whose previous-token score is above {PREVIOUS}.")  # fmt: skip
@@ -72,12 +68,12 @@ def ablate_tab() -> None:
         "loses its target: its stripe fades, and the repeated half becomes nearly as hard as the first. Some runs "
         "share that job between two heads: zero both. Zero another head and little changes."
     )
-    base, out = runs.ablation(name, ()), runs.ablation(name, cut)
+    base, out = runs.ablation(name, ()).scores, runs.ablation(name, cut).scores
     draw.metrics(
-        ("Repeated half", f"{out['loss_repeat']:.2f} nats", f"intact: {base['loss_repeat']:.2f}"),
-        ("First half", f"{out['loss_first']:.2f} nats", f"intact: {base['loss_first']:.2f}"),
-        (f"{ind_head}'s prefix matching", f"{out['prefix_matching'][-1, best]:.2f}",
-         f"intact: {base['prefix_matching'][-1, best]:.2f}"),
+        ("Repeated half", f"{out.loss_repeat:.2f} nats", f"intact: {base.loss_repeat:.2f}"),
+        ("First half", f"{out.loss_first:.2f} nats", f"intact: {base.loss_first:.2f}"),
+        (f"{ind_head}'s prefix matching", f"{out.prefix_matching[-1, best]:.2f}",
+         f"intact: {base.prefix_matching[-1, best]:.2f}"),
     )  # fmt: skip
     left, right = st.columns([1.15, 1], gap="medium") if not talk() else st.columns([1.2, 1], gap="small")
     with left:

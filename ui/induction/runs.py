@@ -10,14 +10,15 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import streamlit as st
 import torch
 
-from attention_core.induction import eval_tokens, forward, half_losses, head_scores
-from attention_core.induction.shipped import RUNS, Run, history_row, load_run
+from attention_core.induction import InductionWeights, eval_tokens, forward, head_scores
+from attention_core.induction.shipped import Run, history_row, load_run, scores_of, snapshot
 from attention_core.induction.training import Progress, phase_change_step
 
 VARIANTS = {"induction": "Two layers", "one_layer": "One layer", "no_mask": "No causal mask"}
@@ -81,28 +82,60 @@ def run_of(name: str) -> Run:
     return run
 
 
-def history_arrays(history: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """A run's history as columns: ``step``, losses, ``previous_token (T, layers, H)`` etc."""
-    out = {k: np.array([r[k] for r in history], dtype=float) for k in ("step", "seconds", "loss_first",
-                                                                        "loss_repeat", "induction_score")}  # fmt: skip
-    for k in ("previous_token", "prefix_matching", "copying"):
-        out[k] = np.array([r[k] for r in history], dtype=float)  # (T, layers, H)
-    return out
+@dataclass(frozen=True)
+class History:
+    """A run's records as columns, one entry per record."""
+
+    step: np.ndarray  # (T,)
+    seconds: np.ndarray  # (T,)
+    loss_first: np.ndarray  # (T,)
+    loss_repeat: np.ndarray  # (T,)
+    previous_token: np.ndarray  # (T, layers, H)
+    prefix_matching: np.ndarray  # (T, layers, H)
+
+    @classmethod
+    def of(cls, rows: list[dict[str, Any]]) -> History:
+        return cls(*(np.array([r[f.name] for r in rows], dtype=float) for f in fields(cls)))
 
 
-def patterns_on(run: Run, tokens: torch.Tensor, causal: bool, ablate: tuple = ()) -> dict[str, Any]:
-    """Every head's pattern on one sequence ``tokens (1, L)``, the model's guesses and each prediction's loss."""
+@dataclass(frozen=True)
+class Scores:
+    """Every head's scores ``(layers, H)`` and the two halves' losses (nats), on the held-out batch."""
+
+    previous_token: np.ndarray
+    prefix_matching: np.ndarray
+    copying: np.ndarray
+    loss_first: float
+    loss_repeat: float
+
+    @classmethod
+    def of(cls, s: dict[str, Any]) -> Scores:
+        """From :func:`head_scores`' tensors or a run's recorded lists."""
+        heads = (torch.as_tensor(s[k], dtype=torch.float64).numpy() for k in ("previous_token", "prefix_matching",
+                                                                                "copying"))  # fmt: skip
+        return cls(*heads, float(s["loss_first"]), float(s["loss_repeat"]))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A run reading one sequence ``(L,)``: every head's pattern, its guesses and each prediction's loss."""
+
+    patterns: np.ndarray  # (layers, H, L, L)
+    predicted: list[int]  # (L,): the likeliest next token after each position
+    confidence: list[float]  # (L,): its probability
+    nll: np.ndarray  # (L − 1,)
+
+
+def read(weights: InductionWeights, tokens: torch.Tensor, causal: bool, ablate: tuple = ()) -> Reading:
+    """Every head's pattern on one sequence ``tokens (1, L)`` (on the weights' device), the model's guesses and
+    each prediction's loss."""
     with torch.no_grad():
-        fw = forward(run.weights, tokens, causal=causal, ablate=ablate, keep=True)
+        fw = forward(weights, tokens, causal=causal, ablate=ablate, keep=True)
         assert fw.patterns is not None
         probs = torch.softmax(fw.logits[0].float(), dim=-1)  # (L, V)
         nll = -torch.log(probs[:-1].gather(-1, tokens[0, 1:, None]).clamp_min(1e-30)).squeeze(-1)  # (L−1,)
-        return {
-            "patterns": torch.stack([p[0] for p in fw.patterns]).numpy(),  # (layers, H, L, L)
-            "predicted": probs.argmax(-1).tolist(),
-            "confidence": probs.max(-1).values.tolist(),
-            "nll": nll.numpy(),
-        }
+        patterns = torch.stack([p[0] for p in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
+        return Reading(patterns, probs.argmax(-1).tolist(), probs.max(-1).values.tolist(), nll.cpu().numpy())
 
 
 def example_tokens(run: Run) -> torch.Tensor:
@@ -110,60 +143,64 @@ def example_tokens(run: Run) -> torch.Tensor:
     return eval_tokens(run.weights.config, run.settings["seed"], "cpu")[:1]
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def view(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunView:
     """What the Train tab shows of a run: its history, its heads on the example sequence, its final scores."""
+
+    history: History
+    tokens: list[int]  # (2·half,): the example sequence
+    example: Reading
+    scores: Scores
+    seed: int
+    steps: int  # the steps asked for (a stopped run's history ends before)
+    vocab: int
+    half: int
+    layers: int
+    heads: int
+    phase: int | None  # the step of the phase change, if it came
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def view(name: str) -> RunView:
     run = run_of(name)
-    cfg, causal = run.weights.config, run.settings["causal"]
-    tokens = example_tokens(run)
-    h = history_arrays(run.history)
-    return {
-        "history": h,
-        "tokens": tokens[0].tolist(),
-        "example": patterns_on(run, tokens, causal),
-        "scores": run.scores,
-        "settings": run.settings,
-        "vocab": cfg.vocab,
-        "half": cfg.half,
-        "layers": cfg.layers,
-        "heads": cfg.n_heads,
-        "phase": phase_change_step(h["step"], h["loss_repeat"], cfg.vocab),
-    }
+    cfg, tokens = run.weights.config, example_tokens(run)
+    h = History.of(run.history)
+    return RunView(h, tokens[0].tolist(), read(run.weights, tokens, run.settings["causal"]), Scores.of(run.scores),
+                   run.settings["seed"], run.settings["steps"], cfg.vocab, cfg.half, cfg.layers, cfg.n_heads,
+                   phase_change_step(h.step, h.loss_repeat, cfg.vocab))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """A run with some heads zeroed: its scores on the held-out batch, the loss of each prediction along the
+    sequence (mean over the batch), and its heads on the example sequence."""
+
+    scores: Scores
+    per_position: np.ndarray  # (2·half − 1,)
+    example: Reading
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def ablation(name: str, cut: tuple[tuple[int, int], ...]) -> dict[str, Any]:
-    """The run with the heads ``cut`` (``(layer, head)`` pairs) zeroed, on the held-out batch and the example."""
+def ablation(name: str, cut: tuple[tuple[int, int], ...]) -> Ablation:
+    """The run with the heads ``cut`` (``(layer, head)`` pairs) zeroed."""
     run = run_of(name)
-    cfg, causal = run.weights.config, run.settings["causal"]
-    batch = eval_tokens(cfg, run.settings["seed"], "cpu")
+    causal, batch = run.settings["causal"], eval_tokens(run.weights.config, run.settings["seed"], "cpu")
     with torch.no_grad():
         s = head_scores(run.weights, batch, causal=causal, ablate=cut)
-        fw = forward(run.weights, batch, causal=causal, ablate=cut)
-        logp = torch.log_softmax(fw.logits[:, :-1].float(), dim=-1)  # (N, L−1, V)
-        per_position = -logp.gather(-1, batch[:, 1:, None]).squeeze(-1).mean(0)  # (L−1,)
-        first, repeat = half_losses(fw.logits, batch, cfg.half)
-    return {
-        "prefix_matching": s["prefix_matching"].numpy(), "previous_token": s["previous_token"].numpy(),
-        "loss_first": float(first), "loss_repeat": float(repeat), "per_position": per_position.numpy(),
-        "example": patterns_on(run, example_tokens(run), causal, cut),
-    }  # fmt: skip
+        logp = torch.log_softmax(forward(run.weights, batch, causal=causal, ablate=cut).logits[:, :-1].float(), -1)
+        per_position = -logp.gather(-1, batch[:, 1:, None]).squeeze(-1).mean(0)  # (N, L−1, V) -> (L−1,)
+    return Ablation(Scores.of(s), per_position.numpy(), read(run.weights, example_tokens(run), causal, cut))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def read_sequence(name: str, tokens: tuple[int, ...], layer: int, head: int) -> dict[str, Any]:
-    """The run reading ``tokens``, with head ``(layer, head)`` zeroed when ``layer ≥ 0``."""
+def read_sequence(name: str, tokens: tuple[int, ...]) -> Reading:
+    """The run reading ``tokens``."""
     run = run_of(name)
-    cut = () if layer < 0 else ((layer, head),)
-    return patterns_on(run, torch.tensor([tokens], dtype=torch.long), run.settings["causal"], cut)
+    return read(run.weights, torch.tensor([tokens], dtype=torch.long), run.settings["causal"])
 
 
 def run_from(records: list[Progress], settings: dict[str, Any]) -> Run:
     """A viewer's run from its records so far (the last holds the live weights, copied here)."""
-    from attention_core.induction.shipped import scores_of, snapshot
-
     w = snapshot(records[-1].weights, "cpu")  # the page reads runs on the CPU, wherever they trained
     return Run(w, settings, [history_row(p) for p in records], scores_of(w, settings["causal"], settings["seed"]))
 
-
-__all__ = ["RUNS", "VARIANTS"]

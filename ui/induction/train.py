@@ -14,7 +14,7 @@ import torch
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core.device import default_device
-from attention_core.induction import Progress, eval_tokens, forward, phase_change_step, train
+from attention_core.induction import Progress, eval_tokens, phase_change_step, train
 from attention_core.induction.shipped import RUNS
 from figures.induction import head_name, loss_figure, patterns_figure, scores_figure
 from ui import draw
@@ -26,6 +26,7 @@ STEP_CHOICES = (200, 300, 500, 800, 1000, 1200, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
 CURVE_EVERY_S = 0.25  # redraw the curves at least 4 times a second
 HEADS_EVERY_S = 1.0  # the heads' patterns cost more to draw: once a second
+PHONE_ROW = "[data-testid='stColumn']:has(.st-key-in_model) {min-width: 100% !important;}"
 TRAINING = "in_training"  # session state: a threading.Event, set once a run that started is kept
 ABOUT = {
     "induction": "Two layers: a layer-1 head can read what a layer-0 head wrote, so the induction circuit can form.",
@@ -44,33 +45,13 @@ def _flag(name: str) -> None:
 
 
 def train_controls(c: list[Any]) -> tuple[str, int, int]:
-    variant = c[0].segmented_control(
-        "Model",
-        tuple(runs.VARIANTS),
-        default="induction",
-        required=True,
-        format_func=runs.VARIANTS.__getitem__,
-        key="in_model",
-        bind="query-params",
-        help="The experiments: take away the second layer, or the causal mask.",
-    )
-    seed = c[1].slider(
-        "Seed",
-        0,
-        99,
-        0,
-        key="in_seed",
-        bind="query-params",
-        help="Seeds the starting weights and the training sequences. Seed 0 is the shipped run's.",
-    )
-    steps = c[2].select_slider(
-        "Steps",
-        STEP_CHOICES,
-        1000,
-        key="in_steps",
-        bind="query-params",
-        help="Training steps of 64 sequences each. Stop ends a run early and keeps it.",
-    )
+    variant = c[0].segmented_control("Model", tuple(runs.VARIANTS), default="induction", required=True, wrap=True,
+                                     format_func=runs.VARIANTS.__getitem__, key="in_model", bind="query-params",
+                                     help="The experiments: take away the second layer, or the causal mask.")
+    seed = c[1].slider("Seed", 0, 99, 0, key="in_seed", bind="query-params",
+                       help="Seeds the starting weights and the training sequences. Seed 0 is the shipped run's.")
+    steps = c[2].select_slider("Steps", STEP_CHOICES, 1000, key="in_steps", bind="query-params",
+                               help="Training steps of 64 sequences each. Stop ends a run early and keeps it.")
     return variant, seed, steps  # fmt: skip
 
 
@@ -81,32 +62,19 @@ def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
     if stopped and training is not None:
         # Stop reruns the page, possibly on a new thread while the old run is still being kept: wait for it.
         training.wait(timeout=10.0)
-    row.button(
-        "Train",
-        key="in_train",
-        type="primary",
-        icon=":material/play_arrow:",
-        on_click=_flag,
-        args=("in_train_asked",),
-        help="Train from scratch, live. One training at a time on this server.",
-    )
-    row.button(
-        "Stop",
-        key="in_stop",
-        icon=":material/stop:",
-        on_click=_flag,
-        args=("in_stop_asked",),
-        help="Stops a running or queued training; what it learned so far is kept.",
-    )
+    row.button("Train", key="in_train", type="primary", icon=":material/play_arrow:", on_click=_flag,
+               args=("in_train_asked",), help="Train from scratch, live. One training at a time on this server.")
+    row.button("Stop", key="in_stop", icon=":material/stop:", on_click=_flag, args=("in_stop_asked",),
+               help="Stops a running or queued training; what it learned so far is kept.")
     shown = runs.current(variant)
     row.button("Show the shipped run", key="in_reset", icon=":material/restart_alt:", disabled=shown.startswith(
         "shipped:"), on_click=runs.forget, args=(variant,))  # fmt: skip
     return pressed, stopped
 
 
-def _heights() -> tuple[int, int]:
-    """The loss figure's and the heads grid's heights: in talk mode both fit a 1280×720 screen beside each other."""
-    return (400, 400) if talk() else (440, 440)
+def _height() -> int:
+    """The loss figure's and the heads grid's height: in talk mode both fit a 1280×720 screen beside each other."""
+    return 400 if talk() else 440
 
 
 def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[list[str]], list[str]]:
@@ -122,52 +90,46 @@ def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[lis
 
 def _loss(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    h = v["history"]
-    return loss_figure(h["step"], h["loss_first"], h["loss_repeat"], chance=math.log(v["vocab"]),
-                       max_step=v["settings"]["steps"], phase_step=v["phase"], talk=is_talk,
-                       height=_heights()[0])  # fmt: skip
+    h = v.history
+    return loss_figure(h.step, h.loss_first, h.loss_repeat, chance=math.log(v.vocab), max_step=v.steps,
+                       phase_step=v.phase, talk=is_talk, height=_height())  # fmt: skip
 
 
 def _heads(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    prev, prefix = np.array(v["scores"]["previous_token"]), np.array(v["scores"]["prefix_matching"])
-    titles, rows = titles_of(prev, prefix, v["layers"] - 1)
-    return patterns_figure(v["example"]["patterns"], v["tokens"], titles, row_titles=rows, half=v["half"],
-                           talk=is_talk, height=_heights()[1])  # fmt: skip
+    titles, rows = titles_of(v.scores.previous_token, v.scores.prefix_matching, v.layers - 1)
+    return patterns_figure(v.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
+                           height=_height())  # fmt: skip
 
 
 def _scores(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    h = v["history"]
-    return scores_figure(h["step"], h["previous_token"][:, 0], h["prefix_matching"][:, -1],
-                         max_step=int(h["step"][-1]),
-        last_layer=v["layers"] - 1, talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
+    h = v.history
+    return scores_figure(h.step, h.previous_token[:, 0], h.prefix_matching[:, -1], max_step=int(h.step[-1]),
+                         last_layer=v.layers - 1, talk=is_talk, height=300 if is_talk else 320)  # fmt: skip
 
 
-def _describe(name: str, v: dict[str, Any]) -> str:
-    s, h = v["settings"], v["history"]
-    last = int(h["step"][-1])
-    who = "the shipped run, trained by `python -m attention_core.induction`" if name.startswith("shipped:") else \
-        "your run"  # fmt: skip
-    stopped = f", stopped at step {last}" if last < s["steps"] else ""
-    took = f" in {h['seconds'][-1]:.0f} s" if not name.startswith("shipped:") else ""
-    return f"Showing {who}: seed {s['seed']}, {s['steps']} steps{stopped}{took}."
+def _describe(name: str, v: runs.RunView) -> str:
+    last = int(v.history.step[-1])
+    shipped = name.startswith("shipped:")
+    who = "the shipped run, trained by `python -m attention_core.induction`" if shipped else "your run"
+    stopped = f", stopped at step {last}" if last < v.steps else ""
+    took = f" in {v.history.seconds[-1]:.0f} s" if not shipped else ""
+    return f"Showing {who}: seed {v.seed}, {v.steps} steps{stopped}{took}."
 
 
-def _summary(v: dict[str, Any], shipped: bool) -> None:
-    h, sc = v["history"], v["scores"]
-    phase = v["phase"]
-    at = int(np.searchsorted(h["step"], phase)) if phase is not None else None
-    prev = np.array(sc["previous_token"])[0]
-    pm = np.array(sc["prefix_matching"])[-1]
+def _summary(v: runs.RunView, shipped: bool) -> None:
+    h, sc, phase = v.history, v.scores, v.phase
+    at = int(np.searchsorted(h.step, phase)) if phase is not None else None
+    prev, pm = sc.previous_token[0], sc.prefix_matching[-1]
     best_prev, best_ind = int(prev.argmax()), int(pm.argmax())
-    last = v["layers"] - 1
+    last = v.layers - 1
     draw.metrics(
         ("Phase change", f"step {phase}" if phase is not None else "not yet",
-         f"{h['seconds'][at]:.1f} s into training" if at is not None and not shipped else
+         f"{h.seconds[at]:.1f} s into training" if at is not None and not shipped else
          "repeated half below ½·ln V", "The first step at which the repeated half's loss is below half of ln V "
          "(halfway from a uniform guess to perfect)."),
-        ("Repeated half", f"{sc['loss_repeat']:.2f} nats", f"first half: {sc['loss_first']:.2f}"),
+        ("Repeated half", f"{sc.loss_repeat:.2f} nats", f"first half: {sc.loss_first:.2f}"),
         ("Induction head", f"{head_name(last, best_ind)}: {pm[best_ind]:.2f}", "prefix-matching score"),
         ("Previous-token head", f"{head_name(0, best_prev)}: {prev[best_prev]:.2f}" if last > 0 else "none",
          "previous-token score" if last > 0 else "one layer: nothing to compose"),
@@ -178,7 +140,8 @@ def train_tab() -> None:
     if talk():  # one row: the settings folded into a popover, then the buttons
         row = st.container(horizontal=True, vertical_alignment="center")
         variant, seed, steps = train_controls([row.popover("Settings", icon=":material/tune:")] * 3)
-    else:
+    else:  # on a phone the model's three choices take a row of their own, so they stay on one line
+        st.html(f"<style>@media (max-width: 640px) {{{PHONE_ROW}}}</style>")
         variant, seed, steps = train_controls(st.columns([2.2, 1.3, 1.6], vertical_alignment="bottom"))
         row = st.container(horizontal=True, vertical_alignment="center")
     pressed, stopped = buttons(row, variant)
@@ -218,13 +181,13 @@ def train_tab() -> None:
     _numbers(v)
 
 
-def _numbers(v: dict[str, Any]) -> None:
+def _numbers(v: runs.RunView) -> None:
     import pandas as pd
 
-    sc = v["scores"]
-    rows = [{"head": head_name(layer, h), "previous-token": sc["previous_token"][layer][h],
-             "prefix-matching": sc["prefix_matching"][layer][h], "copying": sc["copying"][layer][h]}
-            for layer in range(v["layers"]) for h in range(v["heads"])]  # fmt: skip
+    sc = v.scores
+    rows = [{"head": head_name(layer, h), "previous-token": sc.previous_token[layer, h],
+             "prefix-matching": sc.prefix_matching[layer, h], "copying": sc.copying[layer, h]}
+            for layer in range(v.layers) for h in range(v.heads)]  # fmt: skip
     draw.numbers(pd.DataFrame(rows), {
         "head": "head",
         "previous-token": draw.NUMBER("previous-token", format="%.2f"),
@@ -295,7 +258,7 @@ class _Live:
         if self._loss is None or phase != self._phase:  # the marker is a shape: draw the figure anew, once
             self._phase = phase
             self._loss = loss_figure(x, first, rep, chance=math.log(self.vocab), max_step=self.steps,
-                                     phase_step=phase, talk=talk(), height=_heights()[0])  # fmt: skip
+                                     phase_step=phase, talk=talk(), height=_height())  # fmt: skip
             return self._loss
         with self._loss.batch_update():
             self._loss.data[0].update(x=x, y=first)
@@ -303,15 +266,11 @@ class _Live:
         return self._loss
 
     def heads(self, p: Progress) -> Any:
-        with torch.no_grad():
-            fw = forward(p.weights, self.tokens, causal=self.causal, keep=True)
-        assert fw.patterns is not None
-        pats = torch.stack([w[0] for w in fw.patterns]).float().cpu().numpy()  # (layers, H, L, L)
+        pats = runs.read(p.weights, self.tokens, self.causal).patterns  # (layers, H, L, L)
         titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
         if self._heads is None:
-            half, height = self.tokens.shape[1] // 2, _heights()[1]
-            self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, half=half,
-                                          talk=talk(), height=height)  # fmt: skip
+            self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, talk=talk(),
+                                          half=self.tokens.shape[1] // 2, height=_height())  # fmt: skip
             return self._heads
         flat, heads = [t for row in titles for t in row], pats.shape[1]
         with self._heads.batch_update():
