@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -16,19 +15,10 @@ from ui.scaling.settings import MAG_CHOICES, Shared
 
 
 def figure(kind: str, magnitude: int, dtype: str, talk: bool) -> go.Figure:
-    table, sweep = overflow_data(magnitude, dtype)
+    o = overflow_data(magnitude, dtype)
     if kind == "bars":
-        return overflow_bars_figure(table, talk=talk)
-    return overflow_figure(sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
-
-
-def _cell(x: float) -> str:
-    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
-    if math.isnan(x):
-        return "NaN (∞/∞)"
-    if math.isinf(x):
-        return "∞ (overflow)" if x > 0 else "−∞"
-    return f"{x:.4g}"
+        return overflow_bars_figure(o.table, talk=talk)
+    return overflow_figure(o.sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
 
 
 def stability_tab(sh: Shared) -> None:
@@ -41,7 +31,7 @@ def stability_tab(sh: Shared) -> None:
                                    bind="query-params")  # fmt: skip
     dtype = c[1].radio("Number format", ("float32", "float16"), 1, key="sc_dtype", horizontal=True, bind="query-params")
     limit = overflow_limit(dtype)
-    table = overflow_data(magnitude, dtype)[0]
+    o = overflow_data(magnitude, dtype)
     draw.prose(
         f"The largest {dtype} number is {math.exp(limit):.4g} ≈ e^{limit:.1f}. Past a logit of {limit:.1f}, "
         "exp(x) overflows to ∞, "
@@ -60,20 +50,13 @@ def stability_tab(sh: Shared) -> None:
             draw.chart(draw.figure(figure, kind, magnitude, dtype, sh.talk), f"sc_overflow_{kind}",
                        fit="scaling.Numerical stability")  # fmt: skip
     with verdict if verdict is not None else st.container():
-        if not table["naive_finite"].all():
+        if not o.finite:
             st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns "
                        "NaN (not a number) where the max-subtracted one still gives the right weights.",
                        icon=":material/warning:")  # fmt: skip
         else:
             st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
                        icon=":material/check_circle:")  # fmt: skip
-    shown = pd.DataFrame({
-        "logit": [f"{x:.4g}" for x in table["logit"]],
-        "exp(x)": [_cell(x) for x in table["exp_naive"]],
-        "naive": [_cell(x) for x in table["naive"]],
-        "max-subtracted": [_cell(x) for x in table["stable"]],
-        "float64 reference": [f"{x:.4g}" for x in table["reference"]],
-    })  # fmt: skip
-    draw.numbers(shown, {c: st.column_config.TextColumn(c) for c in shown}, "∞ (overflow): exp(x) is larger than the "
-                 "format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
+    draw.numbers(o.cells, {c: st.column_config.TextColumn(c) for c in o.cells}, "∞ (overflow): exp(x) is larger than "
+                 "the format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
                  key="sc_stability_numbers")  # fmt: skip
