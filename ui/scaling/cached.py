@@ -106,10 +106,9 @@ def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class RowReading:
-    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the scores, the weights, their Jacobians
-    ``(n, n)``, and the entropy as a percentage of its maximum log n."""
+    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the weights, their Jacobians ``(n, n)``, and the
+    entropy as a percentage of its maximum log n."""
 
-    scores: np.ndarray
     unscaled: np.ndarray
     scaled: np.ndarray
     jac_unscaled: np.ndarray
@@ -125,7 +124,7 @@ def entropy_pct(weights: torch.Tensor, n_keys: int) -> float:
 def row_data(d_k: int, n_keys: int, seed: int) -> RowReading:
     r = sample_row(d_k, n_keys, seed, device=DEVICE)
     return RowReading(
-        r.scores.cpu().numpy(), r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
+        r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
         r.jacobian_unscaled.cpu().numpy(), r.jacobian_scaled.cpu().numpy(),
         Both(entropy_pct(r.weights_unscaled, n_keys), entropy_pct(r.weights_scaled, n_keys)),
     )  # fmt: skip

@@ -10,6 +10,7 @@ import streamlit as st
 from attention_core.scaling import overflow_limit
 from figures.scaling import overflow_bars_figure, overflow_figure
 from ui import draw
+from ui.scaling import headline
 from ui.scaling.cached import overflow_data
 from ui.scaling.settings import MAG_CHOICES, Shared
 
@@ -42,14 +43,14 @@ def stability_tab(sh: Shared) -> None:
         f"single score above {overflow_limit('float16'):.1f} is enough to break a naive softmax.",
     )
     # Side by side under the verdict; in talk mode one under the other, each filling the window (their legends
-    # need the width), and the verdict after them.
-    verdict = st.container() if not sh.talk else None
+    # need the width).
+    verdict = headline()
     boxes = (st.container(), st.container()) if sh.talk else st.columns(2)
     for box, kind in zip(boxes, ("bars", "curve"), strict=True):
         with box:
             draw.chart(draw.figure(figure, kind, magnitude, dtype, sh.talk), f"sc_overflow_{kind}",
                        fit="scaling.Numerical stability")  # fmt: skip
-    with verdict if verdict is not None else st.container():
+    with verdict():
         if not o.finite:
             st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns "
                        "NaN (not a number) where the max-subtracted one still gives the right weights.",

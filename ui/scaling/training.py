@@ -11,6 +11,7 @@ from attention_core.scaling import DEFAULT_LR
 from figures.scaling import training_figure
 from ui import draw
 from ui.draw import NUMBER
+from ui.scaling import headline
 from ui.scaling.cached import Training, training_runs
 from ui.scaling.settings import STEP_CHOICES, THRESHOLD, TOY_D_MODEL, Shared, step_choices, toy_batch
 
@@ -82,12 +83,11 @@ def training_tab(sh: Shared) -> None:
     optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
     t = training_runs(*run_key)
-    # The verdict and the numbers: above the figures, or in talk mode under them, so they fit the screen.
-    above = st.container() if not sh.talk else None
+    above = headline()  # the verdict and the numbers
     for col, kind in zip(st.columns(2), ("loss", "grad"), strict=True):
         with col:
             draw.chart(draw.figure(figure, kind, run_key, sh.talk), f"sc_train_{kind}", fit="scaling.Training")
-    with above if above is not None else st.container():
+    with above():
         st.markdown(f"**What this run shows.** {_verdict(t, steps)}")
         draw.metrics(
             ("Final loss, ÷√d_k", f"{t.scaled.end_loss:.3f}", "mean of the last 10% of steps"),
