@@ -33,14 +33,11 @@ GRAD_HELP = (
 )
 
 
-def fits(rows: Sequence[bench.BenchResult]) -> dict[str, tuple[float, float, int, int]]:
-    """Each implementation's fitted power law, as the time figure draws it: (slope, intercept, n_from, n_to)."""
-    return {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
-            if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
-
-
 def time_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], what: str = "") -> go.Figure:
-    return figs.time_figure(bench.result_dicts(rows), fits(rows), talk=is_talk, what=what)
+    """Time against n, each implementation's fitted power law (slope, intercept, n_from, n_to) drawn over it."""
+    fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
+            if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
+    return figs.time_figure(bench.result_dicts(rows), fits, talk=is_talk, what=what)
 
 
 def memory_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> go.Figure:
