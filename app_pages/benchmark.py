@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core import bench
 from ui import draw
 from ui.benchmark import controls, data, results, running, theory
-from ui.benchmark.params import ON_CLOUD
+from ui.benchmark.cloud import ON_CLOUD
 from ui.benchmark.server import results as store
 from ui.frame import talk
 
