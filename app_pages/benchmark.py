@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import streamlit as st
 
 from attention_core import bench
 from ui import draw
 from ui.benchmark import controls, data, results, running, theory
-from ui.benchmark.params import ON_CLOUD
+from ui.benchmark.cloud import ON_CLOUD
+from ui.benchmark.server import results as store
 from ui.frame import talk
 
 
@@ -33,13 +32,13 @@ def benchmark() -> None:
         )
     spec = controls.sweep_controls()
     try:
-        cap, _free = data.cap_and_free(spec.device)
-        planned = data.plan(**asdict(spec), cap=cap) if spec.impls else []
+        cap = data.cap_and_free(spec.device)[0]
+        planned = data.plan(spec, cap) if spec.impls else []
     except ValueError as exc:
         st.error(str(exc))
         return
-    budget, pressed, cancelled = controls.run_controls(spec)
-    refused = [p for p in planned if p[3]]
+    budget, pressed = controls.run_controls(spec)
+    refused = [p for p in planned if p.refusal]
     where = "" if talk() else " (Streamlit Community Cloud)" if ON_CLOUD else " (set ATTENTION_BENCH_CAP_GB to change)"
     st.caption(
         f"{len(planned)} configurations · memory cap per configuration {bench.format_bytes(cap)}{where}"
@@ -48,12 +47,9 @@ def benchmark() -> None:
     )
     if not spec.impls:
         st.warning("Choose at least one implementation.")
-    if cancelled:
-        st.toast("Cancelled.", icon=":material/stop:")
     if pressed and spec.impls:
-        st.session_state.pop("bm_result", None)
         try:
-            running.run(spec, budget, cap)
+            running.run(spec, budget, cap, page="bm", store=store(), min_run_time=bench.DEFAULT_MIN_RUN_TIME)
         except ValueError as exc:
             st.error(str(exc))
     results.show_results()

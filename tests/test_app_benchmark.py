@@ -15,6 +15,7 @@ from attention_core import bench
 from attention_core.bench import EXACT
 from attention_core.bench import sweep as sweep_mod
 from attention_core.device import default_device
+from tests.support.reading import notice, text
 from ui.runlock import RunLock
 
 TINY = {"bm_nmax": "128", "bm_d": "16", "bm_heads": "1"}
@@ -30,17 +31,6 @@ def open_page(query: dict[str, str | list[str]] | None = None) -> AppTest:
     at = open_app_page("benchmark", query)
     assert not at.exception, at.exception
     return at
-
-
-def text(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [w.value for w in at.warning]
-    parts += [i.value for i in at.info] + [e.value for e in at.error]
-    return "\n".join(str(p) for p in parts)
-
-
-def notice(at: AppTest) -> str:
-    """The frame's note about a link's values that no control took ("" when there is none)."""
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
 
 
 def results_frame(at: AppTest):

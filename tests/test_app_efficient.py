@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.efficient.cost as cost
 from attention_core.efficient.flex import NO_COMPILE_ENV
+from tests.support.reading import metrics, notes, notice, text
 from ui.runlock import RunLock
 
 TABS = ("Sparse patterns", "Kernels & low rank", "Accuracy", "Cost")
@@ -32,34 +33,12 @@ def open_page(query: dict[str, str] | None = None) -> AppTest:
     return at
 
 
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def notes(at: AppTest) -> dict[str, str]:
-    """Each metric's note (the text under its number)."""
-    return {m.label: m.delta for m in at.metric}
-
-
-def text(at: AppTest) -> str:
-    """Every sentence on the page: markdown, captions and alerts."""
-    return "\n".join(str(e.value) for kind in ("markdown", "caption", "warning", "info", "error") for e in at.get(kind))
-
-
-def notice(at: AppTest) -> str:
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
-
-
-def charts(at: AppTest) -> list:
-    return at.get("plotly_chart")
-
-
 @pytest.mark.parametrize("tab", TABS)
 def test_every_tab_opens_from_its_link_and_draws(tab: str) -> None:
     at = open_page({"ef_tab": tab})
     assert at.session_state["ef_tab"] == tab
     assert not at.error, [e.value for e in at.error]
-    assert len(charts(at)) == {"Sparse patterns": 1, "Kernels & low rank": 2, "Accuracy": 1, "Cost": 0}[tab]
+    assert len(at.get("plotly_chart")) == {"Sparse patterns": 1, "Kernels & low rank": 2, "Accuracy": 1, "Cost": 0}[tab]
     assert not notice(at)
 
 
@@ -92,7 +71,7 @@ def test_a_bigbird_block_that_does_not_divide_the_padded_length_is_a_message() -
     at = open_page({"ef_pat": "BigBird", "ef_n": "384", "ef_block": "256"})
     assert not at.exception
     assert len(at.error) == 1 and "does not divide the padded length 384" in at.error[0].value
-    assert not charts(at)
+    assert not at.get("plotly_chart")
 
 
 def test_the_kernels_tab_shows_the_performer_law_and_the_spectrum() -> None:
@@ -127,7 +106,7 @@ def test_a_window_narrower_than_it_to_animal_loses_animal_in_every_head() -> Non
 def test_every_route_on_the_model_and_on_random_inputs(route: str) -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_var": route})
     assert not at.error, [e.value for e in at.error]
-    assert len(charts(at)) == 1
+    assert len(at.get("plotly_chart")) == 1
     dense = route in ("Linear (elu + 1)", "Performer")
     assert ("KL(exact ‖ route)" in metrics(at)) == dense
     at.button_group(key="ef_in").set_value("random").run()
@@ -141,7 +120,7 @@ def test_every_route_on_the_model_and_on_random_inputs(route: str) -> None:
 def test_linformer_says_why_it_has_no_weights_and_a_rank_past_the_tokens_is_a_message() -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_var": "Linformer", "ef_rank": "8"})
     assert metrics(at)["Per-row KL"] == "—"
-    assert "coefficients, not weights" in charts(at)[0].proto.spec  # the figure says why there are no weights
+    assert "coefficients, not weights" in at.get("plotly_chart")[0].proto.spec  # the figure says why: no weights
     at.slider(key="ef_rank").set_value(64).run()  # the sentence has 16 tokens
     assert not at.exception
     assert len(at.error) == 1 and "rank must be ≤ 16" in at.error[0].value
@@ -178,7 +157,7 @@ def test_talk_mode_folds_the_controls_and_drops_the_prose() -> None:
     normal, talk = open_page(), open_page({"talk": "true"})
     assert "Exact attention compares every query" in text(normal)
     assert "Exact attention compares every query" not in text(talk) and not talk.title
-    assert len(charts(talk)) == 1 and metrics(talk) == metrics(normal)
+    assert len(talk.get("plotly_chart")) == 1 and metrics(talk) == metrics(normal)
 
 
 def test_run_measures_every_route_beside_sdpa_with_the_dense_fallback_labelled() -> None:
@@ -186,7 +165,7 @@ def test_run_measures_every_route_beside_sdpa_with_the_dense_fallback_labelled()
     assert "cannot run compiled here" in text(at) and "sdpa-masked" in text(at)
     at.button(key="ef_run").click().run()
     assert not at.exception and not at.error
-    assert len(charts(at)) == 2  # time and memory
+    assert len(at.get("plotly_chart")) == 2  # time and memory
     routes = next(df.value for df in at.dataframe if "route" in df.value.columns)
     assert list(routes["route"]) == ["sdpa", "sdpa-masked(256)", "linear", "performer(256)", "linformer(256)"]
     lra = next(df.value for df in at.dataframe if "model" in df.value.columns).set_index("model")

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
 from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes
+from tests.support.reading import metrics, notice
 from ui.heads.calculator import CACHE_DTYPES, MODELS
 from ui.heads.examples import heads_example
 
@@ -45,14 +46,6 @@ def open_tab(tab: str, query: dict[str, str] | None = None) -> AppTest:
     at = open_app_page("heads", {"hd_tab": tab, **SMALL, **(query or {})})
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def notice(at: AppTest) -> str:
-    return "\n".join(i.value for i in at.info if i.value.startswith("This link asked for"))
 
 
 @pytest.mark.parametrize("tab", TABS)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attention_core import bench
 from ui import links
+from ui.benchmark import running
 from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEFAULT_DEVICE, DEVICES, N_OPTIONS
 from ui.benchmark.server import results
 
@@ -55,19 +56,11 @@ def sweep_controls() -> bench.SweepSpec:
     )  # fmt: skip
 
 
-def _flag(name: str) -> None:
-    st.session_state[name] = True
-
-
-def run_controls(spec: bench.SweepSpec) -> tuple[int, bool, bool]:
-    """The time budget and the Run, Cancel and Forget buttons: the budget, and whether Run or Cancel was pressed."""
+def run_controls(spec: bench.SweepSpec) -> tuple[int, bool]:
+    """The time budget and the Run, Cancel and Forget buttons: the budget, and whether Run was pressed."""
     c = st.columns([3, 1.2, 1.2, 2], vertical_alignment="center")
     budget = c[0].slider("Time budget (s)", 5, BUDGET_MAX, 20, step=5, key="bm_budget", bind="query-params")
-    # Buttons report through callbacks: a callback's flag survives a rerun that a return value would not.
-    c[1].button("Run", key="bm_run", type="primary", icon=":material/play_arrow:", disabled=not spec.impls,
-                on_click=_flag, args=("bm_run_asked",))
-    c[2].button("Cancel", key="bm_cancel", icon=":material/stop:", help="Stops a running or queued benchmark.",
-                on_click=_flag, args=("bm_cancel_asked",))
+    pressed = running.run_buttons(c[1], c[2], "bm", disabled=not spec.impls, what="benchmark")
     c[3].button("Forget measurements", key="bm_forget", help="Measure every configuration again on the next run.",
                 on_click=results().forget)
-    return budget, st.session_state.pop("bm_run_asked", False), st.session_state.pop("bm_cancel_asked", False)
+    return budget, pressed

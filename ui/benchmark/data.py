@@ -1,13 +1,12 @@
-"""The benchmark page's cached wrappers of the core."""
+"""The benchmark page's cached wrappers of the core: plain arguments in, tables ready to show out."""
 
 from __future__ import annotations
 
-from typing import Any
-
+import pandas as pd
 import streamlit as st
 
 from attention_core import bench
-from ui.benchmark.cloud import cap_ceiling, running_on_streamlit_cloud
+from ui.benchmark.cloud import ON_CLOUD, cap_ceiling
 
 
 def cap_and_free(device: str) -> tuple[int, int | None]:
@@ -16,24 +15,27 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 
 
 @st.cache_data(show_spinner=False)
-def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> list[dict[str, Any]]:
-    return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
+def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> pd.DataFrame:
+    """One row per n: one score matrix's size, and whether it and each baseline's peak fit."""
+    rows = bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
+    return pd.DataFrame(rows).drop(columns="score_matrix_bytes")
 
 
 @st.cache_data(show_spinner=False)
-def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> list[dict[str, Any]]:
-    return bench.flop_table(n, d, batch, heads, causal, mode)
+def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> pd.DataFrame:
+    """One row per step of the timed passes: its formula, its GFLOP and its share of the whole."""
+    rows = pd.DataFrame(bench.flop_table(n, d, batch, heads, causal, mode))
+    return pd.DataFrame({"step": rows["operation"], "formula": rows["formula"], "GFLOP": rows["flops"] / 1e9,
+                         "share": rows["share"]})  # fmt: skip
 
 
 @st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves
-def environment(device: str) -> dict[str, str]:
+def environment(device: str) -> tuple[tuple[str, str], ...]:
+    """What to quote beside a number, as (label, value) lines."""
     env = bench.environment(device, cap_bytes=cap_and_free(device)[0])
-    return {**env, "Streamlit Community Cloud": "yes" if running_on_streamlit_cloud() else "no"}
+    return (*env.items(), ("Streamlit Community Cloud", "yes" if ON_CLOUD else "no"))
 
 
 @st.cache_data(show_spinner=False, ttl=60)
-def plan(impls: tuple[str, ...], ns: tuple[int, ...], d: int, heads: int, batch: int, dtype: str, causal: bool,
-         device: str, kv_heads: int | None, mode: str, cap: int) -> list[tuple[str, int, int, str | None]]:  # fmt: skip
-    spec = bench.SweepSpec(impls, ns, d=d, heads=heads, batch=batch, dtype=dtype, causal=causal, device=device,
-                           kv_heads=kv_heads, mode=mode)  # fmt: skip
-    return [(p.config.impl, p.config.n, p.needed_bytes, p.refusal) for p in bench.plan(spec, cap)]
+def plan(spec: bench.SweepSpec, cap: int) -> list[bench.PlannedConfig]:
+    return bench.plan(spec, cap)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Sequence
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core import bench
 from figures import benchmark as figs
 from ui import draw
+from ui.benchmark import running
 from ui.frame import talk
 
 MIB = 2**20
@@ -31,27 +33,37 @@ GRAD_HELP = (
 )
 
 
-def show_results() -> None:
-    saved, partial = st.session_state.get("bm_result"), st.session_state.get("bm_partial")
-    if partial:  # a run was interrupted (Cancel, or a control changed) before it finished
-        st.warning(f"The last run was stopped after {len(partial)} configuration(s); showing what it measured.")
-        rows, peak = list(partial), None
-    elif saved:
-        rows, peak = saved["rows"], saved["peak"]
-    else:
-        st.info("Press **Run** to measure. Nothing runs until you do.", icon=":material/play_arrow:")
-        return
-    st.subheader("Results")
-    if saved and not partial:
-        _summary(saved)
-    dicts, all_fits = bench.result_dicts(rows), bench.scaling_fits(rows).values()
-    mode = rows[0].mode if rows else "fwd"
-    fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in all_fits
+def time_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], what: str = "") -> go.Figure:
+    """Time against n, each implementation's fitted power law (slope, intercept, n_from, n_to) drawn over it."""
+    fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
             if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
+    return figs.time_figure(bench.result_dicts(rows), fits, talk=is_talk, what=what)
+
+
+def memory_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> go.Figure:
+    return figs.memory_figure(bench.result_dicts(rows), talk=is_talk)
+
+
+def rate_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], peak: float | None, mode: str) -> go.Figure:
+    return figs.rate_figure(bench.result_dicts(rows), peak, talk=is_talk, flops=bench.flop_formula(mode))
+
+
+def speedup_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> go.Figure:
+    return figs.speedup_figure(bench.speedups(rows), talk=is_talk)
+
+
+def show_results() -> None:
+    shown = running.last_run("bm", "configuration(s)")
+    if shown is None:
+        return
+    rows, saved = tuple(shown[0]), shown[1]
+    st.subheader("Results")
+    if saved is not None:
+        _summary(saved)
+    mode = rows[0].mode if rows else "fwd"
     tabs = st.tabs(["Time", "Memory", "FLOP rate", "Speed-up", "Table"])
     with tabs[0]:  # talk mode: scrolled to, each chart and its tabs fit the window
-        figure = figs.time_figure(dicts, fits, talk=talk(), what=bench.MODE_NAMES[mode])
-        draw.chart(figure, "bm_time", fit="benchmark.result")
+        draw.chart(draw.figure(time_figure, talk(), rows, bench.MODE_NAMES[mode]), "bm_time", fit="benchmark.result")
         few = sorted({f"{r.impl} n = {r.n}" for r in rows if r.status == "ok" and r.samples < bench.MIN_SAMPLES})
         if few:
             st.caption(f"Timed from fewer than {bench.MIN_SAMPLES} calls because the time budget ran short: "
@@ -64,19 +76,19 @@ def show_results() -> None:
                 "grows at least as fast as n: 2 means the time grows as n². Where doubling n less than doubles "
                 "the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
             )
-        no_law = [f.describe() for f in all_fits if f.time_slope is None]
+        no_law = [f.describe() for f in bench.scaling_fits(rows).values() if f.time_slope is None]
         if no_law:
             st.caption(" · ".join(no_law))
     with tabs[1]:
-        draw.chart(figs.memory_figure(dicts, talk=talk()), "bm_memory", fit="benchmark.result")
+        draw.chart(draw.figure(memory_figure, talk(), rows), "bm_memory", fit="benchmark.result")
         if not talk():
             source = next((r.memory_source for r in rows if r.memory_source), "")
             st.caption(f"Measured: {source or 'not measured'}, {MEMORY_NOTE}")
     with tabs[2]:
-        figure = figs.rate_figure(dicts, peak, talk=talk(), flops=bench.flop_formula(mode))
-        draw.chart(figure, "bm_rate", fit="benchmark.result")
+        peak = saved.result.peak_gflops if saved is not None else None
+        draw.chart(draw.figure(rate_figure, talk(), rows, peak, mode), "bm_rate", fit="benchmark.result")
     with tabs[3]:
-        draw.chart(figs.speedup_figure(bench.speedups(rows), talk=talk()), "bm_speedup", fit="benchmark.result")
+        draw.chart(draw.figure(speedup_figure, talk(), rows), "bm_speedup", fit="benchmark.result")
     with tabs[4]:
         _results_table(rows)
     buf = io.StringIO()
@@ -85,28 +97,28 @@ def show_results() -> None:
                        icon=":material/download:")  # fmt: skip
 
 
-def _summary(saved: dict[str, Any]) -> None:
+def _summary(saved: running.Measured) -> None:
     """What was measured, in a caption; a warning when a busy CPU disturbed the timings."""
-    spec, rows = saved["spec"], saved["rows"]
+    spec, result = saved.spec, saved.result
     what = [
-        f"{len(rows)} configurations, {bench.MODE_NAMES[spec.mode]}",
+        f"{len(result.rows)} configurations, {bench.MODE_NAMES[spec.mode]}",
         f"d = {spec.d}, {spec.heads} heads, batch {spec.batch}, {spec.dtype}, "
-        f"{'causal' if spec.causal else 'no mask'}, {rows[0].device}",
-        "all measured earlier on this server, shown at once" if saved["reused_all"] else f"{saved['wall']:.1f} s",
+        f"{'causal' if spec.causal else 'no mask'}, {result.rows[0].device}",
+        "all measured earlier on this server, shown at once" if saved.reused_all else f"{result.wall_s:.1f} s",
     ]
-    if saved["stopped"] == "budget":
+    if result.stopped == "budget":
         what.append("the time budget ran out (raise it to measure more)")
     st.caption(" · ".join(what))
-    if saved.get("disturbed"):
+    if result.disturbed:
         st.warning(
-            f"When this run started the CPU was busy with other work (load {saved['load']:.1f} per core), "
+            f"When this run started the CPU was busy with other work (load {result.load_per_core:.1f} per core), "
             "so these timings are disturbed, most of all for implementations made of many small steps "
             "(trace, tiled). Forget measurements and run again when the machine is quiet.",
             icon=":material/warning:",
         )
 
 
-def _results_table(rows: list[bench.BenchResult]) -> None:
+def _results_table(rows: Sequence[bench.BenchResult]) -> None:
     st.dataframe(
         [{"impl": r.impl, "n": r.n, "mode": r.mode, "status": r.status, "median ms": r.median_ms, "IQR ms": r.iqr_ms,
           "samples": r.samples if r.status == "ok" else None, "GFLOP/s": r.gflops, "% of matmul peak": r.pct_of_peak,

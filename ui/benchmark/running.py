@@ -1,12 +1,43 @@
-"""Running a sweep: queue for the server's lock, measure with a line per configuration, keep the result."""
+"""Running a sweep, for the benchmark and for Beyond n²'s cost tab: the Run and Cancel buttons, the queue for the
+server's lock, a line per configuration as it lands, and the last run kept in the session."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import bench
-from ui.benchmark.server import results
+from ui.benchmark.server import ResultStore
 from ui.runlock import Holding, server_lock, wait_turn
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The last finished run a session keeps (``<page>_result``): what was asked, what came back, whether every
+    row had been measured earlier on this server, and the route that stood in for one this machine lacks."""
+
+    spec: bench.SweepSpec
+    result: bench.SweepResult
+    reused_all: bool = False
+    fallback: str | None = None
+
+
+def _flag(name: str) -> None:
+    st.session_state[name] = True
+
+
+def run_buttons(run: DeltaGenerator, cancel: DeltaGenerator, page: str, *, disabled: bool, what: str) -> bool:
+    """Run and Cancel (they report through callbacks: a callback's flag survives a rerun that a return value
+    would not); whether Run was pressed. A Cancel is said in a toast."""
+    run.button("Run", key=f"{page}_run", type="primary", icon=":material/play_arrow:", disabled=disabled,
+               on_click=_flag, args=(f"{page}_run_asked",))  # fmt: skip
+    cancel.button("Cancel", key=f"{page}_cancel", icon=":material/stop:", help=f"Stops a running or queued {what}.",
+                  on_click=_flag, args=(f"{page}_cancel_asked",))  # fmt: skip
+    if st.session_state.pop(f"{page}_cancel_asked", False):
+        st.toast("Cancelled.", icon=":material/stop:")
+    return st.session_state.pop(f"{page}_run_asked", False)
 
 
 def _line(row: bench.BenchResult, reused: bool) -> str:
@@ -17,16 +48,19 @@ def _line(row: bench.BenchResult, reused: bool) -> str:
     return f":material/block: {head}: **{row.status}**, {row.note}"
 
 
-def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
-    """Run the sweep under the server lock, with a line per configuration and a progress bar."""
-    server, store = server_lock(), results()
-    configs = spec.configs()
-    st.session_state["bm_partial"] = []
-    if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
-        rows = [store.lookup(c) for c in configs]
-        peak = store.peaks.get((configs[0].device, spec.dtype))
-        _keep(spec, bench.SweepResult(rows, 0.0, peak), reused_all=True)
-        return
+def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: ResultStore | None = None,
+        fallback: str | None = None, **sweep: object) -> None:  # fmt: skip
+    """The sweep under the server lock, a line per configuration and a progress bar; each row is kept in the
+    session (``<page>_partial``) as it lands, in case a rerun cuts the loop, and the run at its end
+    (``<page>_result``, a :class:`Measured`). With ``store`` rows measured earlier on this server are reused."""
+    st.session_state.pop(f"{page}_result", None)
+    server, configs = server_lock(), spec.configs()
+    rows: list[bench.BenchResult] = []
+    st.session_state[f"{page}_partial"] = rows
+    lookup = store.lookup if store is not None else lambda config: None
+    if store is not None and all(lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
+        earlier = bench.SweepResult([lookup(c) for c in configs], 0.0, store.peaks.get((configs[0].device, spec.dtype)))
+        return _keep(page, Measured(spec, earlier, reused_all=True))
     holding = Holding()
     try:
         if not wait_turn(server, holding):
@@ -36,43 +70,42 @@ def run(spec: bench.SweepSpec, budget: int, cap: int) -> None:
             bar = st.progress(0.0, text="warming up")
 
             def progress(p: bench.SweepProgress) -> None:
-                if p.result is None:
+                if p.result is None:  # said before each configuration: which one is next
                     bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
                     return
-                reused = store.lookup(p.config) is p.result
-                store.remember(p.result)
-                st.session_state["bm_partial"].append(p.result)  # kept if a rerun interrupts the loop
+                reused = lookup(p.config) is p.result
+                if store is not None:
+                    store.remember(p.result)
+                rows.append(p.result)
                 st.markdown(_line(p.result, reused))
                 bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
 
-            result = bench.run_sweep(
-                spec,
-                cap_bytes=cap,
-                budget_s=budget,
-                min_run_time=bench.DEFAULT_MIN_RUN_TIME,
-                progress=progress,
-                cached=store.lookup,
-            )
-            if result.peak_gflops:
+            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress,
+                                     cached=lookup if store is not None else None, **sweep)  # type: ignore[arg-type]
+            if store is not None and result.peak_gflops:
                 store.peaks[(configs[0].device, spec.dtype)] = result.peak_gflops
             ended = {"budget": "stopped: time budget used up", "cancelled": "cancelled"}.get(result.stopped or "")
-            label = f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else "")
-            status.update(label=label, state="complete", expanded=False)
-        _keep(spec, result)
+            status.update(label=f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else ""),
+                          state="complete", expanded=False)  # fmt: skip
+        _keep(page, Measured(spec, result, fallback=fallback))
     finally:
         if holding.ours:  # also when Cancel (a rerun) interrupted the loop at a Streamlit call
             server.release()
 
 
-def _keep(spec: bench.SweepSpec, result: bench.SweepResult, reused_all: bool = False) -> None:
-    st.session_state["bm_result"] = {
-        "spec": spec,
-        "rows": result.rows,
-        "peak": result.peak_gflops,
-        "wall": result.wall_s,
-        "stopped": result.stopped,
-        "reused_all": reused_all,
-        "disturbed": result.disturbed,
-        "load": result.load_per_core,
-    }
-    st.session_state.pop("bm_partial", None)
+def _keep(page: str, measured: Measured) -> None:
+    st.session_state[f"{page}_result"] = measured
+    st.session_state.pop(f"{page}_partial", None)
+
+
+def last_run(page: str, what: str) -> tuple[list[bench.BenchResult], Measured | None] | None:
+    """The rows to show: a stopped run's (with a warning), or the last finished run's; None (and a line saying
+    Run) when there are none."""
+    partial, saved = st.session_state.get(f"{page}_partial"), st.session_state.get(f"{page}_result")
+    if partial:  # a run was interrupted (Cancel, or a control changed) before it finished
+        st.warning(f"The last run was stopped after {len(partial)} {what}; showing what it measured.")
+        return list(partial), None
+    if saved is None:
+        st.info("Press **Run** to measure. Nothing runs until you do.", icon=":material/play_arrow:")
+        return None
+    return saved.result.rows, saved

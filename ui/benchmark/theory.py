@@ -43,15 +43,14 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
         st.latex(r"\text{bytes} = n^2 \cdot \text{itemsize} \cdot B \cdot H")
         _cap, free = data.cap_and_free(spec.device)
         rounded = None if free is None else free // 2**20 * 2**20  # to the MiB: not a new table per byte that moves
-        table = data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap, spec.mode)
         st.dataframe(
-            [{k: v for k, v in r.items() if k != "score_matrix_bytes"} for r in table], hide_index=True,
+            data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap, spec.mode), hide_index=True,
             width="stretch", column_config={  # short headers, so the table fits half the page in talk mode too
                 "fits here": TICK("fits", help="one score matrix fits in free memory"),
                 "textbook ≤ cap": TICK("textbook", help=f"the textbook code's peak ({WORDS[textbook]} score "
                                        "matrices) fits under the cap"),
                 "trace ≤ cap": TICK("trace", help=f"the traced path's peak ({WORDS[trace]} score "
-                                        "matrices) fits under the cap"),
+                                    "matrices) fits under the cap"),
             },
         )  # fmt: skip
         if free:
@@ -69,11 +68,9 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
         st.markdown(f"**FLOPs per {bench.MODE_NAMES[spec.mode]} call** at n = {n}, d = {spec.d}"
                     f"{', causal' if spec.causal else ''}")  # fmt: skip
         st.latex(r"\text{FLOPs} \approx " + bench.flop_formula(spec.mode).replace("·", r" \cdot ").replace("²", "^2"))
-        rows = data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal, spec.mode)
         st.dataframe(
-            [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
-             for r in rows],
-            hide_index=True, width="stretch", height="content", column_config={  # 11 rows in fwd+bwd: no scrolling
+            data.flop_table(n, spec.d, spec.batch, spec.heads, spec.causal, spec.mode), hide_index=True,
+            width="stretch", height="content", column_config={  # 11 rows in fwd+bwd: no scrolling
                 "GFLOP": draw.NUMBER(format="%.3g"),
                 "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0),
             },
@@ -109,28 +106,21 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
             "log-sum-exp (lse): O(n) numbers per head. Their backward recomputes each tile's scores S = QKᵀ "
             "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."
         )
-    cols = ("forward", "forward + backward")
-    table = [{"impl": name, **{col: bench.format_bytes(bench.get_impl(name).predicted_bytes(replace(config, mode=m)))
-                               for col, m in zip(cols, ("fwd", "fwd+bwd"), strict=True)}}
-             for name, config in _configs(spec, n) if not bench.get_impl(name).no_backward]  # fmt: skip
+    table = [{"impl": name, **{col: bench.format_bytes(bench.get_impl(name).predicted_bytes(
+                  replace(spec, impls=(name,), ns=(n,), mode=mode).configs()[0]))
+                               for col, mode in (("forward", "fwd"), ("forward + backward", "fwd+bwd"))}}
+             for name in spec.impls if not bench.get_impl(name).no_backward]  # fmt: skip
     if table:
         numbers.caption(f"Predicted peak beyond the inputs at n = {n} (the models the Memory tab holds "
                         "measurements to)")  # fmt: skip
         numbers.dataframe(table, hide_index=True, width="stretch")
 
 
-def _configs(spec: bench.SweepSpec, n: int) -> list[tuple[str, bench.BenchConfig]]:
-    return [(name, bench.BenchConfig(name, n, d=spec.d, heads=spec.heads, batch=spec.batch, dtype=spec.dtype,
-                                     causal=spec.causal, device=spec.device, kv_heads=spec.kv_heads))
-            for name in spec.impls]  # fmt: skip
-
-
 def environment_card(spec: bench.SweepSpec) -> None:
     """torch, the device, threads, CUDA and cuDNN, TF32, the cap: what to quote next to a number."""
-    env = dict(data.environment(spec.device))
     peak = results().peaks.get((spec.device, spec.dtype))
-    env[f"matmul peak ({spec.dtype})"] = f"{peak:.1f} GFLOP/s" if peak else "measured at the first run"
-    items = list(env.items())
+    items = [*data.environment(spec.device),
+             (f"matmul peak ({spec.dtype})", f"{peak:.1f} GFLOP/s" if peak else "measured at the first run")]
     with st.container(border=True):
         st.markdown("**This machine**")
         per = -(-len(items) // 4)

@@ -3,29 +3,22 @@ the server's one-run lock; the crossover n and log-log slope of each; the publis
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import streamlit as st
 
 from attention_core import bench
 from attention_core.efficient.flex import compiled_keys, flex_available
 from attention_core.efficient.lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE
-from figures.benchmark import memory_figure, time_figure
 from ui import draw
-from ui.benchmark.data import cap_and_free
+from ui.benchmark import running
+from ui.benchmark.data import cap_and_free, plan
 from ui.benchmark.params import BUDGET_MAX, N_OPTIONS
+from ui.benchmark.results import memory_figure, time_figure
 from ui.frame import talk
-from ui.runlock import Holding, server_lock, wait_turn
 
 BASELINE = "sdpa"  # full attention, timed beside every route
 SIZES = (16, 32, 64, 128, 256, 512, 1024)
 HEADS, D, LRA_N = 8, 64, 4096
 MIN_RUN_TIME = 0.2  # seconds of timed calls per point, after the warm-up (tests set 0)
-
-
-def _flag(name: str) -> None:
-    st.session_state[name] = True
 
 
 def cost_tab() -> None:
@@ -43,16 +36,13 @@ def cost_tab() -> None:
     )
     budget = b[3].slider("Time budget (s)", 5, BUDGET_MAX, 60, step=5, key="ef_budget", **kw)
     c = st.columns([1, 1, 5], vertical_alignment="center")
-    c[0].button("Run", key="ef_run", type="primary", icon=":material/play_arrow:", disabled=not routes,
-                on_click=_flag, args=("ef_run_asked",))  # fmt: skip
-    c[1].button("Cancel", key="ef_cancel", icon=":material/stop:", on_click=_flag, args=("ef_cancel_asked",),
-                help="Stops a running or queued measurement.")  # fmt: skip
+    pressed = running.run_buttons(c[0], c[1], "ef", disabled=not routes, what="measurement")
     ns = tuple(n for n in N_OPTIONS if lo <= n <= hi)
     fallback = flex_available("cpu") if "flex-window" in routes else None
     runs = list(dict.fromkeys("sdpa-masked" if r == "flex-window" and fallback else r for r in routes))
     cap = cap_and_free("cpu")[0]
     spec = bench.SweepSpec((BASELINE, *(params.label(r) for r in runs)), ns, heads=HEADS, d=D, device="cpu")
-    skips = [f"{p.config.impl} at n = {p.config.n} {p.refusal}" for p in bench.plan(spec, cap) if p.refusal]
+    skips = [f"{p.config.impl} at n = {p.config.n} {p.refusal}" for p in plan(spec, cap) if p.refusal]
     c[2].caption(f"{len(ns)} sizes × {len(runs) + 1} routes · {HEADS} heads, d = {D}, float32, on the CPU · memory "
                  f"cap {bench.format_bytes(cap)}" + (f" · {len(skips)} skipped: {skips[0]}…" if skips else "")
                  + ("" if talk() else " · one measurement at a time on this server"))  # fmt: skip
@@ -65,80 +55,30 @@ def cost_tab() -> None:
                    "server. The compile time is shown apart; the timings are of the compiled kernel.")  # fmt: skip
     if not routes:
         st.warning("Choose at least one route.")
-    if st.session_state.pop("ef_cancel_asked", False):
-        st.toast("Cancelled.", icon=":material/stop:")
-    if st.session_state.pop("ef_run_asked", False) and routes:
-        st.session_state.pop("ef_result", None)
-        measure(spec, budget, cap, fallback)
+    if pressed and routes:
+        running.run(spec, budget, cap, page="ef", fallback=fallback, min_run_time=MIN_RUN_TIME,
+                    check_correctness=False)  # fmt: skip
     show_results()
-
-
-def _line(r: bench.BenchResult) -> str:
-    if r.status != "ok":
-        return f":material/block: `{r.impl}` n = {r.n}: **{r.status}**, {r.note}"
-    return f":material/check: `{r.impl}` n = {r.n}: {r.median_ms:.3g} ms, {bench.format_bytes(r.peak_bytes)}"
-
-
-def measure(spec: bench.SweepSpec, budget: int, cap: int, fallback: str | None) -> None:
-    """Every route at every n under the server's lock, a line per point; kept in the session as it lands."""
-    server, holding, rows = server_lock(), Holding(), []
-    st.session_state["ef_partial"] = rows  # kept if Cancel (a rerun) interrupts the loop
-    try:
-        if not wait_turn(server, holding):
-            return
-        server.describe(f"Beyond n²: {len(spec.configs())} points")
-        started, load = time.perf_counter(), bench.cpu_load_per_core()
-        with st.status(f"Measuring {len(spec.configs())} points…", expanded=True) as status:
-            bar = st.progress(0.0, text="starting")
-
-            def progress(p: bench.SweepProgress) -> None:
-                if p.result is None:  # said before each point: which one is next
-                    bar.progress(p.done / p.total, text=f"{p.config.impl} at n = {p.config.n} ({p.done + 1}/{p.total})")
-                else:
-                    rows.append(p.result)
-                    st.markdown(_line(p.result))
-
-            bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, min_run_time=MIN_RUN_TIME, progress=progress,
-                            check_correctness=False)  # fmt: skip
-            status.update(label=f"Done in {time.perf_counter() - started:.1f} s", state="complete", expanded=False)
-        st.session_state["ef_result"] = {"rows": tuple(rows), "fallback": fallback, "load": load}
-        st.session_state.pop("ef_partial", None)
-    finally:
-        if holding.ours:  # also when Cancel interrupted the loop at a Streamlit call
-            server.release()
 
 
 def _times(rows: tuple[bench.BenchResult, ...], impl: str) -> dict[int, float]:
     return {r.n: r.median_ms for r in rows if r.impl == impl and r.status == "ok" and r.median_ms}
 
 
-def _time(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> Any:
-    fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to)
-            for f in bench.scaling_fits(rows).values() if f.time_slope is not None}  # fmt: skip
-    return time_figure(bench.result_dicts(rows), fits, talk=is_talk)
-
-
-def _memory(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> Any:
-    return memory_figure(bench.result_dicts(rows), talk=is_talk)
-
-
 def show_results() -> None:
-    saved, partial = st.session_state.get("ef_result"), st.session_state.get("ef_partial")
-    if partial:
-        st.warning(f"The last run was stopped after {len(partial)} point(s); showing what it measured.")
-    elif not saved:
-        st.info("Press **Run** to measure. Nothing runs until you do.", icon=":material/play_arrow:")
+    shown = running.last_run("ef", "point(s)")
+    if shown is None:
         lra_table((), None)
         return
-    rows = tuple(partial) if partial else saved["rows"]
-    if saved and (saved["load"] or 0) > bench.DISTURBED_LOAD_PER_CORE:
+    rows, saved = tuple(shown[0]), shown[1]
+    if saved is not None and saved.result.disturbed:
         st.warning(
-            f"The CPU was busy with other work when this run started (load {saved['load']:.1f} per core): "
-            "these timings are disturbed. Run again when the machine is quiet.",
+            f"The CPU was busy with other work when this run started (load {saved.result.load_per_core:.1f} per "
+            "core): these timings are disturbed. Run again when the machine is quiet.",
             icon=":material/warning:",
         )
-    draw.chart(draw.figure(_time, talk(), rows), "ef_time", fit="efficient.Cost")
-    draw.chart(draw.figure(_memory, talk(), rows), "ef_memory", fit="efficient.Cost")
+    draw.chart(draw.figure(time_figure, talk(), rows), "ef_time", fit="efficient.Cost")
+    draw.chart(draw.figure(memory_figure, talk(), rows), "ef_memory", fit="efficient.Cost")
     sdpa, fits = _times(rows, BASELINE), bench.scaling_fits(rows)
     largest = max(sdpa, default=None)
     table, ratio = [], f"× SDPA's speed at n = {largest}" if largest else "× SDPA's speed"
@@ -156,7 +96,7 @@ def show_results() -> None:
         "faster than SDPA from n": draw.NUMBER(format="%d", help="faster at this n and every larger n measured"),
         ratio: draw.NUMBER(format="%.2f"),
     })  # fmt: skip
-    lra_table(rows, saved["fallback"] if saved else None)
+    lra_table(rows, saved.fallback if saved is not None else None)
 
 
 def lra_table(measured: tuple[bench.BenchResult, ...], fallback: str | None) -> None:

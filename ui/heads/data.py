@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
 import torch
 
-from attention_core.kv_cache import time_decode_steps
+from attention_core.kv_cache import DecodeTiming, time_decode_steps
 from attention_core.presets import sentence_example
 from ui.heads.examples import DecodeExample, HeadsExample, decode_example, example_weights, heads_example
 from ui.runlock import RunLock, server_lock
@@ -45,8 +45,27 @@ def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> Decod
     return _plain(decode_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed))
 
 
+@dataclass(frozen=True)
+class Timing:
+    """A live measurement of decoding steps (:class:`DecodeTiming`), and the clock time it was taken at."""
+
+    steps: DecodeTiming
+    when: str
+
+    @property
+    def skipped(self) -> list[int]:
+        """The contexts where recomputing was not run (it would have overrun the budget)."""
+        s = self.steps
+        return [c for c, t, u in zip(s.contexts, s.recompute_s, s.cached_s, strict=True) if t is None and u]
+
+    @property
+    def unfinished(self) -> list[int]:
+        """The contexts a busy machine left unmeasured."""
+        return [c for c, t in zip(self.steps.contexts, self.steps.cached_s, strict=True) if t is None]
+
+
 @st.cache_data(max_entries=32, show_spinner=False, ttl=3600)
-def timing_data(t_max: int, d_model: int, run: int) -> dict[str, Any]:
+def timing_data(t_max: int, d_model: int, run: int) -> Timing:
     """One live measurement per setting (and per press of "Measure again"), shared by every viewer.
 
     It holds the server's run lock, as the benchmark does: two timings at once would each disturb the other.
@@ -58,17 +77,9 @@ def timing_data(t_max: int, d_model: int, run: int) -> dict[str, Any]:
                          "press Measure again later")  # fmt: skip
     try:
         server.describe("a decoding-time measurement")
-        r = time_decode_steps(contexts, d_model=d_model, n_heads=4)
+        return Timing(time_decode_steps(contexts, d_model=d_model, n_heads=4), time.strftime("%H:%M:%S"))
     finally:
         server.release()
-    return {
-        "cached": r.points("cached"), "recompute": r.points("recompute"),
-        "fits": {k: r.fit(k) for k in ("cached", "recompute")},
-        "wall_s": r.wall_s, "threads": r.threads, "max_abs_diff": r.max_abs_diff,
-        "skipped": [c for c, t, u in zip(r.contexts, r.recompute_s, r.cached_s, strict=True) if t is None and u],
-        "unfinished": [c for c, t in zip(r.contexts, r.cached_s, strict=True) if t is None],
-        "when": time.strftime("%H:%M:%S"),
-    }  # fmt: skip
 
 
 def fmt_int(n: int) -> str:

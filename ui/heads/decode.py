@@ -24,8 +24,9 @@ def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head:
 
 
 def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
-    r = timing_data(t_max, d_model, run)  # ``when`` keys the figure to this measurement (the cache lasts an hour)
-    return decode_timing_figure(r["cached"], r["recompute"], r["fits"], talk=talk)
+    s = timing_data(t_max, d_model, run).steps  # ``when`` keys the figure to this measurement (the cache lasts an hour)
+    fits = {which: s.fit(which) for which in ("cached", "recompute")}
+    return decode_timing_figure(s.points("cached"), s.points("recompute"), fits, talk=talk)
 
 
 def decode_tab(sh: HeadSettings) -> None:
@@ -73,9 +74,10 @@ def decode_tab(sh: HeadSettings) -> None:
                 on_click=lambda: st.session_state.update(hd_run=run + 1))  # fmt: skip
     with st.spinner("Timing decoding steps at each context length (a few seconds)…"):
         r = timing_data(t_max, t_dm, run)
-    draw.chart(draw.figure(timing_figure, t_max, t_dm, run, r["when"], talk()), "hd_timing_fig")
-    fc, fr = r["fits"]["cached"], r["fits"]["recompute"]
-    (xs, ys), (xr, yr) = r["cached"], r["recompute"]
+    draw.chart(draw.figure(timing_figure, t_max, t_dm, run, r.when, talk()), "hd_timing_fig")
+    s = r.steps
+    fc, fr = s.fit("cached"), s.fit("recompute")
+    (xs, ys), (xr, yr) = s.points("cached"), s.points("recompute")
     common = max(set(xs) & set(xr), default=None)
     speed = yr[xr.index(common)] / ys[xs.index(common)] if common else None
     draw.metrics(
@@ -84,14 +86,14 @@ def decode_tab(sh: HeadSettings) -> None:
         (f"Cache speed-up at t = {common}" if common else "Cache speed-up", f"{speed:.0f}×" if speed else "–", None),
         border=True,
     )
-    skipped = ", ".join(str(t) for t in r["skipped"])
+    skipped = ", ".join(str(t) for t in r.skipped)
     st.caption(
-        f"Measured at {r['when']} in {r['wall_s']:.1f} s on {r['threads']} thread(s); each point is the fastest of "
+        f"Measured at {r.when} in {s.wall_s:.1f} s on {s.threads} thread(s); each point is the fastest of "
         "several calls (slower ones measure interruptions by other work). Slopes are log-log fits over the three "
         "largest measured contexts. At short contexts fixed per-call costs flatten the cached curve; once K and V "
         "outgrow the CPU's caches, each step reads them from main memory and the slope can rise above 1."
         + (f" Recomputing was not run at t = {skipped}: it would have taken too long." if skipped else "")
-        + f" Both paths agree to |Δ| ≤ {r['max_abs_diff']:.1e}."
-        + (f" The machine was so busy that t = {', '.join(map(str, r['unfinished']))} could not be measured in "
-           "time; press Measure again later." if r["unfinished"] else "")
+        + f" Both paths agree to |Δ| ≤ {s.max_abs_diff:.1e}."
+        + (f" The machine was so busy that t = {', '.join(map(str, r.unfinished))} could not be measured in "
+           "time; press Measure again later." if r.unfinished else "")
     )  # fmt: skip

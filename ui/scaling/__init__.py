@@ -6,20 +6,29 @@ the caches over the core (``cached``). Imported only by the explorer, so the oth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ui import draw
 from ui.frame import talk
 
 
+def headline() -> Callable[[], DeltaGenerator]:
+    """Where a tab's headline goes: here, above the figures drawn next, or in talk mode under them (the box is made
+    when asked for), so the figures fit the window."""
+    box = None if talk() else st.container()
+    return lambda: box if box is not None else st.container()
+
+
 def lead(fig: go.Figure, key: str, fit: str, *numbers: tuple[str, str, str | None]) -> None:
-    """A tab's first figure and its headline numbers: above it, or in talk mode under it, so it fits the window."""
-    if not talk():
-        draw.metrics(*numbers)
+    """A tab's first figure and its headline numbers (:func:`headline`)."""
+    above = headline()
     draw.chart(fig, key, fit=fit)
-    if talk():
+    with above():
         draw.metrics(*numbers)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
 from attention_core.scaling import (
     dot_product_histograms,
@@ -29,11 +30,12 @@ from attention_core.scaling import (
     softmax_overflow,
     temperature_sweep,
     train_toy,
+    training_summary,
     variance_table,
 )
 from ui.device import DEVICE
 from ui.runlock import Holding, server_lock, wait_turn
-from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, TOY_D_MODEL, VECTORS, toy_batch
+from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, THRESHOLD, TOY_D_MODEL, VECTORS, toy_batch
 
 
 def rows_for(n_keys: int) -> int:
@@ -41,9 +43,39 @@ def rows_for(n_keys: int) -> int:
     return max(32, VECTORS // (n_keys + 1))
 
 
+@dataclass(frozen=True)
+class Both:
+    """One quantity without and with ÷√d_k."""
+
+    unscaled: float
+    scaled: float
+
+
+def _by_dk(table: pd.DataFrame, unscaled: str, scaled: str | None = None) -> dict[int, Both]:
+    """Column ``unscaled`` beside ``scaled`` (default: the ``<name>_unscaled``, ``<name>_scaled`` pair), by d_k."""
+    a, b = (unscaled, scaled) if scaled else (f"{unscaled}_unscaled", f"{unscaled}_scaled")
+    return {int(d): Both(float(x), float(y)) for d, x, y in zip(table["d_k"], table[a], table[b], strict=True)}
+
+
+@dataclass(frozen=True)
+class Variance:
+    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and std, the
+    bound 95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
+
+    table: pd.DataFrame
+    var: dict[int, Both]
+    std: dict[int, float]
+    p95: dict[int, Both]
+    worst_error: float
+    worst_d_k: int
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
-def variance_data(n_samples: int, seed: int) -> pd.DataFrame:
-    return variance_table(DIMS, n_samples, seed, device=DEVICE)
+def variance_data(n_samples: int, seed: int) -> Variance:
+    t = variance_table(DIMS, n_samples, seed, device=DEVICE)
+    worst = t.loc[t["rel_error"].abs().idxmax()]
+    return Variance(t, _by_dk(t, "empirical_var", "scaled_var"), dict(zip(t["d_k"], t["empirical_std"], strict=True)),
+                    _by_dk(t, "abs_p95", "scaled_abs_p95"), float(worst["rel_error"]), int(worst["d_k"]))  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -51,75 +83,166 @@ def histogram_data(d_k: int, n_samples: int, seed: int) -> tuple[pd.DataFrame, p
     return dot_product_histograms(d_k, n_samples, seed, device=DEVICE)
 
 
+@dataclass(frozen=True)
+class Saturation:
+    """Means over random rows at every d_k (``table``); by d_k the entropy (% of log n) and the largest weight."""
+
+    table: pd.DataFrame
+    entropy_pct: dict[int, Both]
+    max_weight: dict[int, Both]
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
-def saturation_data(n_keys: int, seed: int) -> pd.DataFrame:
-    return saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE)
+def saturation_data(n_keys: int, seed: int) -> Saturation:
+    t = saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE)
+    return Saturation(t, _by_dk(t, "entropy_pct"), _by_dk(t, "max_weight"))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
+    """Mean entropy and largest weight at each τ of TAU_CHOICES: the temperature figure's curve."""
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
 @dataclass(frozen=True)
 class RowReading:
-    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the scores, the weights, their Jacobians
-    ``(n, n)``, and the entropy as a percentage of its maximum log n."""
+    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the weights, their Jacobians ``(n, n)``, and the
+    entropy as a percentage of its maximum log n."""
 
-    scores: np.ndarray
     unscaled: np.ndarray
     scaled: np.ndarray
     jac_unscaled: np.ndarray
     jac_scaled: np.ndarray
-    entropy_pct_unscaled: float
-    entropy_pct_scaled: float
+    entropy_pct: Both
+
+
+def entropy_pct(weights: torch.Tensor, n_keys: int) -> float:
+    return float(100 * row_entropy(weights) / math.log(n_keys))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def row_data(d_k: int, n_keys: int, seed: int) -> RowReading:
     r = sample_row(d_k, n_keys, seed, device=DEVICE)
     return RowReading(
-        r.scores.cpu().numpy(), r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
+        r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
         r.jacobian_unscaled.cpu().numpy(), r.jacobian_scaled.cpu().numpy(),
-        float(100 * row_entropy(r.weights_unscaled) / math.log(n_keys)),
-        float(100 * row_entropy(r.weights_scaled) / math.log(n_keys)),
+        Both(entropy_pct(r.weights_unscaled, n_keys), entropy_pct(r.weights_scaled, n_keys)),
     )  # fmt: skip
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def tau_row_data(d_k: int, n_keys: int, seed: int, tau: float) -> tuple[np.ndarray, float]:
+    """The same row's weights at temperature τ, and their entropy (% of log n)."""
     w = sample_row(d_k, n_keys, seed, device=DEVICE).weights_at(tau)
-    return w.cpu().numpy(), float(100 * row_entropy(w) / math.log(n_keys))
+    return w.cpu().numpy(), entropy_pct(w, n_keys)
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """‖∂L/∂z‖ at every d_k (``table``); by d_k its median and the share of rows passing < 0.01; the first d_k
+    where the scaled model's median gradient at q·k is the larger (None: nowhere up to 4096)."""
+
+    table: pd.DataFrame
+    median: dict[int, Both]
+    dead: dict[int, Both]
+    crossing: int | None
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def gradient_data(n_keys: int, seed: int) -> pd.DataFrame:
-    return gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE)
+def gradient_data(n_keys: int, seed: int) -> Gradients:
+    t = gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE)
+    above = t.loc[t["grad_qk_median_ratio"] > 1, "d_k"]
+    return Gradients(t, _by_dk(t, "grad_median"), _by_dk(t, "dead"), int(above.iloc[0]) if len(above) else None)
+
+
+@dataclass(frozen=True)
+class Strategies:
+    """Each divisor on the same rows (``table``), and the temperatures fitted for the target: τ alone, and τ
+    after cosine normalisation."""
+
+    table: pd.DataFrame
+    learned_tau: float
+    cosine_tau: float
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> pd.DataFrame:
-    return scaling_strategies(
-        d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target), device=DEVICE
-    )
+def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> Strategies:
+    t = scaling_strategies(d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target),
+                           device=DEVICE)  # fmt: skip
+    by = t.set_index("strategy")["divisor"]
+    return Strategies(t, float(by["learned τ"]), float(by["cosine / τ"]))
+
+
+@dataclass(frozen=True)
+class Init:
+    """Each initial std's effect (``table``), and with 1/√d_model the inputs' E[x²] and the ÷√d_k scores' variance."""
+
+    table: pd.DataFrame
+    x_var: float
+    score_var: float
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> pd.DataFrame:
+def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> Init:
     stds = {**named_init_stds(d_model, d_k), "custom": custom}
-    return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE)
+    t = init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE)
+    lecun = t.set_index("init").loc["1/√d_model"]
+    return Init(t, float(lecun["x_var"]), float(lecun["score_var_scaled"]))
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """Eight logits through the naive and the stable softmax (``table``; ``cells``, as the numbers show them),
+    whether the naive one stayed finite, and the largest error of each as the logits grow (``sweep``)."""
+
+    table: pd.DataFrame
+    cells: pd.DataFrame
+    finite: bool
+    sweep: pd.DataFrame
+
+
+def _cell(x: float) -> str:
+    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
+    if math.isnan(x):
+        return "NaN (∞/∞)"
+    if math.isinf(x):
+        return "∞ (overflow)" if x > 0 else "−∞"
+    return f"{x:.4g}"
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def overflow_data(magnitude: int, dtype: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    table = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
-    return table, overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
+def overflow_data(magnitude: int, dtype: str) -> Overflow:
+    t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
+    cells = pd.DataFrame({
+        "logit": [f"{x:.4g}" for x in t["logit"]], "exp(x)": [_cell(x) for x in t["exp_naive"]],
+        "naive": [_cell(x) for x in t["naive"]], "max-subtracted": [_cell(x) for x in t["stable"]],
+        "float64 reference": [f"{x:.4g}" for x in t["reference"]],
+    })  # fmt: skip
+    return Overflow(t, cells, bool(t["naive_finite"].all()), overflow_sweep([float(m) for m in MAG_CHOICES], dtype))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Where a toy run started and ended, and the step its loss first fell below ``THRESHOLD`` (NaN: never)."""
+
+    start_loss: float
+    end_loss: float
+    steps_to_threshold: float
+    start_logit_std: float
+
+
+@dataclass(frozen=True)
+class Training:
+    """Both toy runs: their histories by name (``runs``, for the figures), the summary table, and each run read."""
+
+    runs: dict[str, pd.DataFrame]
+    table: pd.DataFrame
+    scaled: RunSummary
+    unscaled: RunSummary
 
 
 @functools.lru_cache(maxsize=48)
-def training_runs(
-    d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
-) -> dict[str, pd.DataFrame]:
+def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int) -> Training:
     """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar.
 
     A miss waits for the server's run lock first, so a room of viewers trying settings trains one at a time
@@ -130,7 +253,11 @@ def training_runs(
         if not wait_turn(server, holding):
             st.stop()
         server.describe("a training run")
-        return _train_both(d_k, n_keys, optimizer, lr, init, steps, seed)
+        runs = _train_both(d_k, n_keys, optimizer, lr, init, steps, seed)
+        t = training_summary(runs, THRESHOLD)
+        read = [RunSummary(*(float(r[c]) for c in ("start_loss", "end_loss", "steps_to_threshold", "start_logit_std")))
+                for _, r in t.set_index("run").loc[["scaled", "unscaled"]].iterrows()]  # fmt: skip
+        return Training(runs, t, *read)
     finally:
         if holding.ours:
             server.release()

@@ -4,31 +4,22 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.scaling import overflow_limit
 from figures.scaling import overflow_bars_figure, overflow_figure
 from ui import draw
+from ui.scaling import headline
 from ui.scaling.cached import overflow_data
 from ui.scaling.settings import MAG_CHOICES, Shared
 
 
 def figure(kind: str, magnitude: int, dtype: str, talk: bool) -> go.Figure:
-    table, sweep = overflow_data(magnitude, dtype)
+    o = overflow_data(magnitude, dtype)
     if kind == "bars":
-        return overflow_bars_figure(table, talk=talk)
-    return overflow_figure(sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
-
-
-def _cell(x: float) -> str:
-    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
-    if math.isnan(x):
-        return "NaN (∞/∞)"
-    if math.isinf(x):
-        return "∞ (overflow)" if x > 0 else "−∞"
-    return f"{x:.4g}"
+        return overflow_bars_figure(o.table, talk=talk)
+    return overflow_figure(o.sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
 
 
 def stability_tab(sh: Shared) -> None:
@@ -41,7 +32,7 @@ def stability_tab(sh: Shared) -> None:
                                    bind="query-params")  # fmt: skip
     dtype = c[1].radio("Number format", ("float32", "float16"), 1, key="sc_dtype", horizontal=True, bind="query-params")
     limit = overflow_limit(dtype)
-    table = overflow_data(magnitude, dtype)[0]
+    o = overflow_data(magnitude, dtype)
     draw.prose(
         f"The largest {dtype} number is {math.exp(limit):.4g} ≈ e^{limit:.1f}. Past a logit of {limit:.1f}, "
         "exp(x) overflows to ∞, "
@@ -52,28 +43,21 @@ def stability_tab(sh: Shared) -> None:
         f"single score above {overflow_limit('float16'):.1f} is enough to break a naive softmax.",
     )
     # Side by side under the verdict; in talk mode one under the other, each filling the window (their legends
-    # need the width), and the verdict after them.
-    verdict = st.container() if not sh.talk else None
+    # need the width).
+    verdict = headline()
     boxes = (st.container(), st.container()) if sh.talk else st.columns(2)
     for box, kind in zip(boxes, ("bars", "curve"), strict=True):
         with box:
             draw.chart(draw.figure(figure, kind, magnitude, dtype, sh.talk), f"sc_overflow_{kind}",
                        fit="scaling.Numerical stability")  # fmt: skip
-    with verdict if verdict is not None else st.container():
-        if not table["naive_finite"].all():
+    with verdict():
+        if not o.finite:
             st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns "
                        "NaN (not a number) where the max-subtracted one still gives the right weights.",
                        icon=":material/warning:")  # fmt: skip
         else:
             st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
                        icon=":material/check_circle:")  # fmt: skip
-    shown = pd.DataFrame({
-        "logit": [f"{x:.4g}" for x in table["logit"]],
-        "exp(x)": [_cell(x) for x in table["exp_naive"]],
-        "naive": [_cell(x) for x in table["naive"]],
-        "max-subtracted": [_cell(x) for x in table["stable"]],
-        "float64 reference": [f"{x:.4g}" for x in table["reference"]],
-    })  # fmt: skip
-    draw.numbers(shown, {c: st.column_config.TextColumn(c) for c in shown}, "∞ (overflow): exp(x) is larger than the "
-                 "format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
+    draw.numbers(o.cells, {c: st.column_config.TextColumn(c) for c in o.cells}, "∞ (overflow): exp(x) is larger than "
+                 "the format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
                  key="sc_stability_numbers")  # fmt: skip

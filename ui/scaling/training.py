@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.scaling import DEFAULT_LR, training_summary
+from attention_core.scaling import DEFAULT_LR
 from figures.scaling import training_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling.cached import training_runs
+from ui.scaling import headline
+from ui.scaling.cached import Training, training_runs
 from ui.scaling.settings import STEP_CHOICES, THRESHOLD, TOY_D_MODEL, Shared, step_choices, toy_batch
 
 
 def figure(kind: str, run_key: tuple, talk: bool) -> go.Figure:
-    runs = training_runs(*run_key)
+    runs = training_runs(*run_key).runs
     if kind == "loss":
         uniform = (run_key[1] - 1) / run_key[1]  # the loss of uniform weights over n keys
         return training_figure(runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
@@ -49,25 +49,23 @@ def training_controls(d_k: int) -> tuple[str, float, str, int]:
     )  # fmt: skip
 
 
-def _verdict(summary: pd.DataFrame, steps: int) -> str:
+def _verdict(t: Training, steps: int) -> str:
     """What the two curves show, in one or two sentences built from the measured numbers."""
-    sc, un = summary.set_index("run").loc["scaled"], summary.set_index("run").loc["unscaled"]
+    un, a, b = t.unscaled, t.scaled.steps_to_threshold, t.unscaled.steps_to_threshold
 
-    def reached(r: pd.Series) -> str:
-        s = r["steps_to_threshold"]
+    def reached(s: float) -> str:
         return f"at step {int(s)}" if not math.isnan(s) else f"not within {steps} steps"
 
-    text = f"The scaled model's loss fell below {THRESHOLD} {reached(sc)}; the unscaled model's {reached(un)}."
-    a, b = sc["steps_to_threshold"], un["steps_to_threshold"]
+    text = f"The scaled model's loss fell below {THRESHOLD} {reached(a)}; the unscaled model's {reached(b)}."
     if not math.isnan(a) and not math.isnan(b):
         if b > a:
             text += f" Unscaled needed {b / max(a, 1):.1f}× as many steps."
         elif b < a:
             text += " Here the unscaled model was faster."
-    if un["end_loss"] > 0.9 * un["start_loss"]:
-        text += f" The unscaled run stalled: its loss only went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
+    if un.end_loss > 0.9 * un.start_loss:
+        text += f" The unscaled run stalled: its loss only went from {un.start_loss:.2f} to {un.end_loss:.2f}."
     elif math.isnan(b):
-        text += f" It did not stall, though: its loss went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
+        text += f" It did not stall, though: its loss went from {un.start_loss:.2f} to {un.end_loss:.2f}."
     return text
 
 
@@ -84,20 +82,18 @@ def training_tab(sh: Shared) -> None:
     )
     optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
-    summary = training_summary(training_runs(*run_key), THRESHOLD)
-    by = summary.set_index("run")
-    # The verdict and the numbers: above the figures, or in talk mode under them, so they fit the screen.
-    above = st.container() if not sh.talk else None
+    t = training_runs(*run_key)
+    above = headline()  # the verdict and the numbers
     for col, kind in zip(st.columns(2), ("loss", "grad"), strict=True):
         with col:
             draw.chart(draw.figure(figure, kind, run_key, sh.talk), f"sc_train_{kind}", fit="scaling.Training")
-    with above if above is not None else st.container():
-        st.markdown(f"**What this run shows.** {_verdict(summary, steps)}")
+    with above():
+        st.markdown(f"**What this run shows.** {_verdict(t, steps)}")
         draw.metrics(
-            ("Final loss, ÷√d_k", f"{by.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-            ("Final loss, unscaled", f"{by.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-            ("Logit std at step 0, ÷√d_k", f"{by.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
-            ("Logit std at step 0, unscaled", f"{by.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
+            ("Final loss, ÷√d_k", f"{t.scaled.end_loss:.3f}", "mean of the last 10% of steps"),
+            ("Final loss, unscaled", f"{t.unscaled.end_loss:.3f}", "mean of the last 10% of steps"),
+            ("Logit std at step 0, ÷√d_k", f"{t.scaled.start_logit_std:.2f}", "the softmax's input"),
+            ("Logit std at step 0, unscaled", f"{t.unscaled.start_logit_std:.2f}", "the softmax's input"),
         )
     draw.prose(
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
@@ -108,7 +104,7 @@ def training_tab(sh: Shared) -> None:
         "beyond. So in this small task the unscaled model usually still learns; what ÷√d_k buys is a start "
         "outside the saturated regime, and that matters more the wider the keys.",
     )
-    draw.numbers(summary, {
+    draw.numbers(t.table, {
         "run": st.column_config.TextColumn("run"),
         "start_loss": NUMBER("loss, first 10 steps", format="%.3f"),
         "end_loss": NUMBER("loss, last 10%", format="%.3f"),

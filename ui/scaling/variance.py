@@ -17,7 +17,7 @@ from ui.scaling.settings import DIMS, Shared
 
 def figure(kind: str, n: int, seed: int, d_k: int, talk: bool) -> go.Figure:
     if kind == "variance":
-        return variance_figure(variance_data(n, seed), d_k, talk=talk)
+        return variance_figure(variance_data(n, seed).table, d_k, talk=talk)
     return histogram_figure(*histogram_data(d_k, n, seed), d_k, talk=talk)
 
 
@@ -36,25 +36,23 @@ def variance_tab(sh: Shared) -> None:
                          bind="query-params", help="Random (q, k) pairs drawn at each width; the estimate's "
                          "error shrinks like 1/√samples.")  # fmt: skip
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
-        table = variance_data(n, sh.seed)
-    row = table.loc[table["d_k"] == sh.d_k].iloc[0]
-    key = (n, sh.seed, sh.d_k, sh.talk)
+        v = variance_data(n, sh.seed)
+    key, p95 = (n, sh.seed, sh.d_k, sh.talk), v.p95[sh.d_k]
     lead(draw.figure(figure, "variance", *key), "sc_variance", "scaling.Variance",
-         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(row["empirical_var"], 4), f"theory: {sh.d_k}"),
-         ("Typical score, ±1σ", f"±{row['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
-         ("95% of scores within", f"±{row['abs_p95']:.1f}", "about ±2σ"),
-         ("After ÷√d_k, 95% within", f"±{row['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
+         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(v.var[sh.d_k].unscaled, 4), f"theory: {sh.d_k}"),
+         ("Typical score, ±1σ", f"±{v.std[sh.d_k]:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
+         ("95% of scores within", f"±{p95.unscaled:.1f}", "about ±2σ"),
+         ("After ÷√d_k, 95% within", f"±{p95.scaled:.2f}", "about ±2, at any d_k"))  # fmt: skip
     draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
-    worst = table.loc[table["rel_error"].abs().idxmax()]
     draw.prose(
-        f"Every measured point lies within {100 * abs(worst['rel_error']):.1f}% of its theory line (the largest "
-        f"miss is at d_k = {int(worst['d_k'])}). With fewer samples the points scatter more: the standard error "
+        f"Every measured point lies within {100 * abs(v.worst_error):.1f}% of its theory line (the largest "
+        f"miss is at d_k = {v.worst_d_k}). With fewer samples the points scatter more: the standard error "
         f"of a variance estimate is about √(2/n), {100 * math.sqrt(2 / n):.1f}% here. At d_k = 1 a single "
         "product qk is far from normal (peaked, heavy-tailed); by a few dozen terms the sum looks normal. "
         "Each pair is drawn once at the widest d_k and every narrower d_k uses its first entries, so "
         "neighbouring points share half their products and their small misses tend to go the same way.",
     )
-    draw.numbers(table, {
+    draw.numbers(v.table, {
         "d_k": NUMBER("d_k"), "theoretical_var": NUMBER("theory", format="%g"),
         "empirical_var": NUMBER("measured Var(q·k)", format="%.4g"),
         "rel_error": NUMBER("error", format="percent"), "empirical_std": NUMBER("std", format="%.3g"),
