@@ -15,7 +15,7 @@ from attention_core import bench
 from attention_core.bench import EXACT
 from attention_core.bench import sweep as sweep_mod
 from attention_core.device import default_device
-from tests.support.reading import notice, text
+from tests.support.shown import notice, text
 from ui.runlock import RunLock
 
 TINY = {"bm_nmax": "128", "bm_d": "16", "bm_heads": "1"}

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.efficient.cost as cost
 from attention_core.efficient.flex import NO_COMPILE_ENV
-from tests.support.reading import metrics, notes, notice, text
+from tests.support.shown import metrics, notes, notice, text
 from ui.runlock import RunLock
 
 TABS = ("Sparse patterns", "Kernels & low rank", "Accuracy", "Cost")

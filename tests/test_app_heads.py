@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
 from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes
-from tests.support.reading import metrics, notice
+from tests.support.shown import metrics, notice
 from ui.heads.calculator import CACHE_DTYPES, MODELS
 from ui.heads.examples import heads_example
 
