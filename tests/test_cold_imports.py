@@ -31,6 +31,7 @@ def loaded_after(code: str) -> set[str]:
         ("import ui.frame, ui.links, ui.draw", {"torch", "pandas", "attention_core.device"}),
         (WALKTHROUGH, {"pandas", "torch.utils.benchmark", "attention_core.bench", "attention_core.decoder"}),
         ("import figures.walkthrough", {"torch", "pandas"}),
+        ("import ui.decoder.reading, ui.heads.calculator", {"attention_core.bench", "torch.utils.benchmark"}),
     ],
 )
 def test_a_page_loads_only_what_it_uses(code: str, absent: set[str]) -> None:
