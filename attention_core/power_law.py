@@ -1,7 +1,8 @@
 """A power law read off measurements: the least-squares line through (log n, log value).
 
 Light on purpose (numpy only): the benchmark's fits, the KV-cache decode timing and the Performer's error
-curve all fit their slopes with it, and the pages that show the last two never import the benchmark.
+curve all fit their slopes with it, and the heads page, which shows the decode timing, never imports the
+benchmark.
 """
 
 from __future__ import annotations
