@@ -125,6 +125,18 @@ def _total_ram_bytes() -> int | None:
         return None
 
 
+def format_bytes(n: float | None) -> str:
+    """``8589934592`` → ``"8.0 GiB"``; binary units, one decimal."""
+    if n is None:
+        return "–"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
 # ---------------------------------------------------------------------------------------------
 # Intra-op threads: one process-wide setting that two kinds of work want differently. Tiny
 # tensors (the √d_k explorer's training) run fastest on one thread; a benchmark must time

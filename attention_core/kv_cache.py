@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from .attention import attention_trace, dot_product_attention
@@ -33,6 +32,7 @@ from .heads import (
     repeat_kv,
     split_heads,
 )
+from .power_law import fit_loglog_slope
 from .validation import check_float, check_int, check_int_list, check_tensor
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -216,8 +216,8 @@ class DecodeTiming:
         xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
         if len(xs) < 2:
             return None
-        slope, intercept = np.polyfit(np.log(xs), np.log(ys), 1)  # about 1: linear growth, about 2: quadratic
-        return float(slope), float(intercept), xs[0], xs[-1]
+        slope, intercept = fit_loglog_slope(xs, ys)  # about 1: linear growth, about 2: quadratic
+        return slope, intercept, xs[0], xs[-1]
 
 
 def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:

@@ -129,7 +129,7 @@ def test_shared_kv_shows_four_heads_and_the_cache_of_one_kv_head_against_four(mo
     m = metrics(at)
     one, four = kv_cache_bytes(18, 1, 256, n, 1, "bfloat16"), kv_cache_bytes(18, 4, 256, n, 1, "bfloat16")
     assert four == 4 * one == 4 * 2 * 18 * 256 * n * 2
-    from attention_core.bench.measure import format_bytes
+    from attention_core.device import format_bytes
 
     assert m["One K/V head (the model)"] == format_bytes(one) and m["One K/V per query head"] == format_bytes(four)
     kv = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]

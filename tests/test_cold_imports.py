@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKTHROUGH = "from attention_core.walkthrough import run_walkthrough"
+KV_TABS = "import ui.decoder.reading, ui.heads.calculator, ui.heads.decode"  # cache sizes and decode slopes
 
 
 def loaded_after(code: str) -> set[str]:
@@ -31,6 +32,7 @@ def loaded_after(code: str) -> set[str]:
         ("import ui.frame, ui.links, ui.draw", {"torch", "pandas", "attention_core.device"}),
         (WALKTHROUGH, {"pandas", "torch.utils.benchmark", "attention_core.bench", "attention_core.decoder"}),
         ("import figures.walkthrough", {"torch", "pandas"}),
+        (KV_TABS, {"attention_core.bench", "torch.utils.benchmark"}),
     ],
 )
 def test_a_page_loads_only_what_it_uses(code: str, absent: set[str]) -> None:

@@ -36,6 +36,7 @@ import attention_core.induction as ind
 from attention_core import backward, decoder, kv_cache, tiled, walkthrough
 from attention_core.bench import impls, passes
 from attention_core.bert import encoder, weights
+from attention_core.optim import Optimizer
 
 REAL_CUDA = torch.cuda.is_available()  # read before the fixture pretends CUDA is there
 
@@ -229,7 +230,7 @@ def _induction_step(f: Fake) -> tuple[Any, ...]:
     floats on the CPU), so it cannot run without data."""
     w = _induction(f)
     tokens = _induction_tokens(f)  # (3, 10)
-    opt = ind.AdamW(w.parameters(), lr=5e-3, weight_decay=0.01)
+    opt = Optimizer(w.parameters(), "adam", 5e-3, 0.01, sqrt_of_v_hat=True)
     logits = ind.forward(w, tokens).logits  # (3, 10, V)
     loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, SMALL.vocab), tokens[:, 1:].reshape(-1))
     loss.backward()

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from attention_core.induction import (
-    AdamW,
     InductionConfig,
     InductionWeights,
     LayerWeights,
@@ -232,22 +231,6 @@ def test_training_yields_live_weights_and_the_record_fields() -> None:
     assert all(p.seconds >= 0 for p in ps) and ps[-1].seconds >= ps[0].seconds
     assert len(ps[-1].previous_token) == SMALL.layers and len(ps[-1].previous_token[0]) == SMALL.n_heads
     assert ps[0].weights is ps[-1].weights  # trained in place: a snapshot is the caller's copy
-
-
-def test_our_adamw_takes_torch_optims_steps() -> None:
-    g = torch.Generator().manual_seed(0)
-    ours, theirs = torch.randn(5, 3, generator=g), None
-    theirs = ours.clone().requires_grad_(True)
-    ours.requires_grad_(True)
-    opt_a, opt_b = AdamW([ours], 3e-3, 0.01), torch.optim.AdamW([theirs], lr=3e-3, weight_decay=0.01)
-    for i in range(5):
-        target = torch.full((5, 3), float(i))
-        for p in (ours, theirs):
-            ((p - target) ** 2).sum().backward()
-        opt_a.step()
-        opt_b.step()
-        opt_b.zero_grad()
-    torch.testing.assert_close(ours, theirs)
 
 
 def test_the_phase_change_is_the_first_record_below_half_of_ln_v() -> None:

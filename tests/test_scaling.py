@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attention_core.scaling import _Optimizer, row_entropy, softmax_jacobian
+from attention_core.scaling import row_entropy, softmax_jacobian
 from attention_core.scaling.initialisation import init_effects, named_init_stds
 from attention_core.scaling.saturation import gradient_table, sample_row, saturation_table, temperature_sweep
 from attention_core.scaling.stability import (
@@ -346,22 +346,6 @@ def test_unscaled_starts_saturated_at_large_d_k() -> None:
     s = training_summary(runs).set_index("run")
     assert s.loc["unscaled", "start_logit_std"] > 10 * s.loc["scaled", "start_logit_std"]
     assert s.loc["unscaled", "start_loss"] > s.loc["scaled", "start_loss"]
-
-
-@pytest.mark.parametrize("kind", ["adam", "sgd"])
-def test_the_written_out_optimizers_match_torch_optim(kind: str, device: torch.device) -> None:
-    g = torch.Generator(device).manual_seed(0)
-    a = torch.randn(5, 3, generator=g, dtype=torch.float64, device=device).requires_grad_()
-    b = a.detach().clone().requires_grad_()
-    weights = torch.arange(15.0, dtype=torch.float64, device=device).view(5, 3)
-    mine = _Optimizer([a], kind, 0.05)
-    ref = (torch.optim.Adam if kind == "adam" else torch.optim.SGD)([b], lr=0.05)
-    for _ in range(25):
-        for p, opt in ((a, mine), (b, ref)):
-            opt.zero_grad()
-            (p.sin() * weights).sum().backward()
-            opt.step()
-    assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_train_toy_reports_progress_and_restores_threads() -> None:

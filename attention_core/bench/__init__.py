@@ -19,6 +19,7 @@ It is a package rather than one module so that ``python -m attention_core.bench`
 ``__main__`` without the module being imported twice.
 """
 
+from ..device import format_bytes
 from .checks import CHECK_N, approximation_note, correctness_error, gradient_check
 from .cli import format_table, main
 from .config import DTYPES, MODE_NAMES, MODES, RENAMED, BenchConfig, Impl, Shape, flop_formula
@@ -31,7 +32,6 @@ from .measure import (
     default_cap_bytes,
     environment,
     flop_table,
-    format_bytes,
     free_memory_bytes,
     guard_reason,
     largest_fitting_n,

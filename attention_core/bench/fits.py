@@ -7,27 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..power_law import fit_loglog_slope
 from ..validation import check_int
 from .run import BenchResult
 
 FIT_MIN_N = 512  # slopes are fitted from here up
-
-
-def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
-    """Least-squares fit of log(value) = slope·log(n) + intercept; returns (slope, intercept).
-
-    A slope of 2 means the value grows as n², 1 as n.
-    """
-    x = np.asarray(ns, dtype=float)
-    y = np.asarray(values, dtype=float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"ns and values must be two lists of one length, got {x.shape} and {y.shape}")
-    if len(np.unique(x)) < 2:
-        raise ValueError("a slope needs at least two different n")
-    if not (np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("every n and every value must be positive and finite to fit on log-log axes")
-    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
-    return float(slope), float(intercept)
 
 
 def crossover_n(rows: Sequence[BenchResult], impl: str, baseline: str = "sdpa") -> int | None:

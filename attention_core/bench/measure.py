@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.utils.benchmark import Timer
 
-from ..device import device_info, measuring_threads, resolve_device
+from ..device import device_info, format_bytes, measuring_threads, resolve_device
 from ..validation import check_choice, check_float, check_int
 from .config import DTYPES, MODES
 from .memory_models import PEAK_SQUARES
@@ -101,18 +101,6 @@ def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int 
     if ceiling is not None:
         cap = min(cap, check_int("ceiling", ceiling, low=1))
     return max(cap, 1)
-
-
-def format_bytes(n: float | None) -> str:
-    """``8589934592`` → ``"8.0 GiB"``; binary units, one decimal."""
-    if n is None:
-        return "–"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 def guard_reason(needed_bytes: int, cap_bytes: int) -> str | None:

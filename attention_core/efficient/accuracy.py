@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..device import new_tensor_device
+from ..power_law import fit_loglog_slope
 from ..textbook import reference_attention
 from ..validation import check_float, check_int, check_int_list, check_tensor
 
@@ -152,10 +153,7 @@ class ErrorCurve:
 
     def slope(self) -> float:
         """Log-log slope of the mean error against x (−0.5 for an error ∝ 1/√x)."""
-        x, y = np.log(np.asarray(self.x, float)), np.log(np.asarray(self.mean, float))
-        if len(set(self.x)) < 2 or not np.all(np.isfinite(y)):
-            raise ValueError("a slope needs two sizes or more and positive errors")
-        return float(np.polyfit(x, y, 1)[0])
+        return fit_loglog_slope(self.x, self.mean)[0]
 
     def inverse_sqrt_trend(self) -> tuple[float, ...]:
         """The least-squares fit ``c / √x`` to the mean error, at each x: the 1/√m law to draw beside it."""

@@ -9,4 +9,4 @@ weights and the command that makes them (:mod:`.shipped`, ``python -m attention_
 from .model import InductionConfig, InductionForward, InductionWeights, LayerWeights, forward, half_losses, init_weights
 from .scores import copying_score, copying_scores, ov_logits, prefix_matching_score, previous_token_score
 from .task import repeated_tokens, seeded_generator, tokens_from_words
-from .training import AdamW, Progress, eval_tokens, head_scores, phase_change_step, train
+from .training import Progress, eval_tokens, head_scores, phase_change_step, train

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ..device import busy_cpu, new_tensor_device, one_thread
+from ..optim import Optimizer
 from ..validation import check_float, check_int
 from .model import InductionConfig, InductionWeights, forward, half_losses, init_weights
 from .scores import copying_scores, prefix_matching_score, previous_token_score
@@ -40,33 +41,6 @@ class Progress:
     prefix_matching: tuple[tuple[float, ...], ...]
     copying: tuple[tuple[float, ...], ...]
     weights: InductionWeights  # the live weights (trained in place; copy them to keep a snapshot)
-
-
-class AdamW:
-    """AdamW (Loshchilov & Hutter) with torch's defaults, β = (0.9, 0.999), ε = 1e-8, for a list of tensors.
-
-    Written out because building a ``torch.optim`` optimiser imports ``torch._dynamo`` (tens of MB and a
-    second on a server's first use), and because the update fits on four lines.
-    """
-
-    def __init__(self, params: list[torch.Tensor], lr: float, weight_decay: float) -> None:
-        self.params, self.lr, self.wd, self.t = params, lr, weight_decay, 0
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2, eps = 0.9, 0.999, 1e-8
-        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
-        for p, m, v in zip(self.params, self.m, self.v, strict=True):
-            if p.grad is None:
-                continue
-            p.mul_(1 - self.lr * self.wd)  # decoupled weight decay
-            m.lerp_(p.grad, 1 - b1)  # m ← β₁m + (1 − β₁)g
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v ← β₂v + (1 − β₂)g²
-            p.addcdiv_(m, (v / c2).sqrt_().add_(eps), value=-self.lr / c1)  # p ← p − lr·m̂/(√v̂ + ε)
-            p.grad = None
 
 
 @torch.no_grad()
@@ -156,7 +130,7 @@ def _loop(
     cfg = weights.config
     data = seeded_generator(seed, dev)
     held_out = eval_tokens(cfg, seed, dev)
-    opt = AdamW(weights.parameters(), lr, wd)
+    opt = Optimizer(weights.parameters(), "adam", lr, wd, sqrt_of_v_hat=True)  # the shipped runs' rounding
     threads = one_thread(dev) if single_thread else contextlib.nullcontext()  # one_thread: no-op off the CPU
     lo = max(2, cfg.half // 2)
     start = time.perf_counter()
@@ -181,6 +155,7 @@ def _loop(
             )  # every next-token prediction
             loss.backward()
             opt.step()
+            opt.zero_grad()
 
 
 def phase_change_step(steps: Sequence[float], loss_repeat: Sequence[float], vocab: int) -> int | None:

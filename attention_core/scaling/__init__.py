@@ -10,8 +10,8 @@ and without the scaling. Every function is seeded (one d_k's samples never depen
 for) and takes a ``device``, by default torch's default device, as ``torch.ones`` does.
 """
 
-from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, OPTIMIZERS, SCALE_RULES, row_entropy, softmax_jacobian
-from ._sampling import _Optimizer as _Optimizer  # the tests hold it to torch.optim's update rules
+from ..optim import OPTIMIZERS
+from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, SCALE_RULES, row_entropy, softmax_jacobian
 from .initialisation import init_effects, named_init_stds
 from .saturation import RowSample, gradient_table, sample_row, saturation_table, temperature_sweep
 from .stability import DTYPES, naive_softmax, overflow_limit, overflow_logits, overflow_sweep, softmax_overflow

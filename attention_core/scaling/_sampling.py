@@ -8,20 +8,19 @@ from __future__ import annotations
 import contextlib
 import math
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 
 from ..attention import row_entropy, stable_softmax
 from ..device import one_thread
-from ..validation import check_choice, check_float, check_tensor
+from ..validation import check_tensor
 
 MAX_D_K = 1 << 16
 MAX_SAMPLES = 1_000_000
 MAX_KEYS = 4096
 SCALE_RULES = ("none", "sqrt", "d", "fourth_root", "two_sqrt")
-OPTIMIZERS = ("adam", "sgd")
 _CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever d_k × samples
 
 
@@ -40,43 +39,6 @@ def _small_op_mode(device: torch.device) -> Iterator[None]:
         finally:
             if flushed:
                 torch.set_flush_denormal(False)
-
-
-class _Optimizer:
-    """Plain SGD, or Adam with torch's defaults (β₁ = 0.9, β₂ = 0.999, ε = 1e-8), for a few tensors.
-
-    The same update rules as ``torch.optim.SGD`` and ``torch.optim.Adam`` (a test holds them to
-    it), written out because constructing a ``torch.optim`` optimizer imports ``torch._dynamo``:
-    about 70 MB of resident memory and a second on first use, for a server that trains toys.
-    """
-
-    def __init__(self, params: Sequence[torch.Tensor], kind: str, lr: float) -> None:
-        self.params = list(params)
-        self.kind = check_choice("optimizer", kind, OPTIMIZERS)
-        self.lr = check_float("lr", lr, low=0.0, low_open=True)
-        self.t = 0
-        self.m = [torch.zeros_like(p) for p in self.params]
-        self.v = [torch.zeros_like(p) for p in self.params]
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2, eps = 0.9, 0.999, 1e-8
-        for p, m, v in zip(self.params, self.m, self.v, strict=True):
-            if p.grad is None:
-                continue
-            g = p.grad
-            if self.kind == "sgd":
-                p.add_(g, alpha=-self.lr)
-                continue
-            m.lerp_(g, 1 - b1)  # m ← β₁m + (1 − β₁)g
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v ← β₂v + (1 − β₂)g²
-            denom = (v.sqrt() / math.sqrt(1 - b2**self.t)).add_(eps)
-            p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))  # p ← p − lr·m̂ / (√v̂ + ε)
 
 
 def _generator(seed: int, *salt: object, device: torch.device) -> torch.Generator:

@@ -9,6 +9,7 @@ import torch
 
 from ..attention import stable_softmax
 from ..device import new_tensor_device
+from ..optim import Optimizer
 from ..validation import check_float, check_int
 from ._sampling import (
     MAX_D_K,
@@ -16,7 +17,6 @@ from ._sampling import (
     MAX_SAMPLES,
     SCALE_RULES,
     _divisor,
-    _Optimizer,
     _row_scores,
     _small_op_mode,
     _softmax_stats,
@@ -31,7 +31,7 @@ def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: fl
     (mean entropy / log n − target)². Returns (τ, the % reached on these rows).
     """
     log_tau = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
-    opt = _Optimizer([log_tau], "adam", lr)
+    opt = Optimizer([log_tau], "adam", lr)
     log_n = math.log(logits.shape[-1])
     for _ in range(steps):
         opt.zero_grad()

@@ -10,8 +10,9 @@ import pandas as pd
 import torch
 
 from ..device import new_tensor_device
+from ..optim import OPTIMIZERS, Optimizer
 from ..validation import check_choice, check_float, check_int
-from ._sampling import MAX_D_K, MAX_KEYS, OPTIMIZERS, _generator, _Optimizer, _small_op_mode
+from ._sampling import MAX_D_K, MAX_KEYS, _generator, _small_op_mode
 
 DEFAULT_LR = {"adam": 1e-2, "sgd": 0.3}
 SMOOTH = 10  # steps in the moving average of the toy model's loss
@@ -58,7 +59,7 @@ def train_toy(
     rot, _ = torch.linalg.qr(torch.randn(d_model, d_model, generator=g, device=dev))  # (d_model, d_model)
     w_q = (torch.randn(d_model, d_k, generator=g, device=dev) * std).requires_grad_(True)  # (d_model, d_k)
     w_k = (torch.randn(d_model, d_k, generator=g, device=dev) * std).requires_grad_(True)  # (d_model, d_k)
-    opt = _Optimizer([w_q, w_k], optimizer, lr)
+    opt = Optimizer([w_q, w_k], optimizer, lr)
     c = math.sqrt(d_k) if scaled else 1.0
     rows = torch.arange(batch, device=dev)
     history = torch.zeros(steps, 5, dtype=torch.float64)

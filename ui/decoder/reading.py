@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.bench.measure import format_bytes
+from attention_core.device import format_bytes
 from attention_core.kv_cache import kv_cache_bytes
 from attention_core.presets import DECODER_MAX_TOKENS
 from figures.decoder import (

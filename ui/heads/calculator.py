@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_core.bench.measure import format_bytes
+from attention_core.device import format_bytes
 from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
 from figures.heads import kilo, kv_cache_figure
 from ui import draw
