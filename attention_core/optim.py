@@ -21,22 +21,15 @@ OPTIMIZERS = ("adam", "sgd")
 class Optimizer:
     """Plain SGD, or Adam with torch's defaults (β₁ = 0.9, β₂ = 0.999, ε = 1e-8) and, when ``weight_decay``
     is above 0, AdamW's decoupled weight decay (Loshchilov & Hutter), for a list of tensors.
-
-    ``sqrt_of_v_hat=True`` takes √(v / (1 − β₂ᵗ)) where torch takes √v / √(1 − β₂ᵗ): the same number but for
-    rounding. The shipped induction runs were trained so; keeping it lets their command remake them bit for bit.
     """
 
-    def __init__(
-        self, params: Sequence[torch.Tensor], kind: str, lr: float, weight_decay: float = 0.0, *,
-        sqrt_of_v_hat: bool = False,
-    ) -> None:  # fmt: skip
+    def __init__(self, params: Sequence[torch.Tensor], kind: str, lr: float, weight_decay: float = 0.0) -> None:
         self.params = list(params)
         self.kind = check_choice("optimizer", kind, OPTIMIZERS)
         self.lr = check_float("lr", lr, low=0.0, low_open=True)
         self.wd = check_float("weight_decay", weight_decay, low=0.0)
         if self.kind == "sgd" and self.wd:
             raise ValueError("weight_decay is AdamW's decoupled decay here; use kind='adam' with it")
-        self.sqrt_of_v_hat = bool(sqrt_of_v_hat)
         self.t = 0
         self.m = [torch.zeros_like(p) for p in self.params]
         self.v = [torch.zeros_like(p) for p in self.params]
@@ -61,5 +54,5 @@ class Optimizer:
                 p.mul_(1 - self.lr * self.wd)  # decoupled weight decay
             m.lerp_(g, 1 - b1)  # m ← β₁m + (1 − β₁)g
             v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v ← β₂v + (1 − β₂)g²
-            denom = (v / c2).sqrt_() if self.sqrt_of_v_hat else v.sqrt() / math.sqrt(c2)
+            denom = v.sqrt() / math.sqrt(c2)  # √v̂, in torch's order of operations
             p.addcdiv_(m, denom.add_(eps), value=-self.lr / c1)  # p ← p − lr·m̂ / (√v̂ + ε)

@@ -230,7 +230,7 @@ def _induction_step(f: Fake) -> tuple[Any, ...]:
     floats on the CPU), so it cannot run without data."""
     w = _induction(f)
     tokens = _induction_tokens(f)  # (3, 10)
-    opt = Optimizer(w.parameters(), "adam", 5e-3, 0.01, sqrt_of_v_hat=True)
+    opt = Optimizer(w.parameters(), "adam", 5e-3, 0.01)
     logits = ind.forward(w, tokens).logits  # (3, 10, V)
     loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, SMALL.vocab), tokens[:, 1:].reshape(-1))
     loss.backward()

@@ -8,19 +8,14 @@ import torch
 from attention_core.optim import Optimizer
 
 
-@pytest.mark.parametrize(
-    ("kind", "weight_decay", "sqrt_of_v_hat"),
-    [("sgd", 0.0, False), ("adam", 0.0, False), ("adam", 0.01, False), ("adam", 0.01, True)],
-)
-def test_the_written_out_optimizers_match_torch_optim(
-    kind: str, weight_decay: float, sqrt_of_v_hat: bool, device: torch.device
-) -> None:
+@pytest.mark.parametrize(("kind", "weight_decay"), [("sgd", 0.0), ("adam", 0.0), ("adam", 0.01)])
+def test_the_written_out_optimizers_match_torch_optim(kind: str, weight_decay: float, device: torch.device) -> None:
     g = torch.Generator(device).manual_seed(0)
     a = torch.randn(5, 3, generator=g, dtype=torch.float64, device=device).requires_grad_()
     b = a.detach().clone().requires_grad_()
     start = a.detach().clone()
     weights = torch.arange(15.0, dtype=torch.float64, device=device).view(5, 3)
-    mine = Optimizer([a], kind, 0.05, weight_decay, sqrt_of_v_hat=sqrt_of_v_hat)
+    mine = Optimizer([a], kind, 0.05, weight_decay)
     if kind == "sgd":
         ref: torch.optim.Optimizer = torch.optim.SGD([b], lr=0.05)
     elif weight_decay:
@@ -34,21 +29,6 @@ def test_the_written_out_optimizers_match_torch_optim(
             opt.step()
     assert not torch.equal(a.detach(), start)  # it moved
     torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
-
-
-def test_the_two_roundings_of_the_bias_correction_differ_only_in_the_last_bits() -> None:
-    """The shipped induction runs' √(v/c₂) against torch's √v/√c₂: not the same bits, the same numbers."""
-    results = []
-    for flag in (False, True):
-        p = torch.linspace(-1.0, 1.0, 4096).requires_grad_()
-        opt = Optimizer([p], "adam", 1e-3, sqrt_of_v_hat=flag)
-        for _ in range(3):
-            opt.zero_grad()
-            (p.sin() * torch.arange(4096.0)).sum().backward()
-            opt.step()
-        results.append(p.detach())
-    assert not torch.equal(*results)
-    torch.testing.assert_close(*results, rtol=1e-6, atol=1e-7)
 
 
 def test_sgd_takes_no_weight_decay_and_the_rate_must_be_positive() -> None:

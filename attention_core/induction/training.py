@@ -130,7 +130,7 @@ def _loop(
     cfg = weights.config
     data = seeded_generator(seed, dev)
     held_out = eval_tokens(cfg, seed, dev)
-    opt = Optimizer(weights.parameters(), "adam", lr, wd, sqrt_of_v_hat=True)  # the shipped runs' rounding
+    opt = Optimizer(weights.parameters(), "adam", lr, wd)
     threads = one_thread(dev) if single_thread else contextlib.nullcontext()  # one_thread: no-op off the CPU
     lo = max(2, cfg.half // 2)
     start = time.perf_counter()
