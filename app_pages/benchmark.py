@@ -10,10 +10,11 @@ from ui.benchmark import controls, data, results, running, theory
 from ui.benchmark.cloud import ON_CLOUD
 from ui.benchmark.server import results as store
 from ui.frame import talk
+from ui.page import heading
 
 
 def benchmark() -> None:
-    st.title("Benchmark: what attention costs here")
+    heading("Benchmark: what attention costs here")
     draw.prose(
         "Attention compares every query with every key, so the **textbook** code that tutorials write, "
         "`softmax(q @ k.T * scale) @ v`, builds an **n × n** matrix: twice the length means four times "
