@@ -131,10 +131,12 @@ def position_loss_figure(
     n = len(tokens)
     fig = go.Figure()
     colors = iter((REPEAT, UNSCALED, FIRST, THEORY))
+    top = 0.0
     for name, values in curves.items():
         y = as_array(values)
         if y.shape != (n - 1,):
             raise ValueError(f"curve {name!r} must hold one loss per prediction ({n - 1}), got {y.shape}")
+        top = max(top, float(np.nanmax(y, initial=0.0)))
         fig.add_scatter(x=np.arange(1, n), y=y, mode="lines+markers", name=name, line={"color": next(colors),
                         "width": 2.5}, hovertemplate="predicting token %{x}: %{y:.2f} nats<extra>" + name + "</extra>")
     if half is not None:
@@ -142,7 +144,8 @@ def position_loss_figure(
         fig.add_annotation(x=half + 0.5, y=1, yref="paper", text=" the repeat", showarrow=False, xanchor="left",
                            yanchor="top", font={"size": font_size(talk) - 3})  # fmt: skip
     fig.update_xaxes(title_text="position of the predicted token", range=[0.5, n - 0.5])
-    fig.update_yaxes(title_text="loss (nats)", rangemode="tozero")
+    # A fifth of headroom above the highest loss keeps "the repeat" clear of the curves.
+    fig.update_yaxes(title_text="loss (nats)", range=[0, 1.25 * top if top > 0 else 1])
     _fonts(fig, talk, height)
     return fig.update_layout(legend=ABOVE)
 
