@@ -19,4 +19,4 @@ nav = st.navigation([
 with frame.first_run_alone(nav):  # a cold server's first runs import one at a time
     slots = frame.sidebar(nav)  # after st.navigation: a rerun for an old link must keep the page
     nav.run()
-    frame.after_page(slots)
+    frame.after_page(*slots)

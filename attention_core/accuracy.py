@@ -1,14 +1,10 @@
-"""FlashAttention's acceptance rule: how close to exact a fast attention must be.
+"""FlashAttention's acceptance rule: a relative yardstick, since the error a dtype allows depends on the inputs.
 
-How far off a float32, float16 or bfloat16 result may be depends on the dtype, the device and the
-inputs, so FlashAttention's tests use a relative yardstick instead of a fixed tolerance:
+    error(impl) ≤ 2 × error(textbook attention) + one ulp at the output's scale
 
-    error(impl) ≤ 2 × error(textbook attention)
-
-where both errors are the largest |output − float64 reference| (:func:`.reference_attention`) and
-textbook attention (:func:`.textbook_attention`) runs in the same dtype on the same device. We add one
-unit in the last place at the output's scale, so a baseline that happens to be exact on a tiny problem
-does not demand exactness of everyone else.
+Both errors are the largest |output − float64 reference| (:func:`.reference_attention`), textbook attention
+(:func:`.textbook_attention`) running in the same dtype on the same device. The ulp keeps a baseline that is
+exact on a tiny problem from demanding exactness of everyone else.
 """
 
 from __future__ import annotations
@@ -44,7 +40,7 @@ class AccuracyCheck:
 
     @property
     def ratio(self) -> float:
-        """error ÷ baseline error (0 when both are 0): at most 2 passes."""
+        """error ÷ baseline error (0 when both are 0)."""
         if self.baseline_error > 0:
             return self.error / self.baseline_error
         return 0.0 if self.error == 0 else float("inf")
@@ -71,12 +67,10 @@ def flash_rule(
     attn_mask: torch.Tensor | None = None, is_causal: bool = False,
     *, scale: float | None = None, rows: torch.Tensor | None = None, factor: float = FLASH_FACTOR,
 ) -> AccuracyCheck:  # fmt: skip
-    """Judge ``out`` (the result of some attention on ``q, k, v``) by FlashAttention's rule.
+    """Judge ``out (N, ..., L, Ev)``, some attention on ``q, k, v``, by FlashAttention's rule, on the inputs' device.
 
-    The float64 reference and the textbook baseline are computed on the inputs'
-    device, and ``out`` is compared there. ``rows`` (1-D indices into L) checks only those
-    queries, against every key: the float64 scores of all n² pairs need not fit in memory
-    at large n. ``is_causal`` keeps its meaning (query i sees keys 0..i) for the chosen rows.
+    ``rows`` (1-D indices into L) checks only those queries, against every key, so the float64 scores need
+    not fit in memory at large n; ``is_causal`` keeps its meaning (query i sees keys 0..i) for them.
     """
     factor = check_float("factor", factor, low=1.0)
     check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)

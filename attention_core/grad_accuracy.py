@@ -1,14 +1,10 @@
-"""FlashAttention's acceptance rule for gradients: dQ, dK and dV against float64 autograd.
+"""FlashAttention's acceptance rule for gradients: each of dQ, dK, dV judged as :mod:`.accuracy` judges an output,
 
-FlashAttention's tests judge each of dQ, dK and dV as the forward's rule (:mod:`.accuracy`) judges
-an output:
+    error(impl's dX) ≤ 2 × error(textbook attention's dX),
 
-    error(impl's dX) ≤ 2 × error(textbook attention's dX)
-
-where the errors are the largest |dX − float64 dX|, both from autograd through textbook attention on
-the same inputs and upstream gradient dO. The floor of one ulp is taken at the scale of all three
-gradients: with a single key dQ and dK are exactly 0, which the textbook backward gets exactly while
-FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a rounding error far below the gradients' scale.
+the errors being the largest |dX − float64 dX| by autograd through textbook attention on the same inputs and dO.
+The ulp floor is taken at the scale of all three gradients: with a single key dQ and dK are exactly 0, which the
+textbook backward gets exactly while FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a tiny rounding error.
 
 One exception, in float32 (:meth:`GradientCheck.passes_beside`): where a row's weights are nearly
 one-hot (the first causal queries), the textbook backward cancels exactly while the fused backwards'
@@ -41,11 +37,9 @@ def attention_grads(
     attn_mask: torch.Tensor | None = None, is_causal: bool = False,
     *, scale: float | None = None, dtype: torch.dtype | None = None,
 ) -> Grads:  # fmt: skip
-    """dQ, dK, dV of ``attention(q, k, v, …)`` for the upstream gradient ``grad_out``, by autograd.
+    """dQ, dK, dV (shaped as ``q, k, v``) of ``attention(q, k, v, …)`` for ``grad_out (N, ..., L, Ev)``, by autograd.
 
-    The leaves are fresh copies of ``q, k, v`` (cast to ``dtype`` when given), so the inputs need
-    not require grad and keep no ``.grad``. ``grad_out`` is ``(N, ..., L, Ev)``, the output's shape.
-    Returns tensors of the shapes of ``q``, ``k`` and ``v``.
+    The leaves are fresh copies of ``q, k, v`` (cast to ``dtype`` when given): the inputs keep no ``.grad``.
     """
     dtype = q.dtype if dtype is None else dtype
     leaves = [x.detach().to(dtype).requires_grad_(True) for x in (q, k, v)]
@@ -67,7 +61,7 @@ class GradientCheck:
 
     @property
     def passes(self) -> bool:
-        return self.dq.passes and self.dk.passes and self.dv.passes
+        return all(check.passes for check in self.checks)
 
     @property
     def errors(self) -> dict[str, float]:
@@ -99,12 +93,10 @@ def gradient_rule(
     attn_mask: torch.Tensor | None = None, is_causal: bool = False,
     *, scale: float | None = None, factor: float = FLASH_FACTOR, textbook: Attention = textbook_attention,
 ) -> GradientCheck:  # fmt: skip
-    """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``.
+    """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``, on the inputs' device.
 
-    The float64 reference and the baseline (``textbook`` attention's autograd, in ``q``'s dtype) are
-    computed on the inputs' device, with the same mask, causality and scale. ``textbook`` is plain
-    torch ops (:func:`.textbook_attention`); with fewer K/V heads than query heads, pass one that
-    repeats K and V to every query head first, so dK and dV are the sums over each group.
+    The baseline is ``textbook`` attention's autograd in ``q``'s dtype; with fewer K/V heads than query heads,
+    pass one that repeats K and V to every query head first, so dK and dV are the sums over each group.
     """
     factor = check_float("factor", factor, low=1.0)
     if textbook is textbook_attention:  # another baseline checks its own arguments when it runs

@@ -10,6 +10,7 @@ import math
 import numbers
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
@@ -143,17 +144,9 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
 def broadcast_shapes(*shapes: Iterable[int]) -> tuple[int, ...]:
     """The shape ``shapes`` broadcast to, by torch's rules; ``ValueError`` when they do not broadcast.
 
-    Plain Python on purpose: ``torch.broadcast_shapes`` imports sympy on its first call (0.8 s of a
-    cold page's start) for symbolic shapes this project never uses.
+    numpy's, not ``torch.broadcast_shapes``: torch's imports sympy on its first call (0.8 s of a cold page's start).
     """
-    result: list[int] = []
-    for shape in shapes:
-        dims = list(shape)
-        width = max(len(result), len(dims))
-        result = [1] * (width - len(result)) + result
-        dims = [1] * (width - len(dims)) + dims
-        for i, (a, b) in enumerate(zip(result, dims, strict=True)):
-            if a != b and 1 not in (a, b):
-                raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
-            result[i] = b if a == 1 else a
-    return tuple(result)
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast") from None

@@ -1,11 +1,9 @@
 """What every page draws with: charts (fitted to a projector in talk mode), prose, metric rows, tables.
 
-Talk mode fits a page's main figure to the window with CSS alone: the figure's container gets
-``height: min(natural, 100vh − the room above it)`` and the chart stretches to fill it, so the
-browser sizes it on load and on every resize with no round trip to Python. The room above each
-fitted figure (settings row, tabs, formula) is in :data:`TALK_ABOVE`, read off screenshots at
-1280×720 with ``benchmarks/rehearsal.py``, which flags a figure that no longer fits. Figures are
-laid out (cell fonts, label sizes) for that smallest talk screen, so a larger one only adds room.
+Talk mode fits a page's main figure to the window with CSS alone (``height: min(natural, 100vh − the room
+above it)``), so the browser sizes it on every resize with no round trip to Python. The room above each
+fitted figure is in :data:`TALK_ABOVE`, read off screenshots at 1280×720 (``benchmarks/rehearsal.py``
+flags a figure that no longer fits); figures are laid out for that smallest talk screen.
 """
 
 from __future__ import annotations
@@ -58,9 +56,8 @@ def chart(fig: go.Figure, key: str, *, fit: str | None = None, low: int = 260, *
 
 
 def figure(build: Callable[..., go.Figure], *args: Any) -> go.Figure:
-    """``build(*args)``, built once per arguments (plain values) and kept: a plotly figure costs tens of
-    milliseconds to build, most of a rerun. Kept as the object: one restored from a pickle would be
-    validated again, which costs as much. Figures are never changed once built."""
+    """``build(*args)``, built once per arguments (plain values) and kept as the object, never changed: building
+    costs tens of ms, most of a rerun, and one restored from a pickle would be validated again at that cost."""
     return _figure(f"{build.__module__}.{build.__qualname__}", build, args)
 
 
@@ -88,11 +85,8 @@ def metrics(*items: tuple[str, str, str | None] | tuple[str, str, str | None, st
 
 
 def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None, *, key: str | None = None) -> None:
-    """The numbers behind a figure, as a compact table in a closed expander.
-
-    With ``key`` the table is sent only while the expander is open: even closed, a table costs a cold
-    page about half a second in the browser (the grid is loaded and laid out).
-    """
+    """The numbers behind a figure in a closed expander; with ``key``, sent only while it is open (even closed,
+    a table costs a cold page about half a second in the browser)."""
     box = st.expander("The numbers", key=key, on_change="rerun") if key else st.expander("The numbers")
     if key is None or box.open:
         with box:

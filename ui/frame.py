@@ -1,15 +1,11 @@
-"""The frame around every page: page config, the sidebar (talk mode, the device), link notices.
-
-``app.py`` calls, in order: :func:`page_config`, ``st.navigation``, then inside :func:`first_run_alone`
-:func:`sidebar`, the page and :func:`after_page`.
-"""
+"""The frame around every page: page config, the sidebar (talk mode, the device), link notices; ``app.py`` calls
+them in order."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import NamedTuple
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -29,11 +25,9 @@ TALK_CSS = (
     "</style>"
 )
 
-# Narrow screens (a phone, a portrait tablet, a laptop with the sidebar open). Streamlit stacks columns
-# below 640 px; above that a row of controls kept every column however narrow, so labels broke inside
-# words ("See / d") or lost their end ("Causal …"). A row with widgets now wraps once a column would be
-# narrower than a label needs, and a label too long for its box wraps. Formulas scroll sideways rather
-# than run past the screen; titles shrink on a phone.
+# Narrow screens. Streamlit stacks columns only below 640 px; above that a row of controls kept every column
+# however narrow, breaking labels inside words ("See / d"). Such a row now wraps, and so does a long label;
+# formulas scroll sideways; titles shrink on a phone.
 NARROW_CSS = (
     "<style>"
     "@media (max-width: 1100px) {"
@@ -61,11 +55,8 @@ def talk() -> bool:
 
 
 def page_config() -> None:
-    """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed.
-
-    Otherwise Streamlit's "auto": open on a wide screen, closed on a phone or a portrait tablet, where it
-    would cover the page (or take 40 % of it) on every visit.
-    """
+    """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed, others with
+    Streamlit's "auto" (closed on a phone, where it would cover the page)."""
     links.remember()
     opened_in_talk = st.session_state.get(TALK, st.query_params.get(TALK, "").lower() in ("true", "1", "on", "yes"))
     st.set_page_config(
@@ -82,14 +73,10 @@ _HAS_RUN: set[str] = set()  # pages run once in this process: every module they 
 
 @contextlib.contextmanager
 def first_run_alone(page: StreamlitPage) -> Iterator[None]:
-    """Around the sidebar, the page and :func:`after_page`: a page's first run in this process waits until
-    no other page's first run goes on.
+    """A page's first run in this process (which imports its modules) waits until no other page's first run goes on.
 
-    A first run imports the page's modules (torch, numpy, plotly, the core). When viewers arrive at a cold
-    server together, two script threads importing overlapping modules at once made Python's import machinery
-    break the cycle by failing one of them: ``_DeadlockError`` in ``attention_core.device``, or a partly
-    initialised numpy without ``ndarray`` (found by ``benchmarks/audience.py`` with three viewers). Later
-    runs never wait here.
+    Two script threads importing overlapping modules at once made Python's import machinery fail one of them
+    (``_DeadlockError``, or a numpy without ``ndarray``; found by ``benchmarks/audience.py`` with three viewers).
     """
     key = page.url_path
     if key in _HAS_RUN:
@@ -102,19 +89,11 @@ def first_run_alone(page: StreamlitPage) -> Iterator[None]:
             _HAS_RUN.add(key)
 
 
-class Slots(NamedTuple):
-    """What :func:`sidebar` leaves for :func:`after_page`: the link's notices, and the chart-code request."""
-
-    notices: DeltaGenerator
-    chart_code: DeltaGenerator | None
-
-
 def _ask_for_chart_code(page: StreamlitPage) -> DeltaGenerator | None:
-    """On a session's first run of a page with charts: a blank 10-px chart in the sidebar, emptied after the page.
+    """On a session's first run of a page with charts (not home): a blank 10-px chart in the sidebar, emptied after.
 
-    The browser fetches and compiles Plotly's code (4.7 MB) when it first meets a chart. Met here, before
-    the page imports torch, it loads while Python works instead of after: measured on a 2-core machine,
-    the explorer's cold start fell from 4.7 s to 3.9 s (median of 5). Home draws no chart, so it is left out.
+    The browser then loads Plotly's code (4.7 MB) while the page imports torch instead of after: the explorer's
+    cold start fell from 4.7 s to 3.9 s (2-core machine, median of 5).
     """
     if not page.url_path or st.session_state.get(CHART_CODE):
         return None
@@ -128,15 +107,15 @@ def _ask_for_chart_code(page: StreamlitPage) -> DeltaGenerator | None:
     return slot
 
 
-def sidebar(page: StreamlitPage) -> Slots:
-    """The talk-mode switch (an old ``talk=1`` link upgraded first); returns the slots :func:`after_page` fills."""
+def sidebar(page: StreamlitPage) -> tuple[DeltaGenerator, DeltaGenerator | None]:
+    """The talk-mode switch (an old ``talk=1`` link upgraded first); returns :func:`after_page`'s two slots."""
     links.upgrade(**{TALK: links.on_off})
     st.sidebar.toggle(
         "Talk mode", key=TALK, bind="query-params",
         help="Larger type and less prose, for a projector; the sidebar starts collapsed. Kept in the link.",
     )  # fmt: skip
     st.html(TALK_CSS if talk() else NARROW_CSS)
-    return Slots(st.container(), _ask_for_chart_code(page))
+    return st.container(), _ask_for_chart_code(page)
 
 
 @st.cache_resource(show_spinner=False)
@@ -150,15 +129,12 @@ def _device_line() -> tuple[str, str]:
     return f"**Computing on:** {kind}  \n{info.name}", details
 
 
-def after_page(slots: Slots) -> None:
-    """Once the page is drawn: its link's notices, the link box and the device line.
-
-    The device line needs torch, which the home page does not load for itself: asking for it last
-    lets that page appear first.
-    """
-    if slots.chart_code is not None:
-        slots.chart_code.empty()
-    links.report(slots.notices)
+def after_page(notices: DeltaGenerator, chart_code: DeltaGenerator | None) -> None:
+    """Once the page is drawn: the link's notices, the link box and the device line (last, since it needs torch,
+    which home does not load for itself)."""
+    if chart_code is not None:
+        chart_code.empty()
+    links.report(notices)
     links.link_box()
     try:
         line, details = _device_line()

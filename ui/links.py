@@ -1,16 +1,10 @@
 """The view's link: what ``bind="query-params"`` does not do by itself.
 
-Every control is bound to the URL where it is declared (``st.slider(..., key="n",
-bind="query-params")``): the link seeds it, a change is written back, a default drops out and
-an invalid value is discarded. Two things are left for this module:
-
-- **Notices.** Streamlit discards a value it cannot use without a word. The frame keeps the
-  values the session was opened with (:func:`remember`) and, after each run, compares those of
-  the controls drawn so far with what the URL holds now (:func:`report`): one the widget did not
-  take is named in a short notice, so a presenter knows the bookmark was off.
-- **Older bookmarks.** Before the widgets were bound, links wrote on/off as ``1``/``0``, lists
-  with commas and choices by their code (``mask=causal``). :func:`upgrade` rewrites such a value
-  in today's form on the session's first run and reruns once, so the old link opens the same view.
+- **Notices.** Streamlit discards a link's value it cannot use without a word. The frame keeps the values
+  the session was opened with (:func:`remember`) and after each run names, in a short notice, those a
+  control drawn so far did not take (:func:`report`), so a presenter knows the bookmark was off.
+- **Older bookmarks.** Links once wrote on/off as ``1``/``0``, lists with commas and choices by their code
+  (``mask=causal``); :func:`upgrade` rewrites such a value on the session's first run and reruns once.
 """
 
 from __future__ import annotations
@@ -35,11 +29,10 @@ def on_off(old: str) -> str | None:
 
 
 def upgrade(**old_forms: Upgrade) -> None:
-    """Rewrite values of an older link in today's form, once per session, and rerun.
+    """Rewrite values of an older link in today's form, once per session, and rerun; call before the widgets named.
 
-    Call before the widgets named by the keywords. A mapping translates old values (the others are
-    left alone); a function returns the new value, or ``None`` to leave the old one. The forms are
-    kept: an old code is how the page names a choice, so they also tell the link's label of a value.
+    A mapping translates old values (others are left alone); a function returns the new value, or ``None``. The
+    forms are kept: they also tell the label the link writes for a choice (:func:`_url_form`).
     """
     st.session_state.setdefault(_FORMS, {}).update(old_forms)
     if _SETTLED in st.session_state:

@@ -1,9 +1,4 @@
-"""The skeleton of a page with tabs, so each tabbed page is one call of :func:`tabbed_page`.
-
-Top to bottom: the title (left out in talk mode, where the navigation names the page), the intro
-(:func:`ui.draw.prose`), the settings the tabs share (:func:`settings_box`), the tabs (bound to the
-URL), and the open tab's body, whose ``ValueError`` becomes a sentence in an error box.
-"""
+"""The skeleton of a page with tabs, so each tabbed page is one call of :func:`tabbed_page`."""
 
 from __future__ import annotations
 
@@ -41,17 +36,6 @@ def example_or_own(examples: Mapping[str, str], own: str, picker: str, box: str)
     return picked, typed
 
 
-def settings_box(
-    label: str = "Settings", icon: str = ":material/tune:"
-) -> tuple[DeltaGenerator, DeltaGenerator | None]:
-    """Where a page's shared settings go: a bordered box; in talk mode a popover (``label``, ``icon``) beside a
-    line for their summary, so the figures start high on a projector. Returns (the box, the summary's place)."""
-    if talk():
-        top = st.columns([1, 4], vertical_alignment="center")
-        return top[0].popover(label, icon=icon, width="stretch"), top[1]
-    return st.container(border=True), None
-
-
 def columns(box: DeltaGenerator, widths: list[float]) -> list[DeltaGenerator]:
     """``widths`` columns in ``box``; in talk mode (a narrow popover) the controls stack in it instead."""
     return [box] * len(widths) if talk() else box.columns(widths)
@@ -67,16 +51,22 @@ def tabbed_page(
     summary: Callable[[Any, str], str] | None = None,
     popover: tuple[str, str] = ("Settings", ":material/tune:"),
 ) -> None:
-    """A page of ``tabs`` (name → body), the open one named in the URL by ``key``.
+    """A page of ``tabs`` (name → body), the open one named in the URL by ``key``: title, intro, shared settings,
+    tabs, and the open tab's body, whose ``ValueError`` becomes a sentence in an error box.
 
-    ``settings(box, open_tab)`` draws the controls the tabs share (above the tabs, drawn once the open tab is
-    known, so it can disable what that tab does not read) and returns them; each tab's body is then called
-    with them. ``summary(settings, open_tab)`` sums them up beside the folded popover in talk mode, whose label
-    and icon are ``popover`` (a page whose tabs have settings of their own names its shared ones otherwise).
+    ``settings(box, open_tab)`` draws the controls the tabs share (in a bordered box; in talk mode in a popover
+    labelled ``popover``, so the figures start high) and returns them, for each tab's body. It runs once the open
+    tab is known, so it can disable what that tab does not read. ``summary(settings, open_tab)`` sums them up
+    beside the folded popover in talk mode.
     """
     heading(title)
     draw.prose(intro)
-    box, line = settings_box(*popover) if settings is not None else (None, None)
+    box, line = None, None
+    if settings is not None and talk():
+        top = st.columns([1, 4], vertical_alignment="center")
+        box, line = top[0].popover(popover[0], icon=popover[1], width="stretch"), top[1]
+    elif settings is not None:
+        box = st.container(border=True)
     opened = st.tabs(list(tabs), key=key, bind="query-params", on_change="rerun")
     name, tab = next((name, tab) for name, tab in zip(tabs, opened, strict=True) if tab.open)
     args = ()

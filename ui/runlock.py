@@ -1,9 +1,5 @@
-"""One heavy run at a time per server: who holds the lock, and since when.
-
-Two timed runs at once would each slow the other down and both report nonsense, so every
-page that measures holds the server's :class:`RunLock` (:func:`server_lock`) while it runs;
-a second viewer waits in line for it (:func:`wait_turn`).
-"""
+"""One heavy run at a time per server (two timed runs at once would both report nonsense): every page that
+measures holds the server's :class:`RunLock` while it runs; a second viewer waits in line (:func:`wait_turn`)."""
 
 from __future__ import annotations
 
@@ -26,11 +22,8 @@ class RunLock:
     _owner: threading.Thread | None = field(default=None, repr=False)
 
     def try_acquire(self, timeout: float = 0.0) -> bool:
-        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it.
-
-        A lock whose owning thread has ended without releasing it (it cannot happen through
-        :meth:`release` in a ``finally``, but a server must not stay blocked if it does) is freed.
-        """
+        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it. A lock whose
+        owner thread ended without releasing it is freed, so a server never stays blocked."""
         owner = self._owner
         if self._lock.locked() and owner is not None and not owner.is_alive():
             self.release()
