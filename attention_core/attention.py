@@ -10,13 +10,10 @@ Every entry point of the core takes torch SDPA's arguments, ``(q, k, v, attn_mas
 *, scale)``, checked by :func:`check_attention_args` with torch's rules: shapes ``(N, ..., L, E)``,
 ``(N, ..., S, E)``, ``(N, ..., S, Ev)`` with broadcast leading dims; a bool mask is ``True`` where attending
 is allowed, a float mask is added; ``is_causal`` is top-left aligned when L ≠ S; ``scale`` is keyword-only and
-any finite number; ``dropout_p`` may be 1 (the output is 0); L, S or a batch dim may be 0, only E = 0 is
-refused. Two departures, both to avoid a silent wrong number: a fully masked row gets zero weights and output
-(as torch's fused kernels give), never NaN; scores that overflow the dtype raise a ``ValueError``.
-
-:func:`attention_trace` (the explained path) keeps every intermediate for the walkthrough;
-:func:`dot_product_attention` (the lean one-call path) checks only its inputs and costs what
-the textbook code costs (:mod:`.textbook`).
+any finite number; ``dropout_p`` may be 1 (the output is 0); only E = 0 of the sizes is refused. Two
+departures, to avoid a silent wrong number: a fully masked row gives zeros (as torch's fused kernels do), never
+NaN; scores that overflow the dtype raise. :func:`attention_trace` (the explained path) keeps every
+intermediate; :func:`dot_product_attention` (the lean path) costs what the textbook code costs.
 """
 
 from __future__ import annotations
@@ -85,12 +82,9 @@ def check_attention_args(
     attn_mask: torch.Tensor | None, dropout_p: float, is_causal: bool, scale: float | None,
     *, positive_scale: bool = False, min_length: int = 0,
 ) -> tuple[float, float]:  # fmt: skip
-    """Check torch SDPA's arguments (module docstring); return ``(scale, dropout_p)`` as floats.
-
-    Every attention path calls it, so all reject the same inputs with the same ``ValueError``. Paths that
-    need more ask for it: ``positive_scale`` (random features estimate exp(scale·q·k) through √scale) and
-    ``min_length`` (a route that needs at least one query and key).
-    """
+    """Check torch SDPA's arguments (module docstring) with the same ``ValueError`` on every path; return
+    ``(scale, dropout_p)``. Routes may ask for a ``positive_scale`` (random features estimate exp(scale·q·k)
+    through √scale) and ``min_length`` queries and keys."""
     check_tensor("q", q, min_dim=2)
     check_tensor("k", k, min_dim=2)
     check_tensor("v", v, min_dim=2)

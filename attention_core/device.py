@@ -1,11 +1,8 @@
 """Device selection: the one place that decides where tensors live.
 
-The convention is torch's own. A function that takes tensors computes on their device. A
-function that makes tensors (masks, positions, presets, samples) takes ``device=`` and, when it
-is left out, uses torch's default device, as ``torch.ones`` does (:func:`new_tensor_device`).
-
-The app chooses where to compute with :func:`default_device` (CUDA when available, else the
-CPU; ``$ATTENTION_DEVICE`` overrides it) and passes that device explicitly.
+Torch's convention: a function that takes tensors computes on their device; one that makes tensors takes
+``device=``, else uses torch's default device as ``torch.ones`` does (:func:`new_tensor_device`). The app
+picks :func:`default_device` (CUDA when available, else the CPU; ``$ATTENTION_DEVICE`` overrides) and passes it.
 """
 
 from __future__ import annotations
@@ -30,11 +27,8 @@ def available_devices() -> list[str]:
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """Turn ``device`` (or ``None`` for "automatic") into a usable ``torch.device``.
-
-    Raises ``ValueError`` for a malformed name or a device that is not present,
-    so a typo never turns into a silent fallback.
-    """
+    """``device`` (``None`` or "auto": :func:`default_device`) as a usable ``torch.device``; ``ValueError`` for a
+    malformed name or a device that is not present, so a typo never turns into a silent fallback."""
     if device is None or (isinstance(device, str) and device.strip().lower() in ("", "auto")):
         return default_device()
     try:
@@ -130,18 +124,17 @@ def format_bytes(n: float | None) -> str:
     if n is None:
         return "–"
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
 
 
 # ---------------------------------------------------------------------------------------------
-# Intra-op threads: one process-wide setting that two kinds of work want differently. Tiny
-# tensors (the √d_k explorer's training) run fastest on one thread; a benchmark must time
-# with the configured count. A measurement therefore wins: while one runs, nothing drops
-# the count to one, and a measurement that starts during such a section restores it.
+# Intra-op threads, one process-wide setting: tiny tensors run fastest on one thread, a benchmark must time
+# with the configured count. A measurement wins: while one runs nothing drops the count, and one that starts
+# during a one-thread section restores it.
 
 _THREADS_LOCK = threading.Lock()
 _few_users = 0
@@ -150,10 +143,8 @@ _configured = torch.get_num_threads()
 
 
 def busy_cpu() -> bool:
-    """Whether the 1-minute load average leaves less than one core free (False where the OS does not say).
-
-    On such a machine several intra-op threads wait on one another: measured on a busy 2-core machine, a
-    generated token of the decoder took 259 ms on two threads against 83 ms on one."""
+    """Whether the 1-minute load average leaves less than one core free (False where the OS does not say): there
+    intra-op threads wait on one another (a busy 2-core machine: a decoder token 259 ms on two threads, 83 on one)."""
     try:
         return os.getloadavg()[0] > (os.cpu_count() or 1) - 1
     except (AttributeError, OSError):

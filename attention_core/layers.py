@@ -16,14 +16,8 @@ from .validation import check_float, check_int, check_tensor, check_weight
 def project_qkv(
     x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Q = X W_q, K = X W_k, V = X W_v.
-
-    Args:
-        x: ``(N, ..., L, d_model)`` token vectors.
-        w_q, w_k: ``(d_model, d_k)``; w_v: ``(d_model, d_v)``.
-    Returns:
-        ``q (N, ..., L, d_k)``, ``k (N, ..., L, d_k)``, ``v (N, ..., L, d_v)``.
-    """
+    """Q = X W_q, K = X W_k, V = X W_v: ``x (N, ..., L, d_model)``, ``w_q, w_k (d_model, d_k)``, ``w_v (d_model, d_v)``
+    → ``q, k (N, ..., L, d_k)``, ``v (N, ..., L, d_v)``."""
     check_tensor("x", x, min_dim=2)
     d_model = x.shape[-1]
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
@@ -39,11 +33,8 @@ def project_qkv(
 def sinusoidal_positions(
     n: int, d_model: int, *, dtype: torch.dtype = torch.float32, device: str | torch.device | None = None
 ) -> torch.Tensor:
-    """The fixed sine/cosine position codes of "Attention Is All You Need".
-
-    Even features get ``sin(pos / 10000^(2i/d_model))``, odd ones the cosine of
-    the same angle. Returns ``(n, d_model)`` on ``device`` (default: torch's default device, as ``torch.ones``).
-    """
+    """The fixed position codes of "Attention Is All You Need", ``(n, d_model)`` on ``device``: even features
+    ``sin(pos / 10000^(2i/d_model))``, odd ones the cosine of the same angle."""
     n = check_int("n", n, low=1, high=1 << 20)
     d_model = check_int("d_model", d_model, low=1, high=1 << 16)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -61,9 +52,8 @@ def sinusoidal_positions(
 class SelfAttention(nn.Module):
     """Multi-head self-attention with W_q, W_k, W_v, W_o (Xavier-initialised), as an ``nn.Module``.
 
-    Built on :func:`.heads.multi_head_attention`, and on :func:`.heads.multi_head_trace` when the weights
-    are asked for: the same function either way (a test holds them to it and to torch's
-    ``nn.MultiheadAttention``). The biases ride on a last column of ones appended to ``x``.
+    Built on :func:`.heads.multi_head_attention` (:func:`.heads.multi_head_trace` when the weights are asked
+    for; a test holds both to torch's ``nn.MultiheadAttention``). The biases ride on a column of ones in ``x``.
     """
 
     def __init__(
@@ -88,11 +78,8 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, need_weights: bool = False
     ) -> tuple[torch.Tensor, AttentionTrace | None]:
-        """``x (N, L, d_model)`` → ``(y (N, L, d_model), trace or None)``.
-
-        ``attn_mask`` broadcasts to ``(N, nh, L, L)``; the trace's tensors carry the
-        head axis: ``weights (N, nh, L, L)``.
-        """
+        """``x (N, L, d_model)`` → ``(y (N, L, d_model), trace or None)``; ``attn_mask`` broadcasts to
+        ``(N, nh, L, L)``, the trace's ``weights`` are ``(N, nh, L, L)``."""
         check_tensor("x", x, min_dim=2)
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (N, L, d_model={self.d_model}), got {tuple(x.shape)}")

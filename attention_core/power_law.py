@@ -1,9 +1,5 @@
-"""A power law read off measurements: the least-squares line through (log n, log value).
-
-Light on purpose (numpy only): the benchmark's fits, the KV-cache decode timing and the Performer's error
-curve all fit their slopes with it, and the heads page, which shows the decode timing, never imports the
-benchmark.
-"""
+"""A power law read off measurements: the least-squares line through (log n, log value). numpy only, so the
+heads page's decode timing fits its slope without importing the benchmark."""
 
 from __future__ import annotations
 
@@ -13,10 +9,7 @@ import numpy as np
 
 
 def fit_loglog_slope(ns: Sequence[float], values: Sequence[float]) -> tuple[float, float]:
-    """Least-squares fit of log(value) = slope·log(n) + intercept; returns (slope, intercept).
-
-    A slope of 2 means the value grows as n², 1 as n, −0.5 as 1/√n.
-    """
+    """Least-squares fit of log(value) = slope·log(n) + intercept; returns (slope, intercept): 2 means n², −0.5 1/√n."""
     x = np.asarray(ns, dtype=float)
     y = np.asarray(values, dtype=float)
     if x.shape != y.shape or x.ndim != 1:

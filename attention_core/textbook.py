@@ -1,14 +1,12 @@
 """The attention people write, and its float64 answer.
 
-:func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs'
-dtype and on their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's
-accuracy rule (:mod:`.accuracy`). :func:`reference_attention` is the same arithmetic in float64,
-the answer every implementation is checked against.
+:func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on
+their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule (:mod:`.accuracy`).
+:func:`reference_attention` is the same in float64, the answer every implementation is checked against.
 
-Shapes and arguments as :mod:`.attention` (torch SDPA's), without dropout:
-``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``. A fully
-masked row gives zeros, as the fused kernels do (``torch.softmax`` alone would give NaN). Scores that
-overflow the dtype give NaN in the plain code; the public functions then raise a ``ValueError``.
+Arguments as :mod:`.attention` (torch SDPA's), without dropout: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
+``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``. A fully masked row gives zeros, as the fused kernels do
+(``torch.softmax`` alone gives NaN); scores that overflow the dtype raise a ``ValueError``.
 """
 
 from __future__ import annotations

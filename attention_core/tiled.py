@@ -1,26 +1,20 @@
 """Attention in tiles with an online softmax: the FlashAttention recurrence in plain torch.
 
-The explained path builds the whole ``L × S`` score matrix. This one never does. It
-walks the queries in blocks of ``block_size`` rows and, for each block, the keys in
-blocks of ``block_size`` columns, keeping three running quantities per query row:
+The explained path builds the whole ``L × S`` score matrix; this one walks the queries in blocks of
+``block_size`` rows and, for each, the keys in blocks of ``block_size`` columns, keeping per query row:
 
     m  the largest score seen so far                          (..., Bq, 1)
     l  the sum of exp(score − m) over the keys seen so far      (..., Bq, 1)
     o  the sum of exp(score − m) · v over the keys seen so far  (..., Bq, Ev)
 
-When a new key block raises the maximum from ``m`` to ``m'``, everything gathered so
-far was weighted by ``exp(· − m)`` and must be weighted by ``exp(· − m')`` instead, so
-``l`` and ``o`` are multiplied by ``exp(m − m')`` before the new block is added. After
-the last key block, ``o / l`` is exactly softmax(scores) · V. Extra memory is one
-``Bq × Bk`` score tile plus the ``Bq × Ev`` accumulator, not ``L × S``.
+When a key block raises the maximum from ``m`` to ``m'``, ``l`` and ``o`` (weighted by ``exp(· − m)``) are
+multiplied by ``exp(m − m')`` before the block is added; after the last, ``o / l`` is softmax(scores) · V.
+Extra memory is one ``Bq × Bk`` tile and the ``Bq × Ev`` accumulator. With ``is_causal`` key blocks wholly
+above the diagonal are skipped; a row whose keys are all masked ends with ``l = 0`` and gives zeros.
 
-With ``is_causal`` key blocks wholly above the diagonal are never computed. A query row whose
-keys are all masked ends with ``l = 0`` and gives zeros, as the trace does.
-
-The backward (FlashAttention-2, Algorithm 2, :class:`TiledAttentionFunction`) needs the weights P
-again without storing ``L × S``: softmax's backward needs only P and ``D = rowsum(dO ∘ O)``
-(:mod:`.backward`), so the forward keeps each row's log-sum-exp ``lse = m + log l`` and the
-backward rebuilds each tile's ``P = exp(score − lse)`` from q and k.
+The backward (FlashAttention-2, Algorithm 2, :class:`TiledAttentionFunction`) needs the weights P again
+without storing them: softmax's backward needs only P and ``D = rowsum(dO ∘ O)`` (:mod:`.backward`), so the
+forward keeps each row's log-sum-exp ``lse = m + log l`` and the backward rebuilds ``P = exp(score − lse)``.
 """
 
 from __future__ import annotations
@@ -70,16 +64,14 @@ def tiled_attention(
     """softmax(Q Kᵀ · scale + mask) V without materialising the ``L × S`` scores, forward and backward.
 
     Arguments as :func:`.attention_trace` (q ``(N, ..., L, E)``, k ``(N, ..., S, E)``, v ``(N, ..., S, Ev)``),
-    except: ``dropout_p`` must be 0, and ``attn_mask`` gets no gradient (a float mask that requires grad
-    raises). ``block_size`` is the tile's side, forward and backward; ``None`` picks it for the device
-    (:func:`pick_block_size`). ``return_lse`` also returns each row's log-sum-exp ``(N, ..., L)`` (``+inf``
-    for a fully masked row), as FlashAttention's ``return_softmax_lse``, with the output left unrounded in
-    the accumulators' dtype; forward only.
+    except: ``dropout_p`` must be 0, and ``attn_mask`` gets no gradient (one that requires grad raises).
+    ``block_size`` is the tile's side (``None``: :func:`pick_block_size`). ``return_lse`` (forward only) also
+    returns each row's log-sum-exp ``(N, ..., L)`` (``+inf`` on a fully masked row), as FlashAttention's
+    ``return_softmax_lse``, with the output unrounded in the accumulators' dtype.
 
-    Returns ``(N, ..., L, Ev)`` in the dtype of ``q``. 16-bit inputs are multiplied in float32 tile by
-    tile and the output is rounded once at the end, as FlashAttention keeps its accumulators in float32.
-    When an input requires grad the call goes through :class:`TiledAttentionFunction`; otherwise it is
-    the plain loop below, with no autograd bookkeeping.
+    Returns ``(N, ..., L, Ev)`` in ``q``'s dtype; 16-bit inputs are multiplied in float32 tile by tile and
+    rounded once at the end, as FlashAttention does. With an input that requires grad the call goes through
+    :class:`TiledAttentionFunction`; otherwise it is the plain loop below, without autograd bookkeeping.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:

@@ -1,9 +1,8 @@
 """The tiled online softmax as a GPU kernel: the Python side (checks, grid, launch).
 
-The kernel is in :mod:`attention_core.tiled_triton_kernel`; Triton is imported by the first call of
-:func:`tiled_triton_attention`, since the app also runs where there is none. It runs on a CUDA device,
-and for tests under Triton's interpreter (``TRITON_INTERPRET=1`` set before Triton is first imported),
-which runs the same kernel on CPU tensors.
+The kernel (:mod:`attention_core.tiled_triton_kernel`) and Triton are imported by the first call, since the app
+also runs where there is none. It runs on CUDA, and for tests on CPU tensors under Triton's interpreter
+(``TRITON_INTERPRET=1`` set before Triton is first imported).
 """
 
 from __future__ import annotations
@@ -119,9 +118,8 @@ def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: 
 
 
 def triton_kernel_sources() -> dict[str, str]:
-    """The two implementations of the recurrence as source text, to show side by side: ``"tiled.py"``
-    → :func:`attention_core.tiled.tiled_attention`, ``"tiled_triton_kernel.py"`` → its Triton kernel.
-    Cut from the files with :mod:`ast` (no import, so no Triton needed), docstrings left out."""
+    """The recurrence's two implementations as source to show side by side, by file name, docstrings left out;
+    cut from the files with :mod:`ast`, so no Triton is needed."""
     here = Path(__file__).parent
     wanted = {"tiled.py": "tiled_attention", "tiled_triton_kernel.py": "attention_forward_kernel"}
     return {file: _function_source(here / file, name) for file, name in wanted.items()}

@@ -7,16 +7,9 @@ rows of one (batch, head), keeps its running ``m_i``, ``l_i`` and ``acc`` in reg
 ``BLOCK_N`` keys and values at a time through on-chip memory (SRAM); only the ``(L, Ev)`` output is
 written to HBM.
 
-Two liberties, both exact in real arithmetic:
-
-- ``exp2`` instead of ``exp``: exp(x) = 2^(x·log2 e), so ``log2 e`` is folded into the
-  score scale once and ``m_i`` is kept in base-2 units. exp2 is the GPU's native
-  instruction; exp costs one extra multiply per score.
-- The scale multiplies the float32 score tile, not the queries, so 16-bit queries are
-  not rounded a second time.
-
-Triton is imported at the top: :func:`attention_core.tiled_triton.tiled_triton_attention` imports this
-module on its first call.
+Two liberties, both exact in real arithmetic: ``exp2`` instead of ``exp`` (exp(x) = 2^(x·log2 e), so
+``log2 e`` is folded into the scale once and ``m_i`` kept in base-2 units; exp2 is the GPU's native
+instruction), and the scale multiplies the float32 score tile, so 16-bit queries are not rounded twice.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Numbers in, whatever device they live on: tensors become host numpy arrays before plotting.
-
-A figure builder may be handed a torch tensor on a GPU, one that requires grad, or one in
-bfloat16; numpy can read none of those directly. :func:`as_array` detaches, copies to the
-host and widens 16-bit floats first, so every builder accepts tensors on any device.
-"""
+"""Numbers in, whatever device they live on: a tensor on a GPU, one that requires grad or one in bfloat16
+becomes a host numpy array before plotting."""
 
 from __future__ import annotations
 
