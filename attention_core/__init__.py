@@ -1,9 +1,7 @@
 """The computational core of the attention dashboard: pure torch, no UI.
 
-Re-exported here: the attention a library user reaches for first, each from its own module
-(torch only, so ``import attention_core`` costs what ``import torch`` costs). The heavier parts
-are imported from their own path: ``attention_core.bench`` (the benchmark), ``.scaling`` (the
-√d_k statistics, pandas), ``.bert`` (a trained encoder), ``.decoder`` (a trained decoder),
+Re-exported here: what a library user reaches for first (torch only, so the import costs what torch's does).
+Heavier parts are imported from their own path: ``.bench``, ``.scaling`` (pandas), ``.bert``, ``.decoder``,
 ``.kv_cache``, ``.tiled_triton``, and the walkthrough's data (``.presets``, ``.walkthrough``).
 """
 

@@ -29,12 +29,10 @@ from .validation import all_finite, any_true, broadcast_shapes, check_float, che
 
 @dataclass(frozen=True)
 class AttentionTrace:
-    """Every intermediate of one attention call, named.
-
-    Shapes: ``scores``, ``scaled``, ``masked``, ``weights`` are ``(N, ..., L, S)``; ``output`` is
-    ``(N, ..., L, Ev)``. ``mask`` is the mask applied (the causal one when ``is_causal``) or ``None``;
-    ``dropout_keep`` the bool keep-pattern when dropout ran, else ``None``; ``dropped`` the weights
-    after dropout and its 1/(1−p) rescaling (``weights`` itself without dropout).
+    """Every intermediate of one attention call, named: ``scores``, ``scaled``, ``masked``, ``weights``
+    ``(N, ..., L, S)``, ``output`` ``(N, ..., L, Ev)``; ``mask`` the mask applied (the causal one when
+    ``is_causal``) or ``None``; ``dropout_keep`` the bool keep-pattern when dropout ran, else ``None``;
+    ``dropped`` the weights after dropout and its 1/(1−p) rescaling (``weights`` itself without dropout).
     """
 
     scores: torch.Tensor
@@ -155,15 +153,10 @@ def attention_trace(
 ) -> AttentionTrace:  # fmt: skip
     """Run attention step by step and keep every intermediate.
 
-    Args:
-        q: ``(N, ..., L, E)`` queries.
-        k: ``(N, ..., S, E)`` keys.
-        v: ``(N, ..., S, Ev)`` values.
-        attn_mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, ..., L, S)``.
-        dropout_p: probability of zeroing a weight, in [0, 1]; dropout runs only when > 0.
-        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned); exclusive with ``attn_mask``.
-        scale: multiplier of the scores, any finite number; default ``1/√E``.
-        generator: seeds the dropout pattern, for reproducible pictures.
+    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``; ``attn_mask`` bool (``True`` = may attend)
+    or float (added), broadcastable to ``(N, ..., L, S)``; ``dropout_p`` in [0, 1] (dropout runs only when > 0);
+    ``is_causal``: query ``i`` sees keys ``0..i``, exclusive with ``attn_mask``; ``scale`` any finite number,
+    default ``1/√E``; ``generator`` seeds the dropout pattern, for reproducible pictures.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]

@@ -45,13 +45,12 @@ def attention_backward(
     """The gradients of ``trace.output`` with respect to q, k and v, step by step.
 
     ``trace`` is :func:`attention_trace`'s result for these ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
-    ``v (N, ..., S, Ev)``; ``grad_output`` is ``dO``, shaped like the output ``(N, ..., L, Ev)``. With
-    dropout, the dropped and rescaled weights are the ones the output was made from, so they stand
-    for P; the mask needs nothing more, since a blocked weight is 0 and so is its gradient. Where q, k
-    or v broadcast over a leading dim, their gradients keep the broadcast shape (sum over that dim).
+    ``v (N, ..., S, Ev)``; ``grad_output`` is ``dO (N, ..., L, Ev)``. With dropout the dropped, rescaled weights
+    stand for P; a blocked weight is 0 and so is its gradient. Where q, k or v broadcast over a leading dim,
+    their gradients keep the broadcast shape (sum over that dim).
     """
     check_tensor("grad_output", grad_output, min_dim=2)
-    if q.shape[-2] != trace.weights.shape[-2] or k.shape[-2] != v.shape[-2] != trace.weights.shape[-1]:
+    if q.shape[-2] != trace.weights.shape[-2] or not k.shape[-2] == v.shape[-2] == trace.weights.shape[-1]:
         raise ValueError("q, k and v must be the inputs of trace: q (..., L, E), k (..., S, E), v (..., S, Ev)")
     if grad_output.shape != trace.output.shape:
         raise ValueError(

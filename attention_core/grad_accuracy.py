@@ -6,14 +6,13 @@ the errors being the largest |dX − float64 dX| by autograd through textbook at
 The ulp floor is taken at the scale of all three gradients: with a single key dQ and dK are exactly 0, which the
 textbook backward gets exactly while FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a tiny rounding error.
 
-One exception, in float32 (:meth:`GradientCheck.passes_beside`): where a row's weights are nearly
-one-hot (the first causal queries), the textbook backward cancels exactly while the fused backwards'
-D leaves a few ulps of dP, which can exceed 2× the baseline's error. torch's own fused SDPA backward
-fails the plain rule there too (by up to 2.5× on ``(2, 4, n, 64)``, causal, ten seeds), so a float32
-gradient may also be held to 2× the larger of textbook attention's error and torch SDPA's.
+One exception, in float32 (:meth:`GradientCheck.passes_beside`): on nearly one-hot rows (the first causal
+queries) the textbook backward cancels exactly while a fused backward's D leaves a few ulps of dP, so torch's
+own fused SDPA fails the plain rule too (by up to 2.5× on ``(2, 4, n, 64)``, causal, ten seeds); a float32
+gradient may then be held to 2× the larger of textbook attention's error and torch SDPA's.
 
-The float64 reference builds the ``L × S`` weights, so keep ``L · S`` modest. A float mask that blocks
-every key of a row gives textbook attention a NaN gradient; block such rows with a bool mask instead.
+The reference builds the ``L × S`` weights: keep ``L · S`` modest. A float mask that blocks a whole row gives
+textbook attention a NaN gradient; block such rows with a bool mask.
 """
 
 from __future__ import annotations

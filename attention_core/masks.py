@@ -18,10 +18,7 @@ _MAX_SIDE = 1 << 20  # a guard against typos that would allocate terabytes
 
 
 def causal_mask(n_q: int, n_k: int, device: str | torch.device | None = None) -> torch.Tensor:
-    """Query ``i`` may attend to keys ``0..i`` (aligned top-left, as torch's ``is_causal``).
-
-    Returns a bool tensor of shape ``(n_q, n_k)`` on ``device`` (default: torch's default device).
-    """
+    """Query ``i`` may attend to keys ``0..i`` (aligned top-left, as torch's ``is_causal``): bool ``(n_q, n_k)``."""
     n_q = check_int("n_q", n_q, low=1, high=_MAX_SIDE)
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
     return torch.ones(n_q, n_k, dtype=torch.bool, device=new_tensor_device(device)).tril()  # (n_q, n_k)
@@ -32,10 +29,8 @@ def padding_mask(
 ) -> torch.Tensor:
     """Key ``j`` of batch item ``b`` is real when ``j < lengths[b]``; the rest is padding.
 
-    Returns a bool tensor of shape ``(B, 1, n_k)`` that broadcasts over the
-    query axis of ``(B, n_q, n_k)`` scores. A length of 0 masks every key, and
-    the core then gives zero weights for that row. The mask lands on ``device``, else on the
-    device of ``lengths`` when it is a tensor, else on torch's default device.
+    Returns bool ``(B, 1, n_k)``, broadcasting over the queries of ``(B, n_q, n_k)`` scores (a length of 0 masks
+    every key: zero weights), on ``device``, else that of a ``lengths`` tensor, else torch's default device.
     """
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
     if isinstance(lengths, torch.Tensor):

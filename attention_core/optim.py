@@ -1,9 +1,7 @@
-"""SGD and Adam (AdamW with a weight decay) written out for a few tensors: the √d_k explorer's toy and the
-induction model train with them.
+"""SGD and Adam (AdamW with a weight decay) for the √d_k explorer's toy and the induction model.
 
-The update rules are ``torch.optim``'s (tests hold them to it), written out because constructing a
-``torch.optim`` optimizer imports ``torch._dynamo``: about 70 MB of resident memory and a second on a
-server's first use, for a server that trains toys.
+``torch.optim``'s update rules (tests hold them to it), written out because constructing a ``torch.optim``
+optimizer imports ``torch._dynamo``: about 70 MB of memory and a second on a server's first use.
 """
 
 from __future__ import annotations

@@ -29,10 +29,9 @@ from .validation import all_finite, broadcast_shapes, check_int, finite_flag, ho
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
-# On a GPU every tile costs a dozen kernel launches whatever its size, so small tiles leave it idle.
-# Measured on an H100 (torch 2.11, CUDA 13) at n = 16384, fp16, 16 heads, d = 64: torch's SDPA 2.25 ms;
-# this loop 669 ms with blocks of 256 and 66–81 ms with blocks of 1024–8192 (before 16-bit tiles were
-# multiplied in float32). So on CUDA the block is as large as a bounded tile allows.
+# On a GPU every tile costs a dozen kernel launches whatever its size, so the block is as large as a bounded
+# tile allows. H100, n = 16384, fp16, 16 heads, d = 64 (before 16-bit tiles went float32): SDPA 2.25 ms; this
+# loop 669 ms with blocks of 256, 66–81 ms with 1024–8192.
 CUDA_MAX_BLOCK = 4096
 CUDA_MIN_BLOCK = 512
 CUDA_TILE_BUDGET_BYTES = 1 << 30  # one tile's scores (and their float32 copies) over every batch and head
@@ -300,11 +299,8 @@ def tiled_extra_bytes(
 
 
 def tiled_saved_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
-    """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward, beyond q, k, v.
-
-    The output ``(L, Ev)`` and each row's log-sum-exp ``(L,)``, both in the accumulators' dtype
-    (float32 for 16-bit inputs): O(L) per head, where textbook attention keeps its ``L × S`` weights.
-    """
+    """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward beyond q, k, v: the output
+    ``(L, Ev)`` and the log-sum-exp ``(L,)`` in the accumulators' dtype, O(L) where textbook keeps ``L × S``."""
     n_q = check_int("n_q", n_q, low=1)
     d_v = check_int("d_v", d_v, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)

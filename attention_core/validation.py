@@ -1,8 +1,5 @@
-"""Input checks shared by every public function of the core.
-
-Each helper raises ``ValueError`` with a sentence that says what was expected
-and what arrived, so the pages can show the message as it is.
-"""
+"""Input checks shared by every public function of the core: a ``ValueError`` whose sentence says what was
+expected and what arrived, so the pages can show it as it is."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """One look across pages: colours, fonts and the layout every figure starts from.
 
-The same colour means the same thing everywhere: ``UNSCALED`` and ``SCALED`` on the
-walkthrough and on the √d_k explorer; ``IMPL_COLORS`` for each benchmark entry.
-Colours are from the Okabe-Ito palette, which stays distinct under colour blindness
-and on a washed-out projector.
+A colour means the same thing on every page (``SCALED`` on the walkthrough and the explorer, ``IMPL_COLORS``
+per benchmark entry), from the Okabe-Ito palette, distinct under colour blindness and on a washed-out projector.
 """
 
 from __future__ import annotations

@@ -73,3 +73,6 @@ def test_bad_upstream_gradients_are_rejected() -> None:
         attention_backward(q, q, q, trace, torch.ones(3, 2, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"finite|NaN"):
         attention_backward(q, q, q, trace, torch.full((3, 2), float("nan")))
+    other = torch.randn(4, 2)  # k and v agree with each other, not with the trace's 3 keys
+    with pytest.raises(ValueError, match="inputs of trace"):
+        attention_backward(q, other, other, trace, torch.ones(3, 2))
