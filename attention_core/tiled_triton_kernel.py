@@ -18,15 +18,10 @@ import torch
 import triton
 import triton.language as tl
 
-# ---- the configurations the autotuner tries -------------------------------------------------
-#
-# A handful, not a grid of hundreds. Expected winners on an H100, a guess that was NOT
-# measured (this repository had no GPU when it was written): d = 64, float16 → BLOCK_M 128,
-# BLOCK_N 64, 4 warps, 3 stages; d = 128 → BLOCK_M 128, BLOCK_N 64, 8 warps, 3 stages.
-# benchmarks/triton_report.py prints the config the autotuner chose; write the winner here,
-# with its margin, once it has run on a GPU. What was checked without one: compiled for
-# sm_90, every config fits an H100's 227 KiB of shared memory at d ≤ 128, the key and value
-# loads are pipelined (cp.async) and both matmuls run on the tensor cores (wgmma).
+# The configurations the autotuner tries: a handful, not a grid of hundreds. The winners are a guess, NOT yet
+# measured on a GPU (benchmarks/triton_report.py prints the autotuner's choice: write it here with its margin):
+# on an H100, float16, BLOCK_M 128, BLOCK_N 64, 3 stages, 4 warps at d = 64 and 8 at d = 128. Checked without
+# one: every config compiles for sm_90 and fits 227 KiB of shared memory at d ≤ 128, with cp.async and wgmma.
 CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4, num_stages=3),
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
@@ -40,12 +35,9 @@ INTERPRETER_CONFIG = triton.Config({"BLOCK_M": 16, "BLOCK_N": 16}, num_warps=1, 
 
 
 def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
-    """Drop tiles much taller than the input; under the interpreter, run one small config.
-
-    float32 keeps only the 64-row tiles: its full-precision dot products run on the ordinary
-    cores, not the tensor cores, so big tiles buy nothing, and at d = 128 they take minutes to
-    compile (measured: 110 s for 128×64 against 14 s for 64×64, on a busy 2-core CPU).
-    """
+    """Drop tiles much taller than the input; under the interpreter, run one small config. float32 keeps only
+    64-row tiles: its exact dot products skip the tensor cores, so big tiles buy nothing and at d = 128 take
+    minutes to compile (110 s for 128×64 against 14 s for 64×64, on a busy 2-core CPU)."""
     if triton.knobs.runtime.interpret:
         return [INTERPRETER_CONFIG]
     n_q = named_args["n_q"]

@@ -39,16 +39,11 @@ def upgrade(**old_forms: Upgrade) -> None:
         return
     new: dict[str, str | list[str]] = {}
     for key, form in old_forms.items():
-        values = st.query_params.get_all(key)
-        if len(values) == 1:
-            value = _apply(form, values[0])
-            if value is not None and value != values[0]:
-                new[key] = value
-        elif values:  # a repeated parameter (a list): each value in today's form
-            each = [_apply(form, v) or v for v in values]
-            flat = [x for v in each for x in (v if isinstance(v, list) else [v])]
-            if flat != values:
-                new[key] = flat
+        values = st.query_params.get_all(key)  # a repeated parameter (a list) too: each value in today's form
+        each = [_apply(form, v) or v for v in values]
+        flat = [x for v in each for x in (v if isinstance(v, list) else [v])]
+        if flat != values:
+            new[key] = flat
     rewrite(new)
 
 
