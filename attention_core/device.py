@@ -79,10 +79,10 @@ class DeviceInfo:
     name: str
     torch_version: str
     threads: int
-    cuda_version: str | None
-    cudnn_version: str | None
-    tf32_matmul: bool | None
     total_memory_bytes: int | None
+    cuda_version: str | None = None  # these three on CUDA only
+    cudnn_version: str | None = None
+    tf32_matmul: bool | None = None
 
 
 def device_info(device: str | torch.device | None = None) -> DeviceInfo:
@@ -91,12 +91,11 @@ def device_info(device: str | torch.device | None = None) -> DeviceInfo:
     common = {"torch_version": torch.__version__, "threads": torch.get_num_threads()}
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
-        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-        return DeviceInfo(str(dev), props.name, cuda_version=torch.version.cuda, cudnn_version=cudnn and str(cudnn),
-                          tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
-                          total_memory_bytes=int(props.total_memory), **common)  # fmt: skip
-    return DeviceInfo("cpu", _cpu_name(), cuda_version=None, cudnn_version=None, tf32_matmul=None,
-                      total_memory_bytes=_total_ram_bytes(), **common)  # fmt: skip
+        cudnn = str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+        return DeviceInfo(str(dev), props.name, total_memory_bytes=int(props.total_memory), **common,
+                          cuda_version=torch.version.cuda, cudnn_version=cudnn,
+                          tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32))  # fmt: skip
+    return DeviceInfo("cpu", _cpu_name(), total_memory_bytes=_total_ram_bytes(), **common)
 
 
 def _cpu_name() -> str:

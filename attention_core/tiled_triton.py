@@ -33,11 +33,8 @@ def triton_available(device: torch.device | str) -> str | None:
     """``None`` if the kernel can run on ``device`` (CUDA, or the CPU under the interpreter, with the
     ``triton`` package, looked for without importing it); otherwise the reason, as a sentence."""
     dev = torch.device(device)
-    if dev.type != "cuda" and not (dev.type == "cpu" and interpreting()):
-        return NEEDS_GPU
-    if importlib.util.find_spec("triton") is None:
-        return NEEDS_GPU
-    return None
+    runs_here = dev.type == "cuda" or (dev.type == "cpu" and interpreting())
+    return None if runs_here and importlib.util.find_spec("triton") is not None else NEEDS_GPU
 
 
 def tiled_triton_attention(

@@ -18,7 +18,8 @@ from figures.style import PLOTLY_CONFIG
 
 from .frame import talk
 
-# px from the window's top to each fitted figure's top in talk mode, at 1280×720.
+# px from the window's top to each fitted figure's top in talk mode, at 1280×720 (a projector's 720p mode, the
+# smallest screen talk mode is designed for).
 TALK_ABOVE = {
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
     "scaling.Variance": 400, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
@@ -29,7 +30,6 @@ TALK_ABOVE = {
     "efficient.Sparse patterns": 200, "efficient.Kernels & low rank": 200, "efficient.Accuracy": 200,
     "efficient.Cost": 150,
 }  # fmt: skip
-TALK_SCREEN = (1280, 720)  # the smallest screen talk mode is designed for (a projector's 720p mode)
 TALK_WIDTH = 1180  # its main column, sidebar collapsed: the width talk-mode figures are laid out for
 NORMAL_WIDTH = 820  # the main column of a 1280-wide laptop with the sidebar open
 NUMBER = st.column_config.NumberColumn
@@ -37,7 +37,7 @@ NUMBER = st.column_config.NumberColumn
 
 def room(fit: str, natural: int, low: int = 260) -> int:
     """The height a figure fitted as ``fit`` has on the smallest talk screen: lay it out for that."""
-    return int(max(low, min(natural, TALK_SCREEN[1] - TALK_ABOVE[fit] - 16)))
+    return int(max(low, min(natural, 720 - TALK_ABOVE[fit] - 16)))
 
 
 def chart(fig: go.Figure, key: str, *, fit: str | None = None, low: int = 260, **kwargs: Any) -> Any:
