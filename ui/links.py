@@ -1,4 +1,5 @@
-"""The view's link: what ``bind="query-params"`` does not do by itself.
+"""The view's link: what ``bind="query-params"`` (the link seeds each control; a change is written back; a
+default drops out; an invalid value is discarded) does not do by itself.
 
 - **Notices.** Streamlit discards a link's value it cannot use without a word. The frame keeps the values
   the session was opened with (:func:`remember`) and after each run names, in a short notice, those a
