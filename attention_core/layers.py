@@ -66,10 +66,7 @@ class SelfAttention(nn.Module):
         self.d_model, self.n_heads = d_model, n_heads
         self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_open=True)
         self.is_causal = bool(is_causal)
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
         for lin in (self.w_q, self.w_k, self.w_v, self.w_o):
             nn.init.xavier_uniform_(lin.weight)
             if lin.bias is not None:

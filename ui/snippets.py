@@ -59,27 +59,21 @@ def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | N
     C = check_int("d_model", d_model, low=1)
     h, g = check_head_counts(n_heads, n_kv_heads)
     hs = head_size(C, h)
-    kv = "nh" if g == h else "n_kv"
+    kv, r = ("nh", 1) if g == h else ("n_kv", h // g)
     rows: list[tuple[str, str]] = [
         ("B, T, C = x.shape", f"({1}, {T}, {C})  batch, tokens, d_model"),
         (f"nh, hs = {h}, C // {h}", f"{h} heads of d_k = {C} / {h} = {hs}"),
         ("q = x @ W_q", f"(1, {T}, {C})"),
         ("q = q.view(B, T, nh, hs)", f"(1, {T}, {h}, {hs})  {C} features → {h} slices"),
         ("q = q.transpose(1, 2)", f"(1, {h}, {T}, {hs})  one {T}×{hs} matrix per head"),
-    ]
-    if g != h:
-        rows.append((f"n_kv = {g}", f"K/V heads; each serves {h // g} query heads"))
-    rows += [
+        *([(f"n_kv = {g}", f"K/V heads; each serves {r} query heads")] if r > 1 else []),
         (f"k = (x @ W_k).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
         (f"v = (x @ W_v).view(B, T, {kv}, hs).transpose(1, 2)", f"(1, {g}, {T}, {hs})"),
     ]
-    if g != h:
+    if r > 1:  # grouped-query: each K/V head repeated for the query heads it serves
         rows += [
-            (
-                f"k = k.repeat_interleave({h // g}, dim=1)",
-                f"(1, {h}, {T}, {hs})  query head i reads K/V head i // {h // g}",
-            ),
-            (f"v = v.repeat_interleave({h // g}, dim=1)", f"(1, {h}, {T}, {hs})"),
+            (f"k = k.repeat_interleave({r}, dim=1)", f"(1, {h}, {T}, {hs})  query head i reads K/V head i // {r}"),
+            (f"v = v.repeat_interleave({r}, dim=1)", f"(1, {h}, {T}, {hs})"),
         ]
     rows += [
         ("att = q @ k.transpose(-2, -1) / math.sqrt(hs)", f"(1, {h}, {T}, {T})  one {T}×{T} score map per head"),
