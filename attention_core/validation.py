@@ -102,12 +102,12 @@ def check_float(
     low_open: bool = False, high_open: bool = False,
 ) -> float:  # fmt: skip
     """A finite real number within the given (closed unless told) bounds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(value)  # numpy scalars, 0-d tensors
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    value = float(value)
+    try:
+        value = float(value)  # numpy scalars and 0-d tensors too
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    except OverflowError:  # an int beyond float's range
+        raise ValueError(f"{name} must be finite, got an integer too large for a float") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if low is not None and (value < low or (low_open and value == low)):

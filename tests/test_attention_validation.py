@@ -68,6 +68,7 @@ BAD_CALLS = [
     ("dropout_text", lambda: (_qkv(), {"dropout_p": "lots"}), "dropout_p must be a real number"),
     ("scale_inf", lambda: (_qkv(), {"scale": float("inf")}), "scale must be finite"),
     ("scale_nan", lambda: (_qkv(), {"scale": float("nan")}), "scale must be finite"),
+    ("scale_huge_int", lambda: (_qkv(), {"scale": 10**400}), "scale must be finite"),
     ("fp16_overflow", lambda: ((torch.full((1, 2, 4), 300.0, dtype=torch.float16),) * 3, {}), "overflowed"),
 ]
 
