@@ -85,9 +85,8 @@ def flash_rule(
         if is_causal:
             keys = torch.arange(S, device=q.device)  # (S,)
             mask, is_causal = keys <= rows.unsqueeze(-1), False  # (R, S): row i sees keys 0..i, top-left aligned
-        elif attn_mask is not None:
-            full = attn_mask.expand(*attn_mask.shape[:-2], L, S) if attn_mask.dim() >= 2 else attn_mask
-            mask = full[..., rows, :]  # (..., R, S)
+        elif attn_mask is not None:  # expanded to (..., L, S) first: a 1-D (S,) mask has no query axis to index
+            mask = attn_mask.expand(*attn_mask.shape[:-2], L, S)[..., rows, :]  # (..., R, S)
         q = q[..., rows, :]  # (N, ..., R, E)
         out = out[..., rows, :]  # (N, ..., R, Ev)
     ref = reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), float64

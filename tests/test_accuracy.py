@@ -88,6 +88,17 @@ def test_checking_some_rows_agrees_with_checking_all(device: torch.device, causa
     assert part.error <= whole.error and part.baseline_error <= whole.baseline_error
 
 
+@pytest.mark.parametrize("mask_shape", [(40,), (1, 40), (3, 1, 40), (40, 40)])
+def test_checking_some_rows_takes_a_mask_of_any_broadcast_shape(device: torch.device, mask_shape) -> None:
+    q, k, v = qkv(device, torch.float16, L=40, S=40)  # (2, 3, 40, E)
+    mask = torch.rand(mask_shape, generator=torch.Generator().manual_seed(3)).to(device) > 0.3
+    out = dot_product_attention(q, k, v, mask)  # torch's CPU SDPA rejects a 1-D mask in float16
+    rows = torch.tensor([0, 9, 39])
+    part = flash_rule(out, q, k, v, mask, rows=rows)
+    ref = reference_attention(q, k, v, mask)[..., rows.to(device), :]  # every row checked, then the three picked
+    assert part.error == pytest.approx(float((out[..., rows.to(device), :].double() - ref).abs().max()))
+
+
 def test_bad_arguments_are_explained() -> None:
     q, k, v = qkv(torch.device("cpu"))
     out = textbook_attention(q, k, v)
