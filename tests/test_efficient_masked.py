@@ -91,8 +91,7 @@ def test_flex_falls_back_to_sdpa_and_says_why(monkeypatch):
     monkeypatch.setenv(NO_COMPILE_ENV, "1")
     q, k, v = random_qkv(50, 8, heads=2, seed=4)
     result = masked_attention(q, k, v, sliding_window(6), backend="flex")
-    assert result.requested == "flex" and result.backend == "sdpa"
-    assert NO_COMPILE_ENV in result.fallback and NO_COMPILE_ENV in result.label
+    assert result.backend == "sdpa" and NO_COMPILE_ENV in result.fallback
     assert result.plan is None
     torch.testing.assert_close(result.output, masked_attention(q, k, v, sliding_window(6), backend="dense").output)
 

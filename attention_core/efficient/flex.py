@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from ..validation import check_int
-from .patterns import FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
+from .patterns import EMPTY, FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
 
 NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
 BLOCK_MASK_CACHE = 16  # block masks kept (each a few KiB: tile indices, not scores)
@@ -48,7 +48,6 @@ MAX_COMPILE_KEYS = 8  # compiled variants kept; dynamo's own limit per function 
 _lock = threading.Lock()  # guards the compile keys and serialises compiles (two sessions, one compile)
 _compiled_keys: dict[Hashable, float] = {}  # compile key -> seconds its first call took
 _failed: dict[Hashable, str] = {}  # compile key (or device type) -> why it failed
-_compiled_fn: Callable[..., torch.Tensor] | None = None
 
 
 class FlexUnavailable(RuntimeError):
@@ -181,13 +180,11 @@ def _structure(fn: object) -> Hashable:
     return (code, tuple(parts))
 
 
+@functools.cache
 def _compiled() -> Callable[..., torch.Tensor]:
-    global _compiled_fn
-    if _compiled_fn is None:
-        from torch.nn.attention.flex_attention import flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
 
-        _compiled_fn = torch.compile(flex_attention, dynamic=True)
-    return _compiled_fn
+    return torch.compile(flex_attention, dynamic=True)
 
 
 def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.Tensor:
@@ -215,7 +212,7 @@ class FlexPlan:
     def sparsity(self) -> float:
         """Share of the tiles the kernel skips (0–1). (``BlockMask.sparsity()`` counts the padded
         tiles against n² and goes negative for an n that is not a multiple of the tile.)"""
-        return self.mask.summary.skipped_share
+        return self.mask.summary.share(EMPTY)
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The compiled kernel on ``(B, H, L, E)``, ``(B, H, S, E)``, ``(B, H, S, Ev)`` → ``(B, H, L, Ev)``."""

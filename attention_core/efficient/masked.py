@@ -34,29 +34,15 @@ BACKENDS = ("dense", "sdpa", "flex")
 
 @dataclass(frozen=True)
 class MaskedAttention:
-    """The output ``(N, ..., L, Ev)`` and how it was computed.
-
-    ``backend`` is the path that ran; ``requested`` the one asked for; ``fallback`` the reason
-    they differ (``None`` when they do not). A flex run keeps its ``plan``: what the compile and the
-    block mask cost, and whether this call paid them (``None`` on the dense paths).
+    """The output ``(N, ..., L, Ev)``, the ``backend`` that ran, and ``fallback``: why it is not the one
+    asked for (``None`` when it is). A flex run keeps its ``plan``: what the compile and the block mask
+    cost, and whether this call paid them (``None`` on the dense paths).
     """
 
     output: torch.Tensor
     backend: str
-    requested: str
     fallback: str | None = None
     plan: FlexPlan | None = None
-
-    @property
-    def label(self) -> str:
-        """One line naming the path that ran, e.g. ``"sdpa with a dense mask (flex unavailable: …)"``."""
-        names = {
-            "dense": "our core with a dense mask",
-            "sdpa": "torch SDPA with a dense mask",
-            "flex": "FlexAttention, block-sparse, compiled",
-        }
-        text = names[self.backend]
-        return text if self.fallback is None else f"{text}, instead of {self.requested}: {self.fallback}"
 
 
 def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
@@ -112,12 +98,12 @@ def masked_attention(
             fallback = exc.reason
         else:
             out = plan.run(q4, k4, v4)  # (B, H, L, Ev)
-            return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", "flex", plan=plan)
+            return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", plan=plan)
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
         out = dot_product_attention(q, k, v, mask, scale=s)
-        return MaskedAttention(output=out, backend="dense", requested="dense")
-    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", requested=backend, fallback=fallback)
+        return MaskedAttention(output=out, backend="dense")
+    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", fallback=fallback)
 
 
 def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:

@@ -16,16 +16,6 @@ The tensors are 0-d and on the CPU, which torch treats as scalars beside tensors
 Builders are cached (``functools.lru_cache``): ``sliding_window(256)`` returns the same
 function object each time, so the caches of block masks and compiled kernels, keyed on the
 function, hit across a page's reruns.
-
-The patterns:
-
-- ``sliding_window(w)``: Longformer's local band, ``|q − k| ≤ w``;
-- ``window_with_globals(w, g)``: the band plus the first ``g`` tokens, which see and are seen by all;
-- ``dilated_window(w, d)``: ``w`` keys on each side spaced ``d`` apart (``d = 1`` is the band);
-- ``bigbird(w, g, r, block, seed, n=...)``: BigBird's block-sparse pattern, window, global and
-  random blocks, for sequences of up to ``n`` tokens;
-- ``causal()``: keys ``0..q`` (top-left aligned, as ``is_causal``);
-- ``and_masks(*mods)`` / ``or_masks(*mods)``: where all / any of them allow.
 """
 
 from __future__ import annotations
@@ -306,23 +296,10 @@ class BlockSummary:
     states: torch.Tensor
     allowed: int
 
-    @property
-    def n_empty(self) -> int:
-        return int((self.states == EMPTY).sum())
-
-    @property
-    def n_partial(self) -> int:
-        return int((self.states == PARTIAL).sum())
-
-    @property
-    def n_full(self) -> int:
-        return int((self.states == FULL).sum())
-
-    @property
-    def skipped_share(self) -> float:
-        """Share of the tiles, i.e. of the padded n_q·n_k scores, that a block-sparse kernel never
-        computes. FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size."""
-        return self.n_empty / self.states.numel()
+    def share(self, state: int) -> float:
+        """Share of the tiles in ``state``: for ``EMPTY``, of the padded n_q·n_k scores a block-sparse
+        kernel never computes (FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size)."""
+        return int((self.states == state).sum()) / self.states.numel()
 
     @property
     def allowed_share(self) -> float:

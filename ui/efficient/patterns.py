@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.patterns import FLEX_BLOCK, block_summary, dense_mask
+from attention_core.efficient.patterns import EMPTY, FLEX_BLOCK, PARTIAL, block_summary, dense_mask
 from attention_core.efficient.variants import variant_pattern
 from figures.efficient import pattern_figure
 from ui import draw
@@ -50,7 +50,7 @@ def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternRea
     mod = variant_pattern(variant, n=n, is_causal=causal, device="cpu", **route_params(variant, *params))
     tiles, zoom = block_summary(mod, n, n, device="cpu"), min(n, ZOOM)
     return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), tiles.states.numpy(),
-                          tiles.skipped_share, tiles.allowed_share, tiles.n_partial / tiles.states.numel())  # fmt: skip
+                          tiles.share(EMPTY), tiles.allowed_share, tiles.share(PARTIAL))  # fmt: skip
 
 
 def _figure(is_talk: bool, *key: Any) -> Any:
