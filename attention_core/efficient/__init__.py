@@ -31,7 +31,6 @@ from .flex import (
 from .linear import (
     elu_feature_map,
     feature_attention,
-    feature_weights,
     linear_attention,
     linear_attention_recurrent,
     linear_weights,

@@ -51,11 +51,7 @@ _failed: dict[Hashable, str] = {}  # compile key (or device type) -> why it fail
 
 
 class FlexUnavailable(RuntimeError):
-    """FlexAttention cannot run compiled here; ``reason`` says why in a sentence."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """FlexAttention cannot run compiled here; its message says why in a sentence."""
 
 
 def flex_available(device: str | torch.device = "cpu") -> str | None:
@@ -127,15 +123,10 @@ def flex_block_mask(
 
 @functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
 def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
-    started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
-    return FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started)
-
-
-def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
     from torch.nn.attention.flex_attention import BlockMask
 
-    n_q, n_k, block = summary.n_q, summary.n_k, summary.block
+    started = time.perf_counter()
+    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
     states = summary.states  # (q_tiles, k_tiles)
     full = states == FULL
     if n_q % block:
@@ -152,9 +143,10 @@ def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
 
     kv_num, kv_idx = ordered(partial)
     full_num, full_idx = ordered(full)
-    return BlockMask.from_kv_blocks(
+    built = BlockMask.from_kv_blocks(
         kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
     )
+    return FlexBlockMask(built, summary, time.perf_counter() - started)
 
 
 # ---- the compiled kernel ------------------------------------------------------------------

@@ -95,7 +95,7 @@ def masked_attention(
         try:
             plan = flex_plan(q4, k4, v4, mask_mod, scale=s)
         except FlexUnavailable as exc:
-            fallback = exc.reason
+            fallback = str(exc)
         else:
             out = plan.run(q4, k4, v4)  # (B, H, L, Ev)
             return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", plan=plan)

@@ -26,11 +26,14 @@ ZOOM = 512  # tokens drawn one by one: four 128-token tiles a side
 N_MAX = 8192  # the tile summary reads every (query, key) pair once: ~2 s at 8192 on a 2-core CPU
 
 
-def route_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int) -> dict[str, int]:
-    """The core's parameters for a pattern; BigBird counts its window and globals in blocks (rounded up)."""
+def route_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int,
+                 features: int = 0, rank: int = 0) -> dict[str, int]:  # fmt: skip
+    """The core's parameters for a route from a tab's controls; BigBird counts its window and globals in blocks
+    (rounded up)."""
     if variant == "bigbird":
         return {"window": -(-window // block), "n_global": -(-n_global // block), "n_random": n_random, "block": block}
-    return {"window": window, "n_global": n_global, "dilation": dilation}
+    own = {"linear": {}, "performer": {"features": features}, "linformer": {"rank": rank}}
+    return own.get(variant, {"window": window, "n_global": n_global, "dilation": dilation})
 
 
 @dataclass(frozen=True)
