@@ -98,7 +98,7 @@ def test_flex_falls_back_to_sdpa_and_says_why(monkeypatch):
 
 def test_without_a_cpp_compiler_flex_says_so(monkeypatch):
     monkeypatch.delenv(NO_COMPILE_ENV, raising=False)
-    monkeypatch.setattr(flex_module, "_cpp_compiler", lambda: None)
+    monkeypatch.setattr(flex_module, "_has_cpp_compiler", lambda: False)
     assert "C++ compiler" in flex_module.flex_available("cpu")
     q, k, v = random_qkv(20, 8, seed=5)
     result = masked_attention(q, k, v, sliding_window(3), backend="flex")

@@ -66,8 +66,7 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
     if importlib.util.find_spec("torch.nn.attention.flex_attention") is None:
         return f"this torch ({torch.__version__}) has no FlexAttention; it needs torch 2.5 or later"
     if dev.type == "cpu":
-        compiler = _cpp_compiler()
-        if compiler is None:
+        if not _has_cpp_compiler():
             return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
     elif dev.type == "cuda":
         if importlib.util.find_spec("triton") is None:
@@ -77,20 +76,17 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
     return _failed.get(dev.type)
 
 
-def _cpp_compiler() -> str | None:
-    """The C++ compiler inductor would use, or ``None``: its ``cpp.cxx`` candidates when inductor is
-    loaded, else their default (``$CXX``, or g++; clang++ on macOS), without loading inductor
-    (seconds on a small machine: a page can ask this on every rerun)."""
+def _has_cpp_compiler() -> bool:
+    """Whether the C++ compiler inductor would use is on the PATH: its ``cpp.cxx`` candidates when inductor
+    is loaded, else their default (``$CXX``, or g++; clang++ on macOS), without loading inductor (seconds on
+    a small machine: a page can ask this on every rerun)."""
     config = sys.modules.get("torch._inductor.config")
     if config is not None:
         cxx = config.cpp.cxx
         candidates = tuple(cxx) if isinstance(cxx, (list, tuple)) else (cxx,)
     else:
         candidates = (os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++"),)
-    for name in candidates:
-        if name is not None and shutil.which(name):
-            return name
-    return None
+    return any(name is not None and shutil.which(name) for name in candidates)
 
 
 # ---- the block mask -----------------------------------------------------------------------

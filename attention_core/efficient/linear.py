@@ -64,16 +64,9 @@ def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
 def feature_attention(
     phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, chunk: int = DEFAULT_CHUNK
 ) -> torch.Tensor:
-    """Attention with weights ∝ φ(q_i)·φ(k_j), for non-negative features, in O(n) memory.
-
-    Args:
-        phi_q: ``(N, ..., L, M)`` query features; phi_k: ``(N, ..., S, M)`` key features.
-        v: ``(N, ..., S, Ev)`` values.
-        is_causal: query ``i`` sees keys ``0..i`` (needs L = S).
-        chunk: tokens per chunk of the causal form.
-
-    Returns ``(N, ..., L, Ev)``.
-    """
+    """Attention with weights ∝ φ(q_i)·φ(k_j), for non-negative features ``phi_q (N, ..., L, M)`` and
+    ``phi_k (N, ..., S, M)``, values ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``, in O(n) memory.
+    ``is_causal`` (needs L = S) runs the chunked form, ``chunk`` tokens a chunk."""
     _check_features(phi_q, phi_k, v, is_causal)
     return _attend(phi_q, phi_k, v, is_causal, check_int("chunk", chunk, low=1, high=1 << 16))
 

@@ -73,17 +73,11 @@ def masked_attention(
     backend: str = "dense",
     scale: float | None = None,
 ) -> MaskedAttention:
-    """softmax(Q Kᵀ · scale, restricted to the pattern) V on the chosen ``backend``.
+    """softmax(Q Kᵀ · scale, restricted to the pattern) V on the chosen ``backend`` (module docstring).
 
-    Args:
-        q: ``(N, ..., L, E)`` queries; k: ``(N, ..., S, E)`` keys; v: ``(N, ..., S, Ev)`` values
-            (leading dims broadcast, as torch's SDPA).
-        mask_mod: a pattern from :mod:`.patterns` (or any ``(b, h, q_idx, kv_idx) -> bool``
-            function that ignores ``b`` and ``h``).
-        backend: ``"dense"``, ``"sdpa"`` or ``"flex"``.
-        scale: multiplier of the scores, default ``1/√E``.
-
-    The flex path is forward-only: its output carries no gradient.
+    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``, leading dims broadcast as torch's SDPA;
+    ``mask_mod`` a pattern of :mod:`.patterns` or any ``(b, h, q_idx, kv_idx) -> bool`` function that ignores
+    ``b`` and ``h``; ``scale`` defaults to ``1/√E``. The flex path is forward-only: no gradient.
     """
     backend = check_choice("backend", backend, BACKENDS)
     s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
