@@ -59,5 +59,5 @@ from .performer import (
     performer_error_curve,
     performer_weights,
 )
-from .real import AttendsMost, LayerQKV, LayerSwap, layer_qkv, swap_layer
+from .real import AttendsMost, LayerSwap, swap_layer
 from .variants import PATTERNS, VARIANTS, VariantOutput, compare_variant, variant_attention, variant_pattern

@@ -57,7 +57,7 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     if {"it", "animal"} <= set(s.tokens) and s.index("animal") not in (s.index("it"), 0, len(s.tokens) - 1):
         most = s.attends_most("it", "animal")
         it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
-    return _reading(list(s.tokens), s.exact.weights, s.weights, s.accuracy, it)
+    return _reading(list(s.tokens), s.exact.weights[0], None if s.weights is None else s.weights[0], s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
