@@ -186,10 +186,3 @@ def test_block_summary_of_a_window_256_at_4096_skips_85_percent():
     expected_empty = sum(1 for a in range(32) for b in range(32) if abs(a - b) >= 3)  # tiles 3 or more apart are empty
     assert summary.share(patterns.EMPTY) == pytest.approx(expected_empty / 1024)
     assert summary.allowed_share == pytest.approx((4096 * 513 - 256 * 257) / 4096**2)
-
-
-def test_padded_length():
-    assert [patterns.padded_length(n) for n in (1, 128, 129)] == [128, 128, 256]
-    assert patterns.padded_length(100, tile=16) == 112
-    with pytest.raises(ValueError, match="n must be ≥ 1"):
-        patterns.padded_length(0)

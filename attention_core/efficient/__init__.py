@@ -48,7 +48,6 @@ from .patterns import (
     dense_mask,
     dilated_window,
     or_masks,
-    padded_length,
     sliding_window,
     window_with_globals,
 )
