@@ -67,8 +67,8 @@ def pattern_figure(allowed: np.ndarray, states: np.ndarray, n: int, tile: int, *
 
 def error_figure(
     curves: Mapping[str, tuple[str, Sequence[int], Sequence[float], Sequence[float]]],
-    trend: tuple[Sequence[int], Sequence[float]] | None = None,
-    flat: Mapping[str, tuple[str, float]] | None = None,
+    trend: tuple[Sequence[int], Sequence[float]],
+    flat: Mapping[str, tuple[str, float]],
     *,
     talk: bool = False,
 ) -> go.Figure:
@@ -82,10 +82,9 @@ def error_figure(
                         "dash": "dash" if route in seen else "solid"}, marker={"size": 8},
                         hovertemplate=f"{name}<br>size %{{x}}<br>error %{{y:.3g}}<extra></extra>")  # fmt: skip
         seen.add(route)
-    if trend is not None:
-        fig.add_scatter(x=list(trend[0]), y=list(trend[1]), name="c/√m", mode="lines", hoverinfo="skip",
-                        line={"color": THEORY, "dash": "dot", "width": 2})  # fmt: skip
-    for name, (route, value) in (flat or {}).items():
+    fig.add_scatter(x=list(trend[0]), y=list(trend[1]), name="c/√m", mode="lines", hoverinfo="skip",
+                    line={"color": THEORY, "dash": "dot", "width": 2})  # fmt: skip
+    for name, (route, value) in flat.items():
         fig.add_scatter(x=[min(min(c[1]) for c in curves.values()), max(max(c[1]) for c in curves.values())],
                         y=[value, value], mode="lines", name=name, line={"color": IMPL_COLORS.get(
                         route, THEORY), "dash": "dashdot", "width": 3}, hovertemplate=f"{name}: %{{y:.3g}}, at any "

@@ -91,15 +91,14 @@ def test_flex_falls_back_to_sdpa_and_says_why(monkeypatch):
     monkeypatch.setenv(NO_COMPILE_ENV, "1")
     q, k, v = random_qkv(50, 8, heads=2, seed=4)
     result = masked_attention(q, k, v, sliding_window(6), backend="flex")
-    assert result.requested == "flex" and result.backend == "sdpa"
-    assert NO_COMPILE_ENV in result.fallback and NO_COMPILE_ENV in result.label
+    assert result.backend == "sdpa" and NO_COMPILE_ENV in result.fallback
     assert result.plan is None
     torch.testing.assert_close(result.output, masked_attention(q, k, v, sliding_window(6), backend="dense").output)
 
 
 def test_without_a_cpp_compiler_flex_says_so(monkeypatch):
     monkeypatch.delenv(NO_COMPILE_ENV, raising=False)
-    monkeypatch.setattr(flex_module, "_cpp_compiler", lambda: None)
+    monkeypatch.setattr(flex_module, "_has_cpp_compiler", lambda: False)
     assert "C++ compiler" in flex_module.flex_available("cpu")
     q, k, v = random_qkv(20, 8, seed=5)
     result = masked_attention(q, k, v, sliding_window(3), backend="flex")

@@ -177,20 +177,12 @@ def test_block_summary_matches_the_dense_mask_tile_by_tile(n_q, n_k, block, wind
     summary = patterns.block_summary(pattern, n_q, n_k, block=block)
     assert torch.equal(summary.states, _tiles_from_dense(mask, block))
     assert summary.allowed == int(mask.sum())
-    assert summary.n_empty + summary.n_partial + summary.n_full == summary.states.numel()
+    assert sum(summary.share(state) for state in (patterns.EMPTY, patterns.PARTIAL, patterns.FULL)) == pytest.approx(1)
 
 
 def test_block_summary_of_a_window_256_at_4096_skips_85_percent():
     # the probe: 85 % of the blocks skipped
     summary = patterns.block_summary(patterns.sliding_window(256), 4096, 4096)
     expected_empty = sum(1 for a in range(32) for b in range(32) if abs(a - b) >= 3)  # tiles 3 or more apart are empty
-    assert summary.n_empty == expected_empty
-    assert summary.skipped_share == pytest.approx(expected_empty / 1024)
+    assert summary.share(patterns.EMPTY) == pytest.approx(expected_empty / 1024)
     assert summary.allowed_share == pytest.approx((4096 * 513 - 256 * 257) / 4096**2)
-
-
-def test_padded_length():
-    assert [patterns.padded_length(n) for n in (1, 128, 129)] == [128, 128, 256]
-    assert patterns.padded_length(100, tile=16) == 112
-    with pytest.raises(ValueError, match="n must be ≥ 1"):
-        patterns.padded_length(0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attention_core.bert import load_bert, sentence_weights
-from attention_core.efficient import layer_qkv, swap_layer
+from attention_core.efficient import swap_layer
 
 TIRED = "The animal didn't cross the street because it was too tired."
 
@@ -17,16 +17,17 @@ def bert():
     return load_bert(device="cpu")
 
 
-def test_layer_qkv_is_the_layer_the_model_ran(bert):
-    layer = layer_qkv(bert, TIRED, 2)
+def test_the_exact_side_is_the_layer_the_model_ran(bert):
+    swap = swap_layer(bert, TIRED, 2, "linear")
     tokens, weights = sentence_weights(bert, TIRED)
-    assert layer.tokens == tokens and layer.q.shape == (12, len(tokens), 32)
-    torch.testing.assert_close(layer.weights, weights[2])
+    assert swap.tokens == tokens and swap.exact.q.shape == (1, 12, len(tokens), 32)
+    torch.testing.assert_close(swap.exact.weights[0], weights[2])
 
 
 def test_a_window_wider_than_the_sentence_changes_nothing(bert):
     swap = swap_layer(bert, TIRED, 3, "window", window=64)
-    assert swap.accuracy.relative_error < 1e-6 and max(swap.head_errors) < 1e-6
+    assert swap.accuracy.relative_error < 1e-6
+    torch.testing.assert_close(swap.output, swap.exact.output)  # every head
     reading = swap.attends_most("it", "animal")
     assert reading.exact_top == reading.variant_top
 
@@ -37,16 +38,15 @@ def test_a_window_narrower_than_the_distance_cuts_it_from_animal(bert):
     assert reading.key - reading.query == -8  # "animal" sits 8 tokens before "it"
     assert reading.exact_heads >= 1  # some head of this layer looks at "animal" most
     assert reading.variant_heads == 0
-    assert all(w == 0.0 for w in reading.variant_weight)
+    assert not swap.weights[0, :, reading.query, reading.key].any()  # every head: no weight on "animal"
     assert bool(torch.isinf(swap.accuracy.kl).any())  # weight dropped: KL(exact ‖ window) is infinite there
 
 
 def test_linear_attention_keeps_some_weight_on_animal(bert):
     swap = swap_layer(bert, TIRED, 3, "linear")
     reading = swap.attends_most("it", "animal")
-    assert all(w > 0 for w in reading.variant_weight)
+    assert bool((swap.weights[0, :, reading.query, reading.key] > 0).all())
     assert swap.accuracy.mean_kl is not None and 0 < swap.accuracy.mean_kl < float("inf")
-    assert len(swap.head_errors) == 12
 
 
 def test_bad_tokens_and_layers_are_refused(bert):

@@ -1,19 +1,7 @@
-"""Beyond n²: the efficient-attention routes, compared with exact attention. (Their time and memory are
-measured by the benchmark, :mod:`attention_core.bench.routes`, which imports this package: never the reverse.)
-
-One concept per module:
-
-- :mod:`.patterns`: sparse patterns as tiny mask functions (sliding window, globals, dilated,
-  BigBird, causal), their dense mask and their tile-level summary;
-- :mod:`.flex`: FlexAttention with a block mask, compiled once per shape per process;
-- :mod:`.masked`: attention under a pattern on three backends (our core, torch SDPA, FlexAttention);
-- :mod:`.linear`: linear attention (elu + 1), parallel, chunked causal and recurrent;
-- :mod:`.performer`: FAVOR+ with orthogonal positive random features;
-- :mod:`.lowrank`: Linformer's projection and the singular-value spectrum of attention;
-- :mod:`.accuracy`: relative error and per-row KL against exact attention, error curves;
-- :mod:`.variants`: every route as one call with plain arguments, with its weights;
-- :mod:`.real`: a trained model's layer with its softmax swapped for a route;
-- :mod:`.lra`: the published Long Range Arena figures.
+"""Beyond n²: the efficient-attention routes, compared with exact attention, one concept per module (sparse
+patterns, FlexAttention, attention under a pattern, linear attention, the Performer, low rank, accuracy, every
+route as one call, a trained layer with its softmax swapped, the published LRA figures). Their time and memory
+are measured by the benchmark, :mod:`attention_core.bench.routes`, which imports this package: never the reverse.
 """
 
 from .accuracy import Accuracy, ErrorCurve, compare, random_qkv, relative_error, row_kl
@@ -31,7 +19,6 @@ from .flex import (
 from .linear import (
     elu_feature_map,
     feature_attention,
-    feature_weights,
     linear_attention,
     linear_attention_recurrent,
     linear_weights,
@@ -61,7 +48,6 @@ from .patterns import (
     dense_mask,
     dilated_window,
     or_masks,
-    padded_length,
     sliding_window,
     window_with_globals,
 )
@@ -72,5 +58,5 @@ from .performer import (
     performer_error_curve,
     performer_weights,
 )
-from .real import AttendsMost, LayerQKV, LayerSwap, layer_qkv, swap_layer
+from .real import AttendsMost, LayerSwap, swap_layer
 from .variants import PATTERNS, VARIANTS, VariantOutput, compare_variant, variant_attention, variant_pattern

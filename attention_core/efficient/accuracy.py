@@ -171,19 +171,21 @@ class ErrorCurve:
 
 
 Route = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int, int], torch.Tensor]
+ROUTE_SEED_OFFSET = 1000  # an error curve draws its inputs from seed s, the route's randomness from s + this
 
 
 def _error_curve(
     sizes: tuple[int, ...], route: Route, *, n: int, d: int, heads: int, seeds: Sequence[int], std: float,
     is_causal: bool = False, device: str | torch.device | None = None,
 ) -> ErrorCurve:  # fmt: skip
-    """``route(q, k, v, size, seed)``'s relative error against the float64 reference at each size, for each
-    seed: random float32 inputs ``(1, heads, n, d)`` from that seed (``std`` on q and k)."""
+    """``route(q, k, v, size, seed + ROUTE_SEED_OFFSET)``'s relative error against the float64 reference at each
+    size, for each seed: random float32 inputs ``(1, heads, n, d)`` from that seed (``std`` on q and k). One seed
+    for both would reuse the same Gaussian numbers."""
     seeds = tuple(check_int_list("seeds", seeds, low=0))
     errors: list[list[float]] = [[] for _ in sizes]
     for seed in seeds:
         q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
         reference = reference_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
         for i, size in enumerate(sizes):
-            errors[i].append(relative_error(route(q, k, v, size, seed), reference))
+            errors[i].append(relative_error(route(q, k, v, size, seed + ROUTE_SEED_OFFSET), reference))
     return ErrorCurve(x=sizes, seeds=seeds, errors=tuple(tuple(e) for e in errors))

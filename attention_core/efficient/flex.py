@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from ..validation import check_int
-from .patterns import FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
+from .patterns import EMPTY, FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
 
 NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
 BLOCK_MASK_CACHE = 16  # block masks kept (each a few KiB: tile indices, not scores)
@@ -48,15 +48,10 @@ MAX_COMPILE_KEYS = 8  # compiled variants kept; dynamo's own limit per function 
 _lock = threading.Lock()  # guards the compile keys and serialises compiles (two sessions, one compile)
 _compiled_keys: dict[Hashable, float] = {}  # compile key -> seconds its first call took
 _failed: dict[Hashable, str] = {}  # compile key (or device type) -> why it failed
-_compiled_fn: Callable[..., torch.Tensor] | None = None
 
 
 class FlexUnavailable(RuntimeError):
-    """FlexAttention cannot run compiled here; ``reason`` says why in a sentence."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """FlexAttention cannot run compiled here; its message says why in a sentence."""
 
 
 def flex_available(device: str | torch.device = "cpu") -> str | None:
@@ -71,8 +66,7 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
     if importlib.util.find_spec("torch.nn.attention.flex_attention") is None:
         return f"this torch ({torch.__version__}) has no FlexAttention; it needs torch 2.5 or later"
     if dev.type == "cpu":
-        compiler = _cpp_compiler()
-        if compiler is None:
+        if not _has_cpp_compiler():
             return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
     elif dev.type == "cuda":
         if importlib.util.find_spec("triton") is None:
@@ -82,20 +76,17 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
     return _failed.get(dev.type)
 
 
-def _cpp_compiler() -> str | None:
-    """The C++ compiler inductor would use, or ``None``: its ``cpp.cxx`` candidates when inductor is
-    loaded, else their default (``$CXX``, or g++; clang++ on macOS), without loading inductor
-    (seconds on a small machine: a page can ask this on every rerun)."""
+def _has_cpp_compiler() -> bool:
+    """Whether the C++ compiler inductor would use is on the PATH: its ``cpp.cxx`` candidates when inductor
+    is loaded, else their default (``$CXX``, or g++; clang++ on macOS), without loading inductor (seconds on
+    a small machine: a page can ask this on every rerun)."""
     config = sys.modules.get("torch._inductor.config")
     if config is not None:
         cxx = config.cpp.cxx
         candidates = tuple(cxx) if isinstance(cxx, (list, tuple)) else (cxx,)
     else:
         candidates = (os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++"),)
-    for name in candidates:
-        if name is not None and shutil.which(name):
-            return name
-    return None
+    return any(name is not None and shutil.which(name) for name in candidates)
 
 
 # ---- the block mask -----------------------------------------------------------------------
@@ -128,15 +119,10 @@ def flex_block_mask(
 
 @functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
 def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
-    started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
-    return FlexBlockMask(_to_block_mask(summary, mask_mod), summary, time.perf_counter() - started)
-
-
-def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
     from torch.nn.attention.flex_attention import BlockMask
 
-    n_q, n_k, block = summary.n_q, summary.n_k, summary.block
+    started = time.perf_counter()
+    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
     states = summary.states  # (q_tiles, k_tiles)
     full = states == FULL
     if n_q % block:
@@ -153,9 +139,10 @@ def _to_block_mask(summary: BlockSummary, mask_mod: MaskMod) -> Any:
 
     kv_num, kv_idx = ordered(partial)
     full_num, full_idx = ordered(full)
-    return BlockMask.from_kv_blocks(
+    built = BlockMask.from_kv_blocks(
         kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
     )
+    return FlexBlockMask(built, summary, time.perf_counter() - started)
 
 
 # ---- the compiled kernel ------------------------------------------------------------------
@@ -181,13 +168,11 @@ def _structure(fn: object) -> Hashable:
     return (code, tuple(parts))
 
 
+@functools.cache
 def _compiled() -> Callable[..., torch.Tensor]:
-    global _compiled_fn
-    if _compiled_fn is None:
-        from torch.nn.attention.flex_attention import flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
 
-        _compiled_fn = torch.compile(flex_attention, dynamic=True)
-    return _compiled_fn
+    return torch.compile(flex_attention, dynamic=True)
 
 
 def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.Tensor:
@@ -215,7 +200,7 @@ class FlexPlan:
     def sparsity(self) -> float:
         """Share of the tiles the kernel skips (0–1). (``BlockMask.sparsity()`` counts the padded
         tiles against n² and goes negative for an n that is not a multiple of the tile.)"""
-        return self.mask.summary.skipped_share
+        return self.mask.summary.share(EMPTY)
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The compiled kernel on ``(B, H, L, E)``, ``(B, H, S, E)``, ``(B, H, S, Ev)`` → ``(B, H, L, Ev)``."""

@@ -64,16 +64,9 @@ def _safe_divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
 def feature_attention(
     phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, chunk: int = DEFAULT_CHUNK
 ) -> torch.Tensor:
-    """Attention with weights ∝ φ(q_i)·φ(k_j), for non-negative features, in O(n) memory.
-
-    Args:
-        phi_q: ``(N, ..., L, M)`` query features; phi_k: ``(N, ..., S, M)`` key features.
-        v: ``(N, ..., S, Ev)`` values.
-        is_causal: query ``i`` sees keys ``0..i`` (needs L = S).
-        chunk: tokens per chunk of the causal form.
-
-    Returns ``(N, ..., L, Ev)``.
-    """
+    """Attention with weights ∝ φ(q_i)·φ(k_j), for non-negative features ``phi_q (N, ..., L, M)`` and
+    ``phi_k (N, ..., S, M)``, values ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``, in O(n) memory.
+    ``is_causal`` (needs L = S) runs the chunked form, ``chunk`` tokens a chunk."""
     _check_features(phi_q, phi_k, v, is_causal)
     return _attend(phi_q, phi_k, v, is_causal, check_int("chunk", chunk, low=1, high=1 << 16))
 
@@ -103,10 +96,9 @@ def _attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal
     return _safe_divide(num, den).flatten(-3, -2)[..., :n, :]  # (N, ..., L, Ev)
 
 
-def feature_weights(phi_q: torch.Tensor, phi_k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
-    """The weights feature attention implies, ``(N, ..., L, S)``: ``φ(q_i)·φ(k_j)`` normalised per row
-    (over ``j ≤ i`` when causal). Materialised: for small n and for comparing with softmax."""
-    _check_features(phi_q, phi_k, phi_k, is_causal)
+def _weights(phi_q: torch.Tensor, phi_k: torch.Tensor, is_causal: bool) -> torch.Tensor:
+    """The weights feature attention implies, ``(N, ..., L, S)``, on checked inputs: ``φ(q_i)·φ(k_j)``
+    normalised per row (over ``j ≤ i`` when causal). Materialised: for small n and for comparing with softmax."""
     raw = phi_q @ phi_k.transpose(-2, -1)  # (N, ..., L, M) @ (N, ..., M, S) -> (N, ..., L, S)
     if is_causal:
         allowed = torch.ones(raw.shape[-2:], dtype=torch.bool, device=raw.device).tril()  # (L, S)
@@ -126,8 +118,8 @@ def linear_attention(
 
 def linear_weights(q: torch.Tensor, k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
     """The ``(N, ..., L, S)`` weights linear attention implies (materialised: for small n)."""
-    check_attention_args(q, k, k, None, 0.0, False, None, positive_scale=True, min_length=1)
-    return feature_weights(elu_feature_map(q), elu_feature_map(k), is_causal=is_causal)
+    _check_features(q, k, k, is_causal)
+    return _weights(elu_feature_map(q), elu_feature_map(k), is_causal)
 
 
 def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -34,29 +34,15 @@ BACKENDS = ("dense", "sdpa", "flex")
 
 @dataclass(frozen=True)
 class MaskedAttention:
-    """The output ``(N, ..., L, Ev)`` and how it was computed.
-
-    ``backend`` is the path that ran; ``requested`` the one asked for; ``fallback`` the reason
-    they differ (``None`` when they do not). A flex run keeps its ``plan``: what the compile and the
-    block mask cost, and whether this call paid them (``None`` on the dense paths).
+    """The output ``(N, ..., L, Ev)``, the ``backend`` that ran, and ``fallback``: why it is not the one
+    asked for (``None`` when it is). A flex run keeps its ``plan``: what the compile and the block mask
+    cost, and whether this call paid them (``None`` on the dense paths).
     """
 
     output: torch.Tensor
     backend: str
-    requested: str
     fallback: str | None = None
     plan: FlexPlan | None = None
-
-    @property
-    def label(self) -> str:
-        """One line naming the path that ran, e.g. ``"sdpa with a dense mask (flex unavailable: …)"``."""
-        names = {
-            "dense": "our core with a dense mask",
-            "sdpa": "torch SDPA with a dense mask",
-            "flex": "FlexAttention, block-sparse, compiled",
-        }
-        text = names[self.backend]
-        return text if self.fallback is None else f"{text}, instead of {self.requested}: {self.fallback}"
 
 
 def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
@@ -87,17 +73,11 @@ def masked_attention(
     backend: str = "dense",
     scale: float | None = None,
 ) -> MaskedAttention:
-    """softmax(Q Kᵀ · scale, restricted to the pattern) V on the chosen ``backend``.
+    """softmax(Q Kᵀ · scale, restricted to the pattern) V on the chosen ``backend`` (module docstring).
 
-    Args:
-        q: ``(N, ..., L, E)`` queries; k: ``(N, ..., S, E)`` keys; v: ``(N, ..., S, Ev)`` values
-            (leading dims broadcast, as torch's SDPA).
-        mask_mod: a pattern from :mod:`.patterns` (or any ``(b, h, q_idx, kv_idx) -> bool``
-            function that ignores ``b`` and ``h``).
-        backend: ``"dense"``, ``"sdpa"`` or ``"flex"``.
-        scale: multiplier of the scores, default ``1/√E``.
-
-    The flex path is forward-only: its output carries no gradient.
+    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``, leading dims broadcast as torch's SDPA;
+    ``mask_mod`` a pattern of :mod:`.patterns` or any ``(b, h, q_idx, kv_idx) -> bool`` function that ignores
+    ``b`` and ``h``; ``scale`` defaults to ``1/√E``. The flex path is forward-only: no gradient.
     """
     backend = check_choice("backend", backend, BACKENDS)
     s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
@@ -109,15 +89,15 @@ def masked_attention(
         try:
             plan = flex_plan(q4, k4, v4, mask_mod, scale=s)
         except FlexUnavailable as exc:
-            fallback = exc.reason
+            fallback = str(exc)
         else:
             out = plan.run(q4, k4, v4)  # (B, H, L, Ev)
-            return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", "flex", plan=plan)
+            return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", plan=plan)
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
         out = dot_product_attention(q, k, v, mask, scale=s)
-        return MaskedAttention(output=out, backend="dense", requested="dense")
-    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", requested=backend, fallback=fallback)
+        return MaskedAttention(output=out, backend="dense")
+    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", fallback=fallback)
 
 
 def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:

@@ -16,16 +16,6 @@ The tensors are 0-d and on the CPU, which torch treats as scalars beside tensors
 Builders are cached (``functools.lru_cache``): ``sliding_window(256)`` returns the same
 function object each time, so the caches of block masks and compiled kernels, keyed on the
 function, hit across a page's reruns.
-
-The patterns:
-
-- ``sliding_window(w)``: Longformer's local band, ``|q − k| ≤ w``;
-- ``window_with_globals(w, g)``: the band plus the first ``g`` tokens, which see and are seen by all;
-- ``dilated_window(w, d)``: ``w`` keys on each side spaced ``d`` apart (``d = 1`` is the band);
-- ``bigbird(w, g, r, block, seed, n=...)``: BigBird's block-sparse pattern, window, global and
-  random blocks, for sequences of up to ``n`` tokens;
-- ``causal()``: keys ``0..q`` (top-left aligned, as ``is_causal``);
-- ``and_masks(*mods)`` / ``or_masks(*mods)``: where all / any of them allow.
 """
 
 from __future__ import annotations
@@ -72,13 +62,6 @@ def _cached(builder: Callable[..., MaskMod]) -> Callable[..., MaskMod]:
 
     build.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
     return build
-
-
-def padded_length(n: int, tile: int = FLEX_BLOCK) -> int:
-    """``n`` rounded up to a multiple of ``tile``: the length a block-sparse kernel works on."""
-    n = check_int("n", n, low=1, high=MAX_SIDE)
-    tile = check_int("tile", tile, low=1, high=MAX_SIDE)
-    return math.ceil(n / tile) * tile
 
 
 # ---- the patterns -------------------------------------------------------------------------
@@ -166,7 +149,7 @@ def bigbird(
     n_random = check_int("n_random", n_random, low=0, high=MAX_SIDE)
     block = check_int("block", block, low=1, high=MAX_SIDE)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    padded = padded_length(n)
+    padded = math.ceil(n / FLEX_BLOCK) * FLEX_BLOCK  # the length FlexAttention works on
     if padded % block:
         divisors = [b for b in (16, 32, 64, 128, 256, 512) if padded % b == 0]
         raise ValueError(
@@ -306,23 +289,10 @@ class BlockSummary:
     states: torch.Tensor
     allowed: int
 
-    @property
-    def n_empty(self) -> int:
-        return int((self.states == EMPTY).sum())
-
-    @property
-    def n_partial(self) -> int:
-        return int((self.states == PARTIAL).sum())
-
-    @property
-    def n_full(self) -> int:
-        return int((self.states == FULL).sum())
-
-    @property
-    def skipped_share(self) -> float:
-        """Share of the tiles, i.e. of the padded n_q·n_k scores, that a block-sparse kernel never
-        computes. FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size."""
-        return self.n_empty / self.states.numel()
+    def share(self, state: int) -> float:
+        """Share of the tiles in ``state``: for ``EMPTY``, of the padded n_q·n_k scores a block-sparse
+        kernel never computes (FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size)."""
+        return int((self.states == state).sum()) / self.states.numel()
 
     @property
     def allowed_share(self) -> float:
@@ -342,8 +312,7 @@ def block_summary(
     dev = new_tensor_device(device)
     q_tiles, k_tiles = math.ceil(n_q / block), math.ceil(n_k / block)
     pad_k = k_tiles * block - n_k
-    any_rows, all_rows = [], []
-    allowed = 0
+    bands, allowed = [], 0
     tiles_per_band = max(1, _CHUNK_ELEMENTS // (block * n_k))
     for first in range(0, q_tiles, tiles_per_band):
         start, stop = first * block, min((first + tiles_per_band) * block, n_q)
@@ -355,8 +324,8 @@ def block_summary(
         grid_any = torch.nn.functional.pad(rows, (0, pad_k, 0, pad_q), value=False)  # (rows', n_k')
         grid_all = torch.nn.functional.pad(rows, (0, pad_k, 0, pad_q), value=True)  # (rows', n_k')
         shape = (grid_any.shape[0] // block, block, k_tiles, block)
-        any_rows.append(grid_any.view(shape).any(dim=3).any(dim=1))  # (tiles, k_tiles)
-        all_rows.append(grid_all.view(shape).all(dim=3).all(dim=1))  # (tiles, k_tiles)
-    some, every = torch.cat(any_rows), torch.cat(all_rows)  # (q_tiles, k_tiles) each
-    states = torch.where(every, FULL, torch.where(some, PARTIAL, EMPTY)).to(torch.int8)  # (q_tiles, k_tiles)
+        some = grid_any.view(shape).any(dim=3).any(dim=1)  # (tiles, k_tiles)
+        every = grid_all.view(shape).all(dim=3).all(dim=1)  # (tiles, k_tiles)
+        bands.append(torch.where(every, FULL, torch.where(some, PARTIAL, EMPTY)))
+    states = torch.cat(bands).to(torch.int8)  # (q_tiles, k_tiles)
     return BlockSummary(n_q=n_q, n_k=n_k, block=block, states=states, allowed=allowed)

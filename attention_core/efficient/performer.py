@@ -9,15 +9,11 @@ in O(n·m) time and memory, and the estimate tightens as ``m`` grows, its error 
   the row sums in the denominator never come near 0 or change sign.
 - *Orthogonal* features: the ``w_r`` come in blocks of ``E`` mutually orthogonal directions (QR
   of a Gaussian matrix), so a block covers the directions evenly.
-- Their *lengths*: ``"fixed"`` (the default) gives every ``w_r`` the length √E, the regularised
-  option of the Performer's own code; ``"chi"`` draws each length as a Gaussian vector's
-  (chi-distributed), so that each ``w_r`` is exactly Gaussian and the estimate exactly unbiased.
-  The long draws of chi make ``exp(w_rᵀx)`` heavy-tailed: on random inputs with scaled
-  ``|q|² ≈ 1.4`` (n = 256, E = 32, q, k ~ N(0, 0.25)) chi's error falls only 2.9× from 16 to 256
-  features, and its 1/√m law takes hold past about 4,000 (2.1× from 4,096 to 16,384). Fixed lengths
-  cut the variance (3.8× from 16 to 256, lower error at every m we show) at the price of a small
-  bias, since a vector of length √E is not Gaussian: their error levels off near 3% on those inputs
-  past about 16,000 features.
+- Their *lengths*: ``"fixed"`` (the default, the regularised option of the Performer's own code) gives
+  every ``w_r`` the length √E; ``"chi"`` draws each as a Gaussian vector's, so the estimate is exactly
+  unbiased but heavy-tailed. With scaled ``|q|² ≈ 1.4`` (n = 256, E = 32, q, k ~ N(0, 0.25)) chi's error
+  falls only 2.9× from 16 to 256 features (its 1/√m law holds past about 4,000); fixed lengths' falls 3.8×,
+  lower at every m shown, at the price of a small bias (an error that levels off near 3 % past 16,000).
 - The scale ``1/√E`` goes half to q and half to k (``x · E^(−1/4)``), as in softmax attention.
 - Stabilised: the exponent of each query's features is shifted by that query's largest, and the
   keys' by the largest over all keys; each shift cancels between numerator and denominator.
@@ -35,13 +31,12 @@ import torch
 
 from ..attention import overflow_error
 from ..device import new_tensor_device
-from ..validation import all_finite, check_choice, check_float, check_int, check_int_list, check_tensor
+from ..validation import all_finite, check_choice, check_int, check_int_list, check_tensor
 from .accuracy import ErrorCurve, _error_curve
-from .linear import DEFAULT_CHUNK, _attend, _check_features, feature_weights
+from .linear import DEFAULT_CHUNK, _attend, _check_features, _weights
 
 MAX_FEATURES = 1 << 16
 LENGTHS = ("fixed", "chi")  # the random vectors' lengths: √E each, or a Gaussian vector's (module docstring)
-FEATURE_SEED_OFFSET = 1000  # error curves draw features from seed + this, inputs from seed
 
 
 def orthogonal_features(
@@ -133,7 +128,7 @@ def performer_weights(
     materialised: for small n)."""
     s = _check_features(q, k, k, is_causal, scale)
     phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
-    return feature_weights(phi_q, phi_k, is_causal=is_causal)
+    return _weights(phi_q, phi_k, is_causal)
 
 
 def performer_error_curve(
@@ -144,19 +139,16 @@ def performer_error_curve(
     """The Performer's relative output error against the float64 reference, at each feature count.
 
     For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
-    q and k) and features from ``s + FEATURE_SEED_OFFSET`` (one seed for both would reuse the same
-    Gaussian numbers). ``std=None``
-    picks ``d^(−1/4)``, where each scaled ``|q|²`` is about 1 and the error falls as 1/√m;
-    ``std=1`` gives peaked attention, where the estimate's variance swamps that law at any
-    affordable m. ``lengths`` picks the features' lengths (module docstring).
+    q and k) and features from ``s + ROUTE_SEED_OFFSET``. ``std=None`` picks ``d^(−1/4)``, where each
+    scaled ``|q|²`` is about 1 and the error falls as 1/√m; ``std=1`` gives peaked attention, where the
+    estimate's variance swamps that law at any affordable m. ``lengths`` picks the features' lengths
+    (module docstring).
     """
     ms = tuple(check_int_list("features", features, low=1, high=MAX_FEATURES))
     d = check_int("d", d, low=1, high=1 << 14)
-    std = d**-0.25 if std is None else check_float("std", std, low=0.0, low_open=True)
+    std = d**-0.25 if std is None else std  # checked by random_qkv
 
     def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int, seed: int) -> torch.Tensor:
-        return performer_attention(
-            q, k, v, features=m, seed=seed + FEATURE_SEED_OFFSET, is_causal=is_causal, lengths=lengths
-        )
+        return performer_attention(q, k, v, features=m, seed=seed, is_causal=is_causal, lengths=lengths)
 
     return _error_curve(ms, route, n=n, d=d, heads=heads, seeds=seeds, std=std, is_causal=is_causal, device=device)

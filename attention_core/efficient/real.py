@@ -16,35 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..bert import Bert, encode
+from ..bert import Bert, LayerAttention, encode
 from ..validation import check_int
 from .accuracy import Accuracy, compare
 from .variants import variant_attention
-
-
-@dataclass(frozen=True)
-class LayerQKV:
-    """One layer's queries, keys and values for one sentence, every head: ``(H, L, d_head)`` each,
-    and its exact weights ``(H, L, L)`` and attention output ``(H, L, d_head)``."""
-
-    tokens: tuple[str, ...]
-    layer: int
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    weights: torch.Tensor
-    output: torch.Tensor
-
-
-def layer_qkv(bert: Bert, text: str, layer: int) -> LayerQKV:
-    """Run the encoder on ``text`` and keep layer ``layer``'s Q, K, V, weights and output."""
-    layer = check_int("layer", layer, low=0, high=bert.config.n_layers - 1)
-    batch, out = encode(bert, [text], trace=True)
-    a = out.attentions[layer]
-    return LayerQKV(
-        tokens=batch.items[0].tokens, layer=layer,
-        q=a.q[0], k=a.k[0], v=a.v[0], weights=a.weights[0], output=a.output[0],
-    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,15 +28,13 @@ class AttendsMost:
 
     ``exact_top`` / ``variant_top``: for each head, the key with the largest weight from the
     query among the candidates (not [CLS], [SEP] or the query itself); ``-1`` for a head whose
-    variant has no weights. ``exact_weight`` / ``variant_weight``: each head's weight on ``key``.
+    variant has no weights.
     """
 
     query: int
     key: int
     exact_top: tuple[int, ...]
     variant_top: tuple[int, ...]
-    exact_weight: tuple[float, ...]
-    variant_weight: tuple[float, ...]
 
     @property
     def exact_heads(self) -> int:
@@ -76,23 +49,18 @@ class AttendsMost:
 
 @dataclass(frozen=True)
 class LayerSwap:
-    """A layer run with a variant in place of softmax attention, against the exact layer.
+    """A layer run with a variant in place of softmax attention, against the exact layer, for one sentence.
 
-    ``weights``: the variant's ``(H, L, L)`` weights (``None`` where it has none that form a
-    distribution); ``output``: its attention output ``(H, L, d_head)``. ``accuracy`` covers every
-    head together (``kl`` is ``(H, L)``); ``head_errors`` the relative output error of each head.
+    ``exact``: the layer as the model ran it, every head (batch of one); ``weights``: the variant's
+    ``(1, H, L, L)`` weights (``None`` where it has none that form a distribution); ``output``: its attention
+    output ``(1, H, L, d_head)``. ``accuracy`` covers every head together (``kl`` is ``(1, H, L)``).
     """
 
-    exact: LayerQKV
-    variant: str
+    tokens: tuple[str, ...]
+    exact: LayerAttention
     weights: torch.Tensor | None
     output: torch.Tensor
     accuracy: Accuracy
-    head_errors: tuple[float, ...]
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.exact.tokens
 
     def index(self, token: str | int) -> int:
         """Position of ``token`` (its first occurrence) or the index itself, checked."""
@@ -112,26 +80,20 @@ class LayerSwap:
             raise ValueError(f"{self.tokens[ki]!r} at {ki} is [CLS], [SEP] or the query itself: not a candidate")
 
         def top(w: torch.Tensor) -> tuple[int, ...]:
-            row = w[:, qi, :].detach().to("cpu", torch.float64).masked_fill(~candidates, -1.0)  # (H, L)
+            row = w[0, :, qi, :].detach().to("cpu", torch.float64).masked_fill(~candidates, -1.0)  # (H, L)
             return tuple(int(i) for i in row.argmax(dim=-1))
 
-        def on_key(w: torch.Tensor) -> tuple[float, ...]:
-            return tuple(float(x) for x in w[:, qi, ki])
-
-        exact, swapped = self.exact.weights, self.weights  # (H, L, L); swapped is None where the variant has none
-        if swapped is None:
-            return AttendsMost(qi, ki, top(exact), (-1,) * exact.shape[0], on_key(exact), ())
-        return AttendsMost(qi, ki, top(exact), top(swapped), on_key(exact), on_key(swapped))
+        exact, swapped = self.exact.weights, self.weights  # (1, H, L, L); swapped is None where the variant has none
+        return AttendsMost(qi, ki, top(exact), (-1,) * exact.shape[1] if swapped is None else top(swapped))
 
 
 def swap_layer(bert: Bert, text: str, layer: int, variant: str, **params: object) -> LayerSwap:
     """Layer ``layer`` of the model on ``text`` with ``variant`` (parameters as
     :func:`.variants.variant_attention`, e.g. ``window=4``) in place of softmax attention."""
-    exact = layer_qkv(bert, text, layer)
+    layer = check_int("layer", layer, low=0, high=bert.config.n_layers - 1)
+    batch, out = encode(bert, [text], trace=True)
+    exact = out.attentions[layer]
     with torch.inference_mode():
-        result = variant_attention(exact.q, exact.k, exact.v, variant, with_weights=True, **params)  # type: ignore[arg-type]
+        result = variant_attention(exact.q, exact.k, exact.v, variant, **params)  # type: ignore[arg-type]
     accuracy = compare(result.output, exact.output, result.weights, exact.weights, note=result.note)
-    ref = exact.output.detach().to("cpu", torch.float64)  # (H, L, d_head)
-    diff = result.output.detach().to("cpu", torch.float64) - ref
-    head_errors = tuple(float(e) for e in diff.flatten(1).norm(dim=-1) / ref.flatten(1).norm(dim=-1))
-    return LayerSwap(exact, result.variant, result.weights, result.output, accuracy, head_errors)
+    return LayerSwap(batch.items[0].tokens, exact, result.weights, result.output, accuracy)

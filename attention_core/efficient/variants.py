@@ -43,7 +43,6 @@ class VariantOutput:
     """A route's output ``(N, ..., L, Ev)`` and weights ``(N, ..., L, S)`` (``None`` where it has none
     that form a distribution; ``note`` says why)."""
 
-    variant: str
     output: torch.Tensor
     weights: torch.Tensor | None
     note: str | None = None
@@ -70,47 +69,35 @@ def variant_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, variant: str, *,
     window: int = 32, n_global: int = 1, dilation: int = 2, n_random: int = 1, block: int = 16,  # the patterns
     seed: int = 0, features: int = 64, rank: int = 32, kind: str = "gaussian",  # the random routes
-    is_causal: bool = False, scale: float | None = None, with_weights: bool = True,
+    is_causal: bool = False, scale: float | None = None,
 ) -> VariantOutput:  # fmt: skip
-    """Run one variant on ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``.
-
-    Only the parameters of the chosen variant are used (see the module docstring). With
-    ``with_weights`` the weights are materialised too.
-    """
+    """Run one variant on ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` and materialise
+    its weights. Only the parameters of the chosen variant are used (see the module docstring)."""
     variant = check_choice("variant", variant, VARIANTS)
     if not isinstance(is_causal, bool):
         raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
     check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    weights = None
-    note = None
     if variant in PATTERNS:
         n = max(q.shape[-2], k.shape[-2])
         mod = variant_pattern(
             variant, n=n, window=window, n_global=n_global, dilation=dilation, n_random=n_random, block=block,
             seed=seed, is_causal=is_causal, device=q.device,
         )  # fmt: skip
-        out = masked_attention(q, k, v, mod, backend="dense", scale=scale).output
-        if with_weights:
-            weights = masked_weights(q, k, mod, scale=scale)
-    elif variant == "linear":
-        out = linear_attention(q, k, v, is_causal=is_causal)
-        if with_weights:
-            weights = linear_weights(q, k, is_causal=is_causal)
-    elif variant == "performer":
+        return VariantOutput(masked_attention(q, k, v, mod, scale=scale).output, masked_weights(q, k, mod, scale=scale))
+    if variant == "linear":
+        return VariantOutput(linear_attention(q, k, v, is_causal=is_causal), linear_weights(q, k, is_causal=is_causal))
+    if variant == "performer":
         out = performer_attention(q, k, v, features=features, seed=seed, is_causal=is_causal, scale=scale)
-        if with_weights:
-            weights = performer_weights(q, k, features=features, seed=seed, is_causal=is_causal, scale=scale)
-    else:
-        if is_causal:
-            raise ValueError("Linformer has no causal form: projecting along the sequence mixes future tokens in")
-        out = linformer_attention(q, k, v, rank=rank, seed=seed, kind=kind, scale=scale)
-        if with_weights:
-            implied = linformer_weights(q, k, rank=rank, seed=seed, kind=kind, scale=scale)
-            if any_true(implied < 0):
-                note = "a random Gaussian projection mixes the values with signed coefficients, not weights"
-            else:
-                weights = implied
-    return VariantOutput(variant=variant, output=out, weights=weights, note=note)
+        weights = performer_weights(q, k, features=features, seed=seed, is_causal=is_causal, scale=scale)
+        return VariantOutput(out, weights)
+    if is_causal:
+        raise ValueError("Linformer has no causal form: projecting along the sequence mixes future tokens in")
+    out = linformer_attention(q, k, v, rank=rank, seed=seed, kind=kind, scale=scale)
+    implied = linformer_weights(q, k, rank=rank, seed=seed, kind=kind, scale=scale)
+    if any_true(implied < 0):
+        note = "a random Gaussian projection mixes the values with signed coefficients, not weights"
+        return VariantOutput(out, None, note)
+    return VariantOutput(out, implied)
 
 
 def compare_variant(
@@ -119,7 +106,7 @@ def compare_variant(
     """Run ``variant`` (parameters as :func:`variant_attention`) and measure it against the reference, the
     core's trace in float64: the variant, that trace, and the relative error of the output with the
     per-row KL of the weights."""
-    result = variant_attention(q, k, v, variant, with_weights=True, **params)  # type: ignore[arg-type]
+    result = variant_attention(q, k, v, variant, **params)  # type: ignore[arg-type]
     causal, scale = bool(params.get("is_causal", False)), params.get("scale")
     reference = attention_trace(q.double(), k.double(), v.double(), is_causal=causal, scale=scale)  # type: ignore[arg-type]
     return result, reference, compare(result.output, reference.output, result.weights, reference.weights,

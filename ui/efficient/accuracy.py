@@ -4,11 +4,12 @@ for a sentence (one layer's softmax swapped for the route): output error, per-ro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import streamlit as st
+import torch
 
 from attention_core.efficient.accuracy import Accuracy, random_qkv
 from attention_core.efficient.variants import PATTERNS, compare_variant
@@ -24,39 +25,25 @@ INPUTS = {"model": "Trained model", "random": "Random"}
 HEADS = 12  # random inputs get as many heads as each of the model's layers, so one head slider serves both
 
 
-def variant_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int,
-                   features: int, rank: int) -> dict[str, int]:  # fmt: skip
-    """The core's parameters for ``variant`` from the tab's controls."""
-    if variant in PATTERNS:
-        return route_params(variant, window, n_global, dilation, n_random, block)
-    return {"linear": {}, "performer": {"features": features}, "linformer": {"rank": rank}}[variant]
-
-
 @dataclass(frozen=True)
 class RouteReading:
     """A route against exact attention: every head's exact weights and the route's ``(H, L, L)`` (``None``
-    where it has none), the output error, the row-mean KLs, the exact weight kept; on the model, its layer
-    and "it" → "animal" (heads exact, heads under the route, distance, whether the route has weights)."""
+    where it has none) and their :class:`Accuracy`; on the model, "it" → "animal" (heads exact, heads under
+    the route, distance)."""
 
     tokens: list[str]
     exact: np.ndarray
     weights: np.ndarray | None
-    error: float
-    note: str | None
-    kl: float | None
-    reverse_kl: float | None
-    kept: float | None
-    layer: int | None = None
-    it: tuple[int, int, int, bool] | None = None
+    accuracy: Accuracy
+    it: tuple[int, int, int] | None = None
 
 
-def _numbers(acc: Accuracy, exact: Any, weights: Any, tokens: list[str]) -> RouteReading:
-    def plain(x: Any) -> float | None:
-        return None if x is None else float(x)
+def _reading(tokens: list[str], exact: torch.Tensor, weights: torch.Tensor | None, accuracy: Accuracy,
+             it: tuple[int, int, int] | None = None) -> RouteReading:  # fmt: skip
+    def plain(w: torch.Tensor) -> np.ndarray:
+        return w.detach().float().cpu().numpy()
 
-    return RouteReading(tokens, exact.detach().float().cpu().numpy(),
-                        None if weights is None else weights.detach().float().cpu().numpy(), acc.relative_error,
-                        acc.note, plain(acc.mean_kl), plain(acc.mean_reverse_kl), acc.kept)  # fmt: skip
+    return RouteReading(tokens, plain(exact), None if weights is None else plain(weights), accuracy, it)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -66,11 +53,11 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     from ui.model import encoder
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
-    out = replace(_numbers(s.accuracy, s.exact.weights, s.weights, list(s.tokens)), layer=layer)
+    it = None
     if {"it", "animal"} <= set(s.tokens) and s.index("animal") not in (s.index("it"), 0, len(s.tokens) - 1):
         most = s.attends_most("it", "animal")
-        out = replace(out, it=(most.exact_heads, most.variant_heads, abs(most.query - most.key), s.weights is not None))
-    return out
+        it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
+    return _reading(list(s.tokens), s.exact.weights[0], None if s.weights is None else s.weights[0], s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
@@ -79,14 +66,14 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
     result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
     weights = None if result.weights is None else result.weights[0]
-    return _numbers(acc, exact.weights[0], weights, [str(i) for i in range(n)])
+    return _reading([str(i) for i in range(n)], exact.weights[0], weights, acc)
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
     d = model_data(*key) if source == "model" else random_data(*key)
     w = None if d.weights is None else d.weights[head]
-    return weights_figure(d.exact[head], w, d.tokens, f"{name}: output error {d.error:.0%}", d.note,
-                          talk=is_talk)  # fmt: skip
+    return weights_figure(d.exact[head], w, d.tokens, f"{name}: output error {d.accuracy.relative_error:.0%}",
+                          d.accuracy.note, talk=is_talk)  # fmt: skip
 
 
 def accuracy_tab() -> None:
@@ -96,7 +83,7 @@ def accuracy_tab() -> None:
                                     key="ef_in", required=True, **kw)  # fmt: skip
     variant = a[1].selectbox("Route", tuple(NAMES), format_func=NAMES.__getitem__, key="ef_var", **kw)
     rest, on_model = iter(a[2:]), source == "model"  # the route's own knobs, drawn only for it
-    params = variant_params(
+    params = route_params(
         variant,
         next(rest).slider("Window w", 1, 32, 3, key="ef_awin", help="Tokens each side.", **kw)
         if variant in PATTERNS else 1,
@@ -123,28 +110,29 @@ def accuracy_tab() -> None:
     d = model_data(*key) if on_model else random_data(*key)
     draw.chart(draw.figure(_figure, talk(), head, NAMES[variant], source, *key), "ef_weights",
                fit="efficient.Accuracy")  # fmt: skip
-    show_numbers(d, variant, on_model)
+    show_numbers(d, variant, layer if on_model else None)
 
 
-def show_numbers(d: RouteReading, variant: str, on_model: bool) -> None:
+def show_numbers(d: RouteReading, variant: str, layer: int | None) -> None:
     """The output error, the KL in the direction that is finite, and the "it" → "animal" check."""
-    items = [("Output error", f"{d.error:.1%}", "‖O − O_exact‖ / ‖O_exact‖")]
+    acc = d.accuracy
+    items = [("Output error", f"{acc.relative_error:.1%}", "‖O − O_exact‖ / ‖O_exact‖")]
     if d.weights is None:
         items.append(("Per-row KL", "—", "no weights to compare (see the figure)"))
     elif variant in PATTERNS:  # KL(exact ‖ pattern) is ∞ wherever the pattern drops a weighted key
-        items.append(("Exact weight kept", f"{d.kept:.0%}", "on the keys the pattern allows"))
-        items.append(("KL(route ‖ exact)", f"{d.reverse_kl:.3f} nats", "−log(weight kept), row mean"))
+        items.append(("Exact weight kept", f"{acc.kept:.0%}", "on the keys the pattern allows"))
+        items.append(("KL(route ‖ exact)", f"{acc.mean_reverse_kl:.3f} nats", "−log(weight kept), row mean"))
     else:
-        kl = d.kl
+        kl = acc.mean_kl
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
     if d.it is not None:
-        exact, kept, distance, has = d.it
-        items.append(("“it” looks most at “animal”", f"{exact} → {kept if has else '—'} of {HEADS} heads",
+        exact, kept, distance = d.it
+        items.append(("“it” looks most at “animal”", f"{exact} → {'—' if d.weights is None else kept} of {HEADS} heads",
                       f"exact → route; {distance} tokens apart"))  # fmt: skip
     draw.metrics(*items)
-    where = (f"The model's own Q, K and V of layer {d.layer}, every head, go through the route in place of its "
-             "softmax; the later layers are not rerun." if on_model else f"Random inputs: n = {len(d.tokens)}, "
-             f"d = 64, {HEADS} heads, q, k and v standard normal.")  # fmt: skip
+    where = (f"The model's own Q, K and V of layer {layer}, every head, go through the route in place of its "
+             "softmax; the later layers are not rerun." if layer is not None else f"Random inputs: n = "
+             f"{len(d.tokens)}, d = 64, {HEADS} heads, q, k and v standard normal.")  # fmt: skip
     why = (" A sparse pattern gives exactly 0 weight to the keys it skips, so KL(exact ‖ route) is infinite wherever "
            "exact attention weighed one of them; the share of exact weight it keeps, and KL(route ‖ exact) = −log of "
            "that share, stay finite." if variant in PATTERNS else "")  # fmt: skip

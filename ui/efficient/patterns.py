@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.patterns import FLEX_BLOCK, block_summary, dense_mask
+from attention_core.efficient.patterns import EMPTY, FLEX_BLOCK, PARTIAL, block_summary, dense_mask
 from attention_core.efficient.variants import variant_pattern
 from figures.efficient import pattern_figure
 from ui import draw
@@ -26,11 +26,14 @@ ZOOM = 512  # tokens drawn one by one: four 128-token tiles a side
 N_MAX = 8192  # the tile summary reads every (query, key) pair once: ~2 s at 8192 on a 2-core CPU
 
 
-def route_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int) -> dict[str, int]:
-    """The core's parameters for a pattern; BigBird counts its window and globals in blocks (rounded up)."""
+def route_params(variant: str, window: int, n_global: int, dilation: int, n_random: int, block: int,
+                 features: int = 0, rank: int = 0) -> dict[str, int]:  # fmt: skip
+    """The core's parameters for a route from a tab's controls; BigBird counts its window and globals in blocks
+    (rounded up)."""
     if variant == "bigbird":
         return {"window": -(-window // block), "n_global": -(-n_global // block), "n_random": n_random, "block": block}
-    return {"window": window, "n_global": n_global, "dilation": dilation}
+    own = {"linear": {}, "performer": {"features": features}, "linformer": {"rank": rank}}
+    return own.get(variant, {"window": window, "n_global": n_global, "dilation": dilation})
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternRea
     mod = variant_pattern(variant, n=n, is_causal=causal, device="cpu", **route_params(variant, *params))
     tiles, zoom = block_summary(mod, n, n, device="cpu"), min(n, ZOOM)
     return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), tiles.states.numpy(),
-                          tiles.skipped_share, tiles.allowed_share, tiles.n_partial / tiles.states.numel())  # fmt: skip
+                          tiles.share(EMPTY), tiles.allowed_share, tiles.share(PARTIAL))  # fmt: skip
 
 
 def _figure(is_talk: bool, *key: Any) -> Any:
