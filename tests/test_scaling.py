@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attention_core.scaling import row_entropy, softmax_jacobian
+from attention_core.scaling import entropy_pct, row_entropy, softmax_jacobian
 from attention_core.scaling.initialisation import init_effects, named_init_stds
 from attention_core.scaling.saturation import gradient_table, sample_row, saturation_table, temperature_sweep
 from attention_core.scaling.stability import (
@@ -167,6 +167,9 @@ def test_temperature_sweep_goes_from_one_hot_to_uniform() -> None:
 def test_row_entropy_of_uniform_and_one_hot() -> None:
     w = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
     assert torch.allclose(row_entropy(w), torch.tensor([math.log(4), 0.0], dtype=torch.float64))
+    assert torch.allclose(entropy_pct(w), torch.tensor([100.0, 0.0], dtype=torch.float64))
+    half = torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)  # log 2 of log 4
+    assert float(entropy_pct(half)) == pytest.approx(50.0)
 
 
 def test_sample_row_weights_match_torch_softmax(device: torch.device) -> None:
@@ -411,6 +414,7 @@ def test_training_summary_on_a_hand_made_history() -> None:
         (lambda: training_summary({}), "at least one run"),
         (lambda: training_summary({"x": pd.DataFrame({"loss": [1.0]})}), "missing"),
         (lambda: row_entropy([0.5, 0.5]), "torch.Tensor"),  # type: ignore[arg-type]
+        (lambda: entropy_pct(torch.tensor([1.0])), "at least 2 entries"),
         (lambda: sample_row(4, 4).weights_at(0.0), "tau"),
     ],
 )

@@ -13,7 +13,7 @@ from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..layers import xavier_std
 from ..validation import check_float, check_int
-from ._sampling import MAX_D_K, MAX_KEYS, _generator, row_entropy
+from ._sampling import MAX_D_K, MAX_KEYS, _generator, entropy_pct
 
 
 def named_init_stds(d_model: int, d_k: int) -> dict[str, float]:
@@ -89,7 +89,7 @@ def init_effects(
                 "score_var_theory": d_k * q_theory**2,
                 "score_var_scaled": float(scores.var()) / d_k,
                 "optimal_divisor": float(scores.std()),
-                "entropy_pct_scaled": float(100.0 * row_entropy(w).mean() / math.log(n_tokens)),
+                "entropy_pct_scaled": float(entropy_pct(w).mean()),
             }
         )
     return pd.DataFrame(out)

@@ -14,11 +14,11 @@ from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..validation import check_choice, check_float, check_int, check_int_list
 from ._sampling import (
+    _DIVISORS,
     MAX_D_K,
     MAX_KEYS,
     MAX_SAMPLES,
     SCALE_RULES,
-    _divisor,
     _generator,
     _row_scores,
     _softmax_stats,
@@ -47,7 +47,7 @@ def saturation_table(
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
-        c = _divisor(scale, d)
+        c = _DIVISORS[scale](d)
         row: dict[str, float] = {"d_k": d, "divisor": c}
         for name, logits in (("unscaled", scores), ("scaled", scores / c)):
             row.update({f"{k}_{name}": v for k, v in _softmax_stats(logits).items()})
@@ -159,7 +159,4 @@ def gradient_table(
         row["grad_median_ratio"] = row["grad_median_scaled"] / max(row["grad_median_unscaled"], tiny)
         row["grad_qk_median_ratio"] = row["grad_qk_median_scaled"] / max(row["grad_median_unscaled"], tiny)
         out.append(row)
-    cols = ["d_k", "jac_diag_unscaled", "jac_diag_scaled", "grad_unscaled", "grad_scaled", "grad_ratio",
-            "grad_median_unscaled", "grad_median_scaled", "grad_median_ratio", "dead_unscaled", "dead_scaled",
-            "grad_qk_median_scaled", "grad_qk_median_ratio"]  # fmt: skip
-    return pd.DataFrame(out)[cols]
+    return pd.DataFrame(out)

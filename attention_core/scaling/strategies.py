@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import torch
 
@@ -12,37 +10,31 @@ from ..device import new_tensor_device
 from ..optim import Optimizer
 from ..validation import check_float, check_int
 from ._sampling import (
+    _DIVISORS,
     MAX_D_K,
     MAX_KEYS,
     MAX_SAMPLES,
     SCALE_RULES,
-    _divisor,
     _row_scores,
     _small_op_mode,
     _softmax_stats,
-    row_entropy,
+    entropy_pct,
 )
 
 
 def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: float) -> tuple[float, float]:
-    """Fit τ in softmax(logits / τ) so the mean row entropy is ``target_pct`` % of log n.
-
-    Gradient descent (Adam) on log τ, starting from τ = 1, minimising
-    (mean entropy / log n − target)². Returns (τ, the % reached on these rows).
-    """
+    """Fit τ in softmax(logits / τ) so the mean row entropy is ``target_pct`` % of log n: Adam on log τ from τ = 1,
+    minimising (mean entropy / log n − target)². Returns (τ, the % reached on these rows)."""
     log_tau = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
     opt = Optimizer([log_tau], "adam", lr)
-    log_n = math.log(logits.shape[-1])
     for _ in range(steps):
         opt.zero_grad()
-        w = torch.softmax(logits / log_tau.exp(), dim=-1)  # (rows, n)
-        pct = -torch.special.xlogy(w, w).sum(-1).mean() / log_n
-        loss = (pct - target_pct / 100.0) ** 2
+        pct = entropy_pct(torch.softmax(logits / log_tau.exp(), dim=-1)).mean()
+        loss = (pct / 100.0 - target_pct / 100.0) ** 2
         loss.backward()
         opt.step()
     tau = float(log_tau.detach().exp())
-    w = stable_softmax(logits / tau)
-    return tau, float(100.0 * row_entropy(w).mean() / log_n)
+    return tau, float(entropy_pct(stable_softmax(logits / tau)).mean())
 
 
 STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")  # the first five: SCALE_RULES
@@ -80,11 +72,10 @@ def scaling_strategies(
     fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
     out = []
     for name, rule, how in zip(STRATEGY_NAMES, SCALE_RULES, _FIXED_HOW, strict=False):
-        c = _divisor(rule, d_k)
+        c = _DIVISORS[rule](d_k)
         out.append({"strategy": name, "divisor": c, **_softmax_stats(test_s / c), "how": how})
     out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
                 "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
     out.append({"strategy": "cosine / τ", "divisor": tau_c, **_softmax_stats(test_c / tau_c),
                 "how": f"q̂·k̂ / τ, q and k L2-normalised; {fit_note} (reached {reached_c:.1f}%)"})  # fmt: skip
-    cols = ["strategy", "divisor", "score_var", "score_range", "entropy", "entropy_pct", "max_weight", "how"]
-    return pd.DataFrame(out)[cols]
+    return pd.DataFrame(out)

@@ -62,7 +62,7 @@ def train_toy(
     opt = Optimizer([w_q, w_k], optimizer, lr)
     c = math.sqrt(d_k) if scaled else 1.0
     rows = torch.arange(batch, device=dev)
-    history = torch.zeros(steps, 5, dtype=torch.float64)
+    history = torch.zeros(steps, 5, device=dev)  # (steps, 5): the columns below
     with _small_op_mode(dev):
         for step in range(steps):
             x = torch.randn(batch, n_keys, d_model, generator=g, device=dev)  # (B, n, d_model)
@@ -82,30 +82,16 @@ def train_toy(
             loss.backward()
             opt.step()
             with torch.no_grad():
-                history[step] = torch.stack(
-                    [
-                        loss.detach().double().cpu(),
-                        (weights.argmax(-1) == target).double().mean().cpu(),
-                        scores.grad.norm().double().cpu(),
-                        logits.grad.norm().double().cpu(),
-                        logits.std().double().cpu(),
-                    ]
-                )
+                accuracy = (weights.argmax(-1) == target).float().mean()
+                history[step] = torch.stack([loss, accuracy, scores.grad.norm(), logits.grad.norm(), logits.std()])
             if progress is not None:
                 progress(step + 1, steps)
-    h = history.numpy()
-    return pd.DataFrame(
-        {
-            "step": np.arange(steps),
-            "loss": h[:, 0],
-            "accuracy": h[:, 1],
-            "grad_scores": h[:, 2],
-            "grad_logits": h[:, 3],
-            "logit_std": h[:, 4],
-            "loss_smooth": pd.Series(h[:, 0]).rolling(SMOOTH, min_periods=1).mean().to_numpy(),
-            "grad_scores_smooth": pd.Series(h[:, 2]).rolling(SMOOTH, min_periods=1).mean().to_numpy(),
-        }
-    )
+    columns = ["loss", "accuracy", "grad_scores", "grad_logits", "logit_std"]
+    h = pd.DataFrame(history.double().cpu().numpy(), columns=columns)
+    h.insert(0, "step", np.arange(steps))
+    for column in ("loss", "grad_scores"):
+        h[f"{column}_smooth"] = h[column].rolling(SMOOTH, min_periods=1).mean()
+    return h
 
 
 def training_summary(histories: Mapping[str, pd.DataFrame], threshold: float = 0.1) -> pd.DataFrame:

@@ -11,19 +11,17 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from attention_core.scaling import (
+    RowSample,
     dot_product_histograms,
     gradient_table,
     init_effects,
     named_init_stds,
     overflow_logits,
     overflow_sweep,
-    row_entropy,
     sample_row,
     saturation_table,
     scaling_strategies,
@@ -104,37 +102,9 @@ def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
-@dataclass(frozen=True)
-class RowReading:
-    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the weights, their Jacobians ``(n, n)``, and the
-    entropy as a percentage of its maximum log n."""
-
-    unscaled: np.ndarray
-    scaled: np.ndarray
-    jac_unscaled: np.ndarray
-    jac_scaled: np.ndarray
-    entropy_pct: Both
-
-
-def entropy_pct(weights: torch.Tensor, n_keys: int) -> float:
-    return float(100 * row_entropy(weights) / math.log(n_keys))
-
-
 @st.cache_data(max_entries=128, show_spinner=False)
-def row_data(d_k: int, n_keys: int, seed: int) -> RowReading:
-    r = sample_row(d_k, n_keys, seed, device=DEVICE)
-    return RowReading(
-        r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
-        r.jacobian_unscaled.cpu().numpy(), r.jacobian_scaled.cpu().numpy(),
-        Both(entropy_pct(r.weights_unscaled, n_keys), entropy_pct(r.weights_scaled, n_keys)),
-    )  # fmt: skip
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def tau_row_data(d_k: int, n_keys: int, seed: int, tau: float) -> tuple[np.ndarray, float]:
-    """The same row's weights at temperature τ, and their entropy (% of log n)."""
-    w = sample_row(d_k, n_keys, seed, device=DEVICE).weights_at(tau)
-    return w.cpu().numpy(), entropy_pct(w, n_keys)
+def row_data(d_k: int, n_keys: int, seed: int) -> RowSample:
+    return sample_row(d_k, n_keys, seed, device=DEVICE)
 
 
 @dataclass(frozen=True)
