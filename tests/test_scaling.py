@@ -102,7 +102,7 @@ def test_p95_of_scores_matches_the_normal_two_sigma() -> None:
 
 def test_histogram_counts_and_density() -> None:
     x = torch.randn(10_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    h = histogram_table(x, bins=40, span=5.0, normal_std=1.0)
+    h = histogram_table(x, span=5.0, normal_std=1.0, bins=40)
     assert len(h) == 40
     assert h["count"].sum() == (x.abs() <= 5).sum().item()
     width = 10 / 40
@@ -403,7 +403,8 @@ def test_training_summary_on_a_hand_made_history() -> None:
         (lambda: overflow_limit("float8"), "dtype must be one of"),
         (lambda: overflow_sweep([], "float32"), "at least one"),
         (lambda: overflow_logits(-1.0), "magnitude"),
-        (lambda: histogram_table(torch.tensor([1.0])), "at least 2"),
+        (lambda: histogram_table(torch.tensor([1.0]), 1.0, 1.0), "at least 2"),
+        (lambda: histogram_table(torch.tensor([1.0, 2.0]), 0.0, 1.0), "span"),
         (lambda: train_toy(True, 0), "d_k"),
         (lambda: train_toy(True, 8, optimizer="rmsprop"), "optimizer must be one of"),
         (lambda: train_toy(True, 8, steps=0), "steps"),
