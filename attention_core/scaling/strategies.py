@@ -45,16 +45,13 @@ def scaling_strategies(
     d_k: int, n: int = 16, seed: int = 0, *, n_rows: int = 256, target_entropy_pct: float = 50.0,
     fit_steps: int = 150, device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Seven ways to set the softmax temperature, measured on the same random rows.
+    """Seven ways to set the softmax temperature, each measured on the half of the random rows no fit saw.
 
-    Rows (``strategy``): none, √d_k, d_k, d_k^¼, 2√d_k — fixed divisors of q·k; ``learned τ``
-    — a divisor fitted by ``fit_steps`` Adam steps (lr 0.1) on log τ from τ = 1 (no scaling),
-    minimising (mean entropy / log n − ``target_entropy_pct``/100)² on half of the rows;
-    ``cosine / τ`` — q and k L2-normalised (so q̂·k̂ ∈ [−1, 1]), divided by a τ fitted the same
-    way. Every row is *measured* on the other half of the rows, which the fit never saw.
-
-    Columns: ``strategy``, ``divisor`` (what the softmax input is q·k, or q̂·k̂, divided by),
-    ``score_var``, ``score_range``, ``entropy``, ``entropy_pct``, ``max_weight``, ``how``.
+    Rows (``strategy``): the fixed divisors none, √d_k, d_k, d_k^¼, 2√d_k; ``learned τ``, fitted by ``fit_steps``
+    Adam steps (lr 0.1) on log τ from τ = 1 to a mean entropy of ``target_entropy_pct`` % of log n on the other
+    half; ``cosine / τ``, q and k L2-normalised (q̂·k̂ ∈ [−1, 1]), divided by a τ fitted the same way.
+    Columns: ``strategy``, ``divisor`` (of q·k, or q̂·k̂), ``score_var``, ``score_range``, ``entropy``,
+    ``entropy_pct``, ``max_weight``, ``how``.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n = check_int("n", n, low=2, high=MAX_KEYS)

@@ -26,20 +26,17 @@ def train_toy(
 ) -> pd.DataFrame:  # fmt: skip
     """Train a one-head, attention-only model to retrieve a value, with or without ÷√d_k.
 
-    The task: each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``, all N(0, 1)
-    and fresh every step. The query token is x_t A for a random target t and a fixed random rotation A, so
-    the model has to *learn* W_q, W_k ``(d_model, d_k)`` that make q·k_t stand out. The output is
-    softmax(q Kᵀ / c) V with c = √d_k (``scaled``) or 1, and the loss is its mean squared error against v_t,
-    so every gradient passes through the softmax Jacobian. Uniform weights give a loss of about (n−1)/n.
+    Each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``, all N(0, 1) and fresh every
+    step; the query token is x_t A for a random target t and a fixed random rotation A, so W_q, W_k
+    ``(d_model, d_k)`` must *learn* to make q·k_t stand out. The loss is the mean squared error of
+    softmax(q Kᵀ / c) V against v_t, c = √d_k (``scaled``) or 1, so every gradient passes through the softmax;
+    uniform weights give about (n−1)/n. W_q, W_k start at N(0, ``init_std``²) (default 1/√d_model), the same for
+    a ``seed`` whether or not ``scaled``, as the data are; ``lr`` defaults to :data:`DEFAULT_LR`.
+    ``progress(step, steps)`` is called after each step.
 
-    W_q and W_k start at N(0, ``init_std``²) (default 1/√d_model); ``lr`` defaults to :data:`DEFAULT_LR`.
-    The same ``seed`` gives the same start and data whether or not ``scaled``. ``progress(step, steps)``
-    is called after each step.
-
-    Returns one row per step: ``step``, ``loss``, ``accuracy`` (largest weight on the target),
-    ``grad_scores`` (‖∂L/∂(q·k)‖), ``grad_logits`` (‖∂L/∂z‖ at the softmax input z = q·k / c)
-    ``logit_std`` (std of z: how saturated the softmax is), and ``loss_smooth`` and
-    ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
+    Returns one row per step: ``step``, ``loss``, ``accuracy`` (largest weight on the target), ``grad_scores``
+    (‖∂L/∂(q·k)‖), ``grad_logits`` (‖∂L/∂z‖ at z = q·k / c), ``logit_std`` (std of z: how saturated the softmax
+    is), and ``loss_smooth``, ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     d_model = check_int("d_model", d_model, low=1, high=4096)

@@ -57,12 +57,11 @@ def _by_dk(table: pd.DataFrame, unscaled: str, scaled: str | None = None) -> dic
 
 @dataclass(frozen=True)
 class Variance:
-    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and std, the
-    bound 95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
+    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and the bound
+    95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
 
     table: pd.DataFrame
     var: dict[int, Both]
-    std: dict[int, float]
     p95: dict[int, Both]
     worst_error: float
     worst_d_k: int
@@ -72,8 +71,8 @@ class Variance:
 def variance_data(n_samples: int, seed: int) -> Variance:
     t = variance_table(DIMS, n_samples, seed, device=DEVICE)
     worst = t.loc[t["rel_error"].abs().idxmax()]
-    return Variance(t, _by_dk(t, "empirical_var", "scaled_var"), dict(zip(t["d_k"], t["empirical_std"], strict=True)),
-                    _by_dk(t, "abs_p95", "scaled_abs_p95"), float(worst["rel_error"]), int(worst["d_k"]))  # fmt: skip
+    by_dk = _by_dk(t, "empirical_var", "scaled_var"), _by_dk(t, "abs_p95", "scaled_abs_p95")
+    return Variance(t, *by_dk, float(worst["rel_error"]), int(worst["d_k"]))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
