@@ -46,25 +46,14 @@ def softmax_overflow(logits: torch.Tensor, dtypes: Sequence[str] = ("float32", "
     out = []
     for name in names:
         x = logits.to(DTYPES[name])  # may round (or overflow to ±inf in float16)
-        e = torch.exp(x)
-        naive = naive_softmax(x)
         stable = stable_softmax(x) if bool(torch.isfinite(x).all()) else torch.full_like(x, float("nan"))
         ref = torch.softmax(x.double(), dim=-1)
-        out.append(
-            pd.DataFrame(
-                {
-                    "dtype": name,
-                    "index": np.arange(x.numel()),
-                    "logit": x.double().cpu().numpy(),
-                    "exp_naive": e.double().cpu().numpy(),
-                    "naive": naive.double().cpu().numpy(),
-                    "stable": stable.double().cpu().numpy(),
-                    "reference": ref.cpu().numpy(),
-                    "naive_finite": torch.isfinite(naive).cpu().numpy(),
-                    "stable_finite": torch.isfinite(stable).cpu().numpy(),
-                }
-            )
-        )
+        columns = {"logit": x, "exp_naive": torch.exp(x), "naive": naive_softmax(x), "stable": stable, "reference": ref}
+        frame = pd.DataFrame({"dtype": name, "index": np.arange(x.numel())})
+        for column, values in columns.items():
+            frame[column] = values.double().cpu().numpy()  # widening keeps inf and NaN
+        frame["naive_finite"], frame["stable_finite"] = np.isfinite(frame["naive"]), np.isfinite(frame["stable"])
+        out.append(frame)
     return pd.concat(out, ignore_index=True)
 
 

@@ -1,9 +1,5 @@
-"""Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers).
-
-The training tab's toy runs are kept by ``functools.lru_cache`` (for every session): a miss trains
-behind a progress bar drawn where it is called, one training at a time on the server (``ui.runlock``,
-as for the benchmark), and a hit returns at once.
-"""
+"""Cached computations: plain arguments in, tables and dataclasses out (the core through thin ``st.cache_data``
+wrappers; the toy runs through ``functools.lru_cache``, for every session)."""
 
 from __future__ import annotations
 
@@ -212,7 +208,7 @@ class Training:
 
 @functools.lru_cache(maxsize=48)
 def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int) -> Training:
-    """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar.
+    """Both toy runs for these settings; a miss trains them behind a progress bar drawn where it is called.
 
     A miss waits for the server's run lock first, so a room of viewers trying settings trains one at a time
     (those who only look are not held up). Nothing is cached if the wait ends without a turn.
@@ -222,7 +218,18 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
         if not wait_turn(server, holding):
             st.stop()
         server.describe("a training run")
-        runs = _train_both(d_k, n_keys, optimizer, lr, init, steps, seed)
+        bar, every, runs = st.progress(0.0, text="Training…"), max(1, steps // 40), {}
+        for i, name in enumerate(("scaled", "unscaled")):
+
+            def tick(step: int, total: int, i: int = i, name: str = name) -> None:
+                if step % every == 0 or step == total:
+                    bar.progress((i + step / total) / 2, text=f"Training the {name} model: step {step}/{total}")
+
+            runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
+                                   steps=steps, optimizer=optimizer.lower(), lr=lr,
+                                   init_std=named_init_stds(TOY_D_MODEL, d_k)[init], seed=seed, progress=tick,
+                                   device=DEVICE)  # fmt: skip
+        bar.empty()
         t = training_summary(runs, THRESHOLD)
         read = [RunSummary(*(float(r[c]) for c in ("start_loss", "end_loss", "steps_to_threshold", "start_logit_std")))
                 for _, r in t.set_index("run").loc[["scaled", "unscaled"]].iterrows()]  # fmt: skip
@@ -230,23 +237,3 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
     finally:
         if holding.ours:
             server.release()
-
-
-def _train_both(
-    d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
-) -> dict[str, pd.DataFrame]:
-    std = named_init_stds(TOY_D_MODEL, d_k)[init]
-    bar = st.progress(0.0, text="Training…")
-    every = max(1, steps // 40)
-    runs = {}
-    for i, name in enumerate(("scaled", "unscaled")):
-
-        def tick(step: int, total: int, i: int = i, name: str = name) -> None:
-            if step % every == 0 or step == total:
-                bar.progress((i * total + step) / (2 * total), text=f"Training the {name} model: step {step}/{total}")
-
-        runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
-                               steps=steps, optimizer=optimizer.lower(), lr=lr, init_std=std, seed=seed,
-                               progress=tick, device=DEVICE)  # fmt: skip
-    bar.empty()
-    return runs
