@@ -32,14 +32,11 @@ def _panels(titles: tuple[str, str], talk: bool, spacing: float = 0.12, **kw: ob
     return fig.update_annotations(font={"size": font_size(talk) + 1})
 
 
-def _dk_axes(fig: go.Figure, d_k: int | None, cols: Sequence[int | None] = (None,)) -> None:
-    """A log d_k axis on powers of two, with the chosen d_k marked, on each panel in ``cols``."""
-    for col in cols:
-        kw = {"row": 1, "col": col} if col is not None else {}
-        fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text="d_k",
-                         **kw)  # fmt: skip
-        if d_k is not None:
-            fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, **kw)
+def _dk_axes(fig: go.Figure, d_k: int | None) -> None:
+    """A log d_k axis on powers of two on every panel, with the chosen d_k marked."""
+    fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text="d_k")
+    if d_k is not None:
+        fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"})
 
 
 def _legend(fig: go.Figure, y: float = 1.02) -> None:
@@ -125,7 +122,7 @@ def saturation_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool
     fig = _panels(("entropy of a row (% of uniform)", "largest weight in a row"), talk)
     _run_lines(fig, table, "entropy_pct", "entropy %{y:.1f}%", talk, 1)
     _run_lines(fig, table, "max_weight", "max weight %{y:.3f}", talk, 2, showlegend=False)
-    _dk_axes(fig, d_k, (1, 2))
+    _dk_axes(fig, d_k)
     fig.update_yaxes(range=[0, 102], ticksuffix="%", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     base_layout(fig, talk=talk, height=400)
@@ -192,7 +189,7 @@ def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool =
                                  hovertemplate="d_k=%{x}<br>ratio %{y:.3g}<extra>" + label + "</extra>"),
                       row=1, col=2)  # fmt: skip
     fig.add_hline(y=1.0, line={"color": "#BBBBBB", "width": 1}, row=1, col=2)
-    _dk_axes(fig, d_k, (1, 2))
+    _dk_axes(fig, d_k)
     _log_y(fig, dtick=3 if talk else 1)  # a dozen decades: in talk mode every third, so the labels do not collide
     base_layout(fig, talk=talk, height=440)
     _legend(fig, -0.22)

@@ -78,15 +78,7 @@ def overflow_sweep(magnitudes: Sequence[float], dtype: str = "float32", n: int =
     out = []
     for m in mags:
         t = softmax_overflow(overflow_logits(m, n), (dtype,))
-        naive_err = (t["naive"] - t["reference"]).abs().max(skipna=False)
-        stable_err = (t["stable"] - t["reference"]).abs().max(skipna=False)
-        out.append(
-            {
-                "magnitude": m,
-                "naive_error": float(naive_err),
-                "stable_error": float(stable_err),
-                "naive_nan": bool(t["naive"].isna().any()),
-                "exp_overflow": bool(np.isinf(t["exp_naive"]).any()),
-            }
-        )
+        errors = {f"{s}_error": float((t[s] - t["reference"]).abs().max(skipna=False)) for s in ("naive", "stable")}
+        out.append({"magnitude": m, **errors, "naive_nan": bool(t["naive"].isna().any()),
+                    "exp_overflow": bool(np.isinf(t["exp_naive"]).any())})  # fmt: skip
     return pd.DataFrame(out)
