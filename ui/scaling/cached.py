@@ -97,8 +97,9 @@ def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@st.cache_resource(max_entries=128, show_spinner=False)
 def row_data(d_k: int, n_keys: int, seed: int) -> RowSample:
+    """Kept as the object, never changed: unpickling its tensors on every rerun would cost more than the row."""
     return sample_row(d_k, n_keys, seed, device=DEVICE)
 
 
