@@ -179,11 +179,9 @@ def _cell(x: float) -> str:
 @st.cache_data(max_entries=64, show_spinner=False)
 def overflow_data(magnitude: int, dtype: str) -> Overflow:
     t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
-    cells = pd.DataFrame({
-        "logit": [f"{x:.4g}" for x in t["logit"]], "exp(x)": [_cell(x) for x in t["exp_naive"]],
-        "naive": [_cell(x) for x in t["naive"]], "max-subtracted": [_cell(x) for x in t["stable"]],
-        "float64 reference": [f"{x:.4g}" for x in t["reference"]],
-    })  # fmt: skip
+    shown = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
+             "float64 reference": "reference"}  # fmt: skip
+    cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in shown.items()})
     return Overflow(t, cells, bool(t["naive_finite"].all()), overflow_sweep([float(m) for m in MAG_CHOICES], dtype))
 
 
