@@ -1,8 +1,4 @@
-"""The √d_k explorer: every claim about the scaling is measured live, next to its theory.
-
-The page: the controls above the tabs and the open tab. Each tab's body, and what the tabs share,
-is in ``ui/scaling/``.
-"""
+"""The √d_k explorer: every claim about the scaling measured live beside its theory; the tabs are in ``ui/scaling/``."""
 
 from __future__ import annotations
 

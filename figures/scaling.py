@@ -32,14 +32,11 @@ def _panels(titles: tuple[str, str], talk: bool, spacing: float = 0.12, **kw: ob
     return fig.update_annotations(font={"size": font_size(talk) + 1})
 
 
-def _dk_axes(fig: go.Figure, d_k: int | None, cols: Sequence[int | None] = (None,)) -> None:
-    """A log d_k axis on powers of two, with the chosen d_k marked, on each panel in ``cols``."""
-    for col in cols:
-        kw = {"row": 1, "col": col} if col is not None else {}
-        fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text="d_k",
-                         **kw)  # fmt: skip
-        if d_k is not None:
-            fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, **kw)
+def _dk_axes(fig: go.Figure, d_k: int | None) -> None:
+    """A log d_k axis on powers of two on every panel, with the chosen d_k marked."""
+    fig.update_xaxes(type="log", tickvals=POW2_TICKS, ticktext=[str(t) for t in POW2_TICKS], title_text="d_k")
+    if d_k is not None:
+        fig.add_vline(x=d_k, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"})
 
 
 def _legend(fig: go.Figure, y: float = 1.02) -> None:
@@ -96,10 +93,9 @@ def histogram_figure(unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, 
         fig.add_trace(go.Bar(x=t["center"], y=t["density"], width=width, marker={"color": color, "line": {"width": 0}},
                              opacity=0.85, name=f"measured {name}", showlegend=False,
                              hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"), row=1, col=col)
-        if "normal_pdf" in t:
-            fig.add_trace(go.Scatter(x=t["center"], y=t["normal_pdf"], mode="lines", name="normal approximation",
-                                     line={"color": THEORY, "width": 2}, showlegend=False, hoverinfo="skip"),
-                          row=1, col=col)  # fmt: skip
+        fig.add_trace(go.Scatter(x=t["center"], y=t["normal_pdf"], mode="lines", name="normal approximation",
+                                 line={"color": THEORY, "width": 2}, showlegend=False, hoverinfo="skip"),
+                      row=1, col=col)  # fmt: skip
         fig.update_xaxes(title_text="score", row=1, col=col)
     fig.update_yaxes(title_text="density", row=1, col=1)
     base_layout(fig, title="Histogram of the measured scores (bars) and the normal approximation (line)",
@@ -107,13 +103,18 @@ def histogram_figure(unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, 
     return fig.update_layout(bargap=0, margin={"t": 90})
 
 
-def _run_lines(fig: go.Figure, table: pd.DataFrame, column: str, what: str, talk: bool, col: int, **kw: object) -> None:
-    """One line per run (unscaled, scaled) of ``column_<run>`` against d_k, in panel ``col``."""
+def _run_lines(
+    fig: go.Figure, table: pd.DataFrame, column: str, what: str, talk: bool, col: int, *, label: str = "",
+    dash: str | None = None, **kw: object,
+) -> None:  # fmt: skip
+    """One line per run (unscaled, scaled) of ``column_<run>`` against d_k, in panel ``col``; a dashed one is thinner,
+    without markers."""
     for run, color, name in RUNS:
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"{column}_{run}"], mode="lines+markers",
-                                 line={"color": color, "width": 3}, marker={"size": 11 if talk else 8},
-                                 hovertemplate="d_k=%{x}<br>" + what + "<extra>" + name + "</extra>", name=name,
-                                 **kw), row=1, col=col)  # fmt: skip
+        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"{column}_{run}"], mode="lines" if dash else "lines+markers",
+                                 line={"color": color, "width": 2 if dash else 3, "dash": dash},
+                                 marker={"size": 11 if talk else 8}, name=name + label,
+                                 hovertemplate="d_k=%{x}<br>" + what + "<extra>" + name + "</extra>", **kw),
+                      row=1, col=col)  # fmt: skip
 
 
 def saturation_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
@@ -121,7 +122,7 @@ def saturation_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool
     fig = _panels(("entropy of a row (% of uniform)", "largest weight in a row"), talk)
     _run_lines(fig, table, "entropy_pct", "entropy %{y:.1f}%", talk, 1)
     _run_lines(fig, table, "max_weight", "max weight %{y:.3f}", talk, 2, showlegend=False)
-    _dk_axes(fig, d_k, (1, 2))
+    _dk_axes(fig, d_k)
     fig.update_yaxes(range=[0, 102], ticksuffix="%", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     base_layout(fig, talk=talk, height=400)
@@ -177,25 +178,18 @@ def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool 
 def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
     """‖∂L/∂z‖ against d_k (median solid, mean dashed), and the scaled/unscaled ratios, on log axes."""
     fig = _panels(("gradient at the softmax input ‖∂L/∂z‖", "ratio scaled / unscaled"), talk)
-    size = 11 if talk else 8
-    for run, color, name in RUNS:
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_median_{run}"], mode="lines+markers",
-                                 name=f"{name}: median row", line={"color": color, "width": 3}, marker={"size": size},
-                                 hovertemplate="d_k=%{x}<br>median %{y:.3g}<extra>" + name + "</extra>"),
-                      row=1, col=1)  # fmt: skip
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"grad_{run}"], mode="lines", name=f"{name}: mean",
-                                 line={"color": color, "width": 2, "dash": "dash"},
-                                 hovertemplate="d_k=%{x}<br>mean %{y:.3g}<extra>" + name + "</extra>"),
-                      row=1, col=1)  # fmt: skip
+    size = 9 if talk else 6
+    _run_lines(fig, table, "grad_median", "median %{y:.3g}", talk, 1, label=": median row")
+    _run_lines(fig, table, "grad", "mean %{y:.3g}", talk, 1, label=": mean", dash="dash")
     ratios = (("grad_median_ratio", "median, at z", "solid", 3), ("grad_ratio", "mean, at z", "dash", 2),
               ("grad_qk_median_ratio", "median, at q·k", "dot", 3))  # fmt: skip
     for column, label, dash, width in ratios:
         fig.add_trace(go.Scatter(x=table["d_k"], y=table[column], mode="lines+markers", name=f"ratio: {label}",
-                                 line={"color": THEORY, "dash": dash, "width": width}, marker={"size": size - 2},
+                                 line={"color": THEORY, "dash": dash, "width": width}, marker={"size": size},
                                  hovertemplate="d_k=%{x}<br>ratio %{y:.3g}<extra>" + label + "</extra>"),
                       row=1, col=2)  # fmt: skip
     fig.add_hline(y=1.0, line={"color": "#BBBBBB", "width": 1}, row=1, col=2)
-    _dk_axes(fig, d_k, (1, 2))
+    _dk_axes(fig, d_k)
     _log_y(fig, dtick=3 if talk else 1)  # a dozen decades: in talk mode every third, so the labels do not collide
     base_layout(fig, talk=talk, height=440)
     _legend(fig, -0.22)
@@ -298,24 +292,20 @@ def overflow_bars_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figur
 
 def training_figure(
     histories: Mapping[str, pd.DataFrame], column: str, *, title: str, y_title: str, log_y: bool = False,
-    smooth_column: str | None = None, hlines: Sequence[tuple[float, str]] = (), talk: bool = False,
+    uniform: float | None = None, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
-    """One curve per run (``scaled`` blue, ``unscaled`` vermillion) of ``column`` against the step.
-
-    With ``smooth_column`` the raw values are drawn faint and the smoothed ones bold.
-    ``hlines`` are (y, label) reference lines, e.g. the loss of uniform weights.
-    """
+    """Each run's ``column`` against the step (``scaled`` blue, ``unscaled`` vermillion): faint at each step, bold its
+    moving average ``<column>_smooth``; ``uniform`` (the loss of uniform weights), a dotted line."""
     fig = go.Figure()
     for name, h in histories.items():
         color = RUN_COLORS.get(name, NEUTRAL)
-        if smooth_column is not None:
-            fig.add_trace(go.Scatter(x=h["step"], y=h[column], mode="lines", line={"color": color, "width": 1},
-                                     opacity=0.3, showlegend=False, hoverinfo="skip"))  # fmt: skip
-        fig.add_trace(go.Scatter(x=h["step"], y=h[smooth_column or column], mode="lines", name=name,
+        fig.add_trace(go.Scatter(x=h["step"], y=h[column], mode="lines", line={"color": color, "width": 1},
+                                 opacity=0.3, showlegend=False, hoverinfo="skip"))  # fmt: skip
+        fig.add_trace(go.Scatter(x=h["step"], y=h[f"{column}_smooth"], mode="lines", name=name,
                                  line={"color": color, "width": 3},
                                  hovertemplate="step %{x}: %{y:.3g}<extra>" + name + "</extra>"))  # fmt: skip
-    for y, label in hlines:
-        fig.add_hline(y=y, line={"color": THEORY, "dash": "dot", "width": 1.5}, annotation_text=label,
+    if uniform is not None:
+        fig.add_hline(y=uniform, line={"color": THEORY, "dash": "dot", "width": 1.5}, annotation_text="uniform weights",
                       annotation_position="top right", annotation_font={"size": font_size(talk) - 3})  # fmt: skip
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", exponentformat="power" if log_y else None)

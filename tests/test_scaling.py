@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attention_core.scaling import row_entropy, softmax_jacobian
+from attention_core.scaling import entropy_pct, row_entropy, softmax_jacobian
 from attention_core.scaling.initialisation import init_effects, named_init_stds
 from attention_core.scaling.saturation import gradient_table, sample_row, saturation_table, temperature_sweep
 from attention_core.scaling.stability import (
@@ -102,7 +102,7 @@ def test_p95_of_scores_matches_the_normal_two_sigma() -> None:
 
 def test_histogram_counts_and_density() -> None:
     x = torch.randn(10_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    h = histogram_table(x, bins=40, span=5.0, normal_std=1.0)
+    h = histogram_table(x, span=5.0, normal_std=1.0, bins=40)
     assert len(h) == 40
     assert h["count"].sum() == (x.abs() <= 5).sum().item()
     width = 10 / 40
@@ -167,6 +167,9 @@ def test_temperature_sweep_goes_from_one_hot_to_uniform() -> None:
 def test_row_entropy_of_uniform_and_one_hot() -> None:
     w = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
     assert torch.allclose(row_entropy(w), torch.tensor([math.log(4), 0.0], dtype=torch.float64))
+    assert torch.allclose(entropy_pct(w), torch.tensor([100.0, 0.0], dtype=torch.float64))
+    half = torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)  # log 2 of log 4
+    assert float(entropy_pct(half)) == pytest.approx(50.0)
 
 
 def test_sample_row_weights_match_torch_softmax(device: torch.device) -> None:
@@ -400,7 +403,8 @@ def test_training_summary_on_a_hand_made_history() -> None:
         (lambda: overflow_limit("float8"), "dtype must be one of"),
         (lambda: overflow_sweep([], "float32"), "at least one"),
         (lambda: overflow_logits(-1.0), "magnitude"),
-        (lambda: histogram_table(torch.tensor([1.0])), "at least 2"),
+        (lambda: histogram_table(torch.tensor([1.0]), 1.0, 1.0), "at least 2"),
+        (lambda: histogram_table(torch.tensor([1.0, 2.0]), 0.0, 1.0), "span"),
         (lambda: train_toy(True, 0), "d_k"),
         (lambda: train_toy(True, 8, optimizer="rmsprop"), "optimizer must be one of"),
         (lambda: train_toy(True, 8, steps=0), "steps"),
@@ -411,6 +415,7 @@ def test_training_summary_on_a_hand_made_history() -> None:
         (lambda: training_summary({}), "at least one run"),
         (lambda: training_summary({"x": pd.DataFrame({"loss": [1.0]})}), "missing"),
         (lambda: row_entropy([0.5, 0.5]), "torch.Tensor"),  # type: ignore[arg-type]
+        (lambda: entropy_pct(torch.tensor([1.0])), "at least 2 entries"),
         (lambda: sample_row(4, 4).weights_at(0.0), "tau"),
     ],
 )

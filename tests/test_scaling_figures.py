@@ -61,7 +61,7 @@ def builders(t: dict, talk: bool) -> list[go.Figure]:  # type: ignore[type-arg]
         F.init_figure(t["init"], talk=talk),
         F.overflow_figure(t["sweep16"], "float16", scaling.overflow_limit("float16"), 100, talk=talk),
         F.overflow_bars_figure(t["overflow"], talk=talk),
-        F.training_figure(t["runs"], "loss", title="loss", y_title="loss", smooth_column="loss_smooth", talk=talk),
+        F.training_figure(t["runs"], "loss", title="loss", y_title="loss", talk=talk),
     ]
 
 
@@ -117,12 +117,12 @@ def test_overflow_figure_shades_past_the_limit_and_floors_zero_errors(tables: di
 
 
 def test_training_figure_draws_raw_faint_and_smoothed_bold(tables: dict) -> None:  # type: ignore[type-arg]
-    fig = F.training_figure(tables["runs"], "loss", title="t", y_title="loss", smooth_column="loss_smooth",
-                            hlines=[(0.875, "uniform")])  # fmt: skip
+    fig = F.training_figure(tables["runs"], "loss", title="t", y_title="loss", uniform=0.875)
     bold = [t for t in fig.data if t.showlegend is not False]
     assert [t.name for t in bold] == ["scaled", "unscaled"]
     assert [t.line.color for t in bold] == [SCALED, UNSCALED]
     assert list(bold[0].y) == list(tables["runs"]["scaled"]["loss_smooth"])
+    assert fig.layout.shapes[0].y0 == 0.875 and fig.layout.annotations[0].text == "uniform weights"
 
 
 def test_panel_titles_have_room_and_talk_mode_thins_crowded_log_labels(tables: dict) -> None:  # type: ignore[type-arg]

@@ -20,7 +20,6 @@ from ..validation import check_tensor
 MAX_D_K = 1 << 16
 MAX_SAMPLES = 1_000_000
 MAX_KEYS = 4096
-SCALE_RULES = ("none", "sqrt", "d", "fourth_root", "two_sqrt")
 _CHUNK = 1 << 21  # elements per generated block: memory stays bounded whatever d_k × samples
 
 
@@ -59,15 +58,15 @@ def _fill(buf: torch.Tensor, init: str, g: torch.Generator) -> torch.Tensor:
     return buf.bernoulli_(0.5, generator=g).mul_(2.0).sub_(1.0)
 
 
-def _divisor(rule: str, d_k: int) -> float:
-    """The number the scores are divided by under a scaling rule."""
-    return {
-        "none": 1.0,
-        "sqrt": math.sqrt(d_k),
-        "d": float(d_k),
-        "fourth_root": d_k**0.25,
-        "two_sqrt": 2.0 * math.sqrt(d_k),
-    }[rule]
+# What each scaling rule divides the scores by, at a given d_k.
+_DIVISORS = {
+    "none": lambda d: 1.0,
+    "sqrt": math.sqrt,
+    "d": float,
+    "fourth_root": lambda d: d**0.25,
+    "two_sqrt": lambda d: 2.0 * math.sqrt(d),
+}
+SCALE_RULES = tuple(_DIVISORS)
 
 
 def _row_scores(
@@ -104,14 +103,20 @@ def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
     return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)  # (..., n, n)
 
 
+def entropy_pct(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy of each row of ``weights (..., n)`` as a percentage of the uniform row's, log n. Returns ``(...)``."""
+    h = row_entropy(weights)  # (...)
+    if weights.shape[-1] < 2:
+        raise ValueError(f"weights must have at least 2 entries per row, got shape {tuple(weights.shape)}")
+    return 100.0 * h / math.log(weights.shape[-1])
+
+
 def _softmax_stats(logits: torch.Tensor) -> dict[str, float]:
     """Mean entropy, mean entropy as % of log n, mean max weight, variance and mean range of ``(rows, n)``."""
     w = stable_softmax(logits, dim=-1)  # (rows, n)
-    h = row_entropy(w)  # (rows,)
-    n = logits.shape[-1]
     return {
-        "entropy": float(h.mean()),
-        "entropy_pct": float(100.0 * h.mean() / math.log(n)),
+        "entropy": float(row_entropy(w).mean()),
+        "entropy_pct": float(entropy_pct(w).mean()),
         "max_weight": float(w.amax(dim=-1).mean()),
         "score_var": float(logits.var()),
         "score_range": float((logits.amax(dim=-1) - logits.amin(dim=-1)).mean()),

@@ -13,7 +13,7 @@ from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..layers import xavier_std
 from ..validation import check_float, check_int
-from ._sampling import MAX_D_K, MAX_KEYS, _generator, row_entropy
+from ._sampling import MAX_D_K, MAX_KEYS, _generator, entropy_pct
 
 
 def named_init_stds(d_model: int, d_k: int) -> dict[str, float]:
@@ -27,18 +27,13 @@ def init_effects(
     d_model: int, d_k: int, stds: Sequence[float] | Mapping[str, float], layernorm: bool = False, seed: int = 0,
     *, n_tokens: int = 256, device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """How the projections' initial std sets the scores' variance, with or without LayerNorm first.
+    """The scores' variance for each initial std σ of W_q, W_k ``(d_model, d_k)`` ~ N(0, σ²).
 
-    Token vectors x ``(n_tokens, d_model)`` have N(0, 1) entries times a per-token gain drawn
-    log-uniformly from [0.5, 4] (like a residual stream whose size varies from token to token).
-    With ``layernorm`` each x is normalised to mean 0, variance 1 first (no affine part).
-    For each std σ, W_q, W_k ``(d_model, d_k)`` ~ N(0, σ²); q = x W_q, k = x W_k; scores = q kᵀ.
-    Theory: Var(qᵢ) = d_model σ² E[x²], Var(q·k) = d_k Var(qᵢ)².
-
-    Columns: ``init``, ``std``, ``x_var`` (E[x²] of the inputs used), ``q_var``, ``q_var_theory``,
-    ``score_var_unscaled``, ``score_var_theory``, ``score_var_scaled`` (÷√d_k), ``optimal_divisor``
-    (the std of the scores: dividing by it gives variance 1), ``entropy_pct_scaled`` (softmax
-    over all tokens, ÷√d_k).
+    Token vectors x ``(n_tokens, d_model)`` are N(0, 1) times a per-token gain, log-uniform on [0.5, 4] (like a
+    residual stream), normalised first (no affine part) with ``layernorm``. Theory: Var(qᵢ) = d_model σ² E[x²],
+    Var(q·k) = d_k Var(qᵢ)². Columns: ``init``, ``std``, ``x_var`` (E[x²]), ``q_var``, ``q_var_theory``,
+    ``score_var_unscaled``, ``score_var_theory``, ``score_var_scaled`` (÷√d_k), ``optimal_divisor`` (the scores'
+    std), ``entropy_pct_scaled`` (softmax over all tokens, ÷√d_k).
     """
     d_model = check_int("d_model", d_model, low=1, high=MAX_D_K)
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
@@ -89,7 +84,7 @@ def init_effects(
                 "score_var_theory": d_k * q_theory**2,
                 "score_var_scaled": float(scores.var()) / d_k,
                 "optimal_divisor": float(scores.std()),
-                "entropy_pct_scaled": float(100.0 * row_entropy(w).mean() / math.log(n_tokens)),
+                "entropy_pct_scaled": float(entropy_pct(w).mean()),
             }
         )
     return pd.DataFrame(out)

@@ -14,11 +14,11 @@ from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..validation import check_choice, check_float, check_int, check_int_list
 from ._sampling import (
+    _DIVISORS,
     MAX_D_K,
     MAX_KEYS,
     MAX_SAMPLES,
     SCALE_RULES,
-    _divisor,
     _generator,
     _row_scores,
     _softmax_stats,
@@ -30,13 +30,11 @@ def saturation_table(
     dims: Sequence[int], n_keys: int = 16, seed: int = 0, scale: str = "sqrt", *, n_rows: int = 256,
     device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """How saturated a softmax row is, per d_k, unscaled and scaled by the rule ``scale``.
+    """How saturated a softmax row (one query, ``n_keys`` keys, all N(0, 1)) is, per d_k, unscaled and scaled by
+    the rule ``scale`` (one of :data:`SCALE_RULES`), over ``n_rows`` rows per d_k.
 
-    Each row is one query against ``n_keys`` keys, all with N(0, 1) entries; ``n_rows``
-    rows per d_k. ``scale`` is one of :data:`SCALE_RULES` (``sqrt`` divides by √d_k).
-    Columns: ``d_k``, ``divisor``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean
-    nats), ``entropy_pct_*`` (% of the uniform row's log n), ``max_weight_*`` (mean largest
-    weight), ``score_var_*`` (variance of the softmax input), ``score_range_*`` (mean max − min).
+    Columns: ``d_k``, ``divisor``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean nats), ``entropy_pct_*``
+    (% of log n), ``max_weight_*`` (mean), ``score_var_*`` (of the softmax input), ``score_range_*`` (mean max − min).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -47,7 +45,7 @@ def saturation_table(
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
-        c = _divisor(scale, d)
+        c = _DIVISORS[scale](d)
         row: dict[str, float] = {"d_k": d, "divisor": c}
         for name, logits in (("unscaled", scores), ("scaled", scores / c)):
             row.update({f"{k}_{name}": v for k, v in _softmax_stats(logits).items()})
@@ -59,11 +57,9 @@ def temperature_sweep(
     d_k: int, n_keys: int = 16, taus: Sequence[float] = (), seed: int = 0, *, n_rows: int = 256,
     device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Mean entropy and max weight of softmax(q·k / τ) for each temperature τ in ``taus``.
+    """:func:`saturation_table`'s statistics of softmax(q·k / τ) on its rows at this d_k, for each τ in ``taus``.
 
-    The same rows as :func:`saturation_table` at this d_k. τ = 1 is no scaling, τ = √d_k
-    the usual one. Columns: ``tau``, ``entropy``, ``entropy_pct``, ``max_weight``, ``score_var``,
-    ``score_range``.
+    Columns: ``tau``, ``entropy``, ``entropy_pct``, ``max_weight``, ``score_var``, ``score_range``.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -79,11 +75,8 @@ def temperature_sweep(
 
 @dataclass(frozen=True)
 class RowSample:
-    """One query's raw scores against ``n_keys`` keys, and what softmax makes of them.
-
-    ``scores`` is ``(n_keys,)``; ``weights_*`` are ``(n_keys,)``; ``jacobian_*`` are
-    ``(n_keys, n_keys)``, the softmax Jacobian diag(s) − ssᵀ at those weights.
-    """
+    """One query's raw ``scores (n_keys,)``, its softmax ``weights_* (n_keys,)`` and their Jacobians
+    ``jacobian_* (n_keys, n_keys)``, unscaled and ÷√d_k."""
 
     d_k: int
     scores: torch.Tensor
@@ -117,16 +110,13 @@ def gradient_table(
     dims: Sequence[int], n_keys: int = 4, n_trials: int = 512, seed: int = 0, *, dead_below: float = 0.01,
     device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k.
+    """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k: on ``n_trials`` rows (those of
+    :func:`saturation_table`), autograd pulls a random g ~ N(0, I) back through it: (diag(s) − ssᵀ) g.
 
-    For each of ``n_trials`` rows (those of :func:`saturation_table`), a random upstream gradient
-    g ~ N(0, I) is pulled back through the softmax by autograd: ∂(g · softmax(z))/∂z = (diag(s) − ssᵀ) g.
-
-    Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*``, the mean of s(1 − s); ``grad_*`` and
-    ``grad_median_*``, the mean and median of ‖∂L/∂z‖ at the softmax input z; ``dead_*``, the share of
-    rows passing less than ``dead_below``. Ratios (scaled / unscaled): ``grad_ratio``, ``grad_median_ratio``.
-    At the scores q·k the scaled model's gradient carries the extra 1/√d_k of the division:
-    ``grad_qk_median_scaled`` and ``grad_qk_median_ratio`` (÷ ``grad_median_unscaled``).
+    Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*`` (mean s(1 − s)), ``grad_*`` and ``grad_median_*``
+    (mean and median ‖∂L/∂z‖ at the softmax input z), ``dead_*`` (share of rows passing < ``dead_below``); the
+    ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``; and at q·k, where the scaled model's gradient
+    carries the 1/√d_k of the division, ``grad_qk_median_scaled`` and ``grad_qk_median_ratio``.
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -159,7 +149,4 @@ def gradient_table(
         row["grad_median_ratio"] = row["grad_median_scaled"] / max(row["grad_median_unscaled"], tiny)
         row["grad_qk_median_ratio"] = row["grad_qk_median_scaled"] / max(row["grad_median_unscaled"], tiny)
         out.append(row)
-    cols = ["d_k", "jac_diag_unscaled", "jac_diag_scaled", "grad_unscaled", "grad_scaled", "grad_ratio",
-            "grad_median_unscaled", "grad_median_scaled", "grad_median_ratio", "dead_unscaled", "dead_scaled",
-            "grad_qk_median_scaled", "grad_qk_median_ratio"]  # fmt: skip
-    return pd.DataFrame(out)[cols]
+    return pd.DataFrame(out)

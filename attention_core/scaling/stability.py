@@ -46,25 +46,14 @@ def softmax_overflow(logits: torch.Tensor, dtypes: Sequence[str] = ("float32", "
     out = []
     for name in names:
         x = logits.to(DTYPES[name])  # may round (or overflow to ±inf in float16)
-        e = torch.exp(x)
-        naive = naive_softmax(x)
         stable = stable_softmax(x) if bool(torch.isfinite(x).all()) else torch.full_like(x, float("nan"))
         ref = torch.softmax(x.double(), dim=-1)
-        out.append(
-            pd.DataFrame(
-                {
-                    "dtype": name,
-                    "index": np.arange(x.numel()),
-                    "logit": x.double().cpu().numpy(),
-                    "exp_naive": e.double().cpu().numpy(),
-                    "naive": naive.double().cpu().numpy(),
-                    "stable": stable.double().cpu().numpy(),
-                    "reference": ref.cpu().numpy(),
-                    "naive_finite": torch.isfinite(naive).cpu().numpy(),
-                    "stable_finite": torch.isfinite(stable).cpu().numpy(),
-                }
-            )
-        )
+        columns = {"logit": x, "exp_naive": torch.exp(x), "naive": naive_softmax(x), "stable": stable, "reference": ref}
+        frame = pd.DataFrame({"dtype": name, "index": np.arange(x.numel())})
+        for column, values in columns.items():
+            frame[column] = values.double().cpu().numpy()  # widening keeps inf and NaN
+        frame["naive_finite"], frame["stable_finite"] = np.isfinite(frame["naive"]), np.isfinite(frame["stable"])
+        out.append(frame)
     return pd.concat(out, ignore_index=True)
 
 
@@ -89,15 +78,7 @@ def overflow_sweep(magnitudes: Sequence[float], dtype: str = "float32", n: int =
     out = []
     for m in mags:
         t = softmax_overflow(overflow_logits(m, n), (dtype,))
-        naive_err = (t["naive"] - t["reference"]).abs().max(skipna=False)
-        stable_err = (t["stable"] - t["reference"]).abs().max(skipna=False)
-        out.append(
-            {
-                "magnitude": m,
-                "naive_error": float(naive_err),
-                "stable_error": float(stable_err),
-                "naive_nan": bool(t["naive"].isna().any()),
-                "exp_overflow": bool(np.isinf(t["exp_naive"]).any()),
-            }
-        )
+        errors = {f"{s}_error": float((t[s] - t["reference"]).abs().max(skipna=False)) for s in ("naive", "stable")}
+        out.append({"magnitude": m, **errors, "naive_nan": bool(t["naive"].isna().any()),
+                    "exp_overflow": bool(np.isinf(t["exp_naive"]).any())})  # fmt: skip
     return pd.DataFrame(out)

@@ -12,37 +12,32 @@ from ..device import new_tensor_device
 from ..optim import Optimizer
 from ..validation import check_float, check_int
 from ._sampling import (
+    _DIVISORS,
     MAX_D_K,
     MAX_KEYS,
     MAX_SAMPLES,
     SCALE_RULES,
-    _divisor,
     _row_scores,
     _small_op_mode,
     _softmax_stats,
-    row_entropy,
+    entropy_pct,
 )
 
 
 def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: float) -> tuple[float, float]:
-    """Fit τ in softmax(logits / τ) so the mean row entropy is ``target_pct`` % of log n.
-
-    Gradient descent (Adam) on log τ, starting from τ = 1, minimising
-    (mean entropy / log n − target)². Returns (τ, the % reached on these rows).
-    """
+    """Fit τ in softmax(logits / τ) so the mean row entropy is ``target_pct`` % of log n: Adam on log τ from τ = 1,
+    minimising (mean entropy / log n − target)². Returns (τ, the % reached on these rows)."""
     log_tau = torch.zeros((), dtype=torch.float64, device=logits.device, requires_grad=True)
     opt = Optimizer([log_tau], "adam", lr)
     log_n = math.log(logits.shape[-1])
     for _ in range(steps):
         opt.zero_grad()
-        w = torch.softmax(logits / log_tau.exp(), dim=-1)  # (rows, n)
-        pct = -torch.special.xlogy(w, w).sum(-1).mean() / log_n
-        loss = (pct - target_pct / 100.0) ** 2
+        w = torch.softmax(logits / log_tau.exp(), dim=-1)  # (rows, n); entropy unchecked: hundreds of tiny steps
+        loss = (-torch.special.xlogy(w, w).sum(-1).mean() / log_n - target_pct / 100.0) ** 2
         loss.backward()
         opt.step()
     tau = float(log_tau.detach().exp())
-    w = stable_softmax(logits / tau)
-    return tau, float(100.0 * row_entropy(w).mean() / log_n)
+    return tau, float(entropy_pct(stable_softmax(logits / tau)).mean())
 
 
 STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")  # the first five: SCALE_RULES
@@ -53,16 +48,13 @@ def scaling_strategies(
     d_k: int, n: int = 16, seed: int = 0, *, n_rows: int = 256, target_entropy_pct: float = 50.0,
     fit_steps: int = 150, device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Seven ways to set the softmax temperature, measured on the same random rows.
+    """Seven ways to set the softmax temperature, each measured on the half of the random rows no fit saw.
 
-    Rows (``strategy``): none, √d_k, d_k, d_k^¼, 2√d_k — fixed divisors of q·k; ``learned τ``
-    — a divisor fitted by ``fit_steps`` Adam steps (lr 0.1) on log τ from τ = 1 (no scaling),
-    minimising (mean entropy / log n − ``target_entropy_pct``/100)² on half of the rows;
-    ``cosine / τ`` — q and k L2-normalised (so q̂·k̂ ∈ [−1, 1]), divided by a τ fitted the same
-    way. Every row is *measured* on the other half of the rows, which the fit never saw.
-
-    Columns: ``strategy``, ``divisor`` (what the softmax input is q·k, or q̂·k̂, divided by),
-    ``score_var``, ``score_range``, ``entropy``, ``entropy_pct``, ``max_weight``, ``how``.
+    Rows (``strategy``): the fixed divisors none, √d_k, d_k, d_k^¼, 2√d_k; ``learned τ``, fitted by ``fit_steps``
+    Adam steps (lr 0.1) on log τ from τ = 1 to a mean entropy of ``target_entropy_pct`` % of log n on the other
+    half; ``cosine / τ``, q and k L2-normalised (q̂·k̂ ∈ [−1, 1]), divided by a τ fitted the same way.
+    Columns: ``strategy``, ``divisor`` (of q·k, or q̂·k̂), ``score_var``, ``score_range``, ``entropy``,
+    ``entropy_pct``, ``max_weight``, ``how``.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n = check_int("n", n, low=2, high=MAX_KEYS)
@@ -80,11 +72,10 @@ def scaling_strategies(
     fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
     out = []
     for name, rule, how in zip(STRATEGY_NAMES, SCALE_RULES, _FIXED_HOW, strict=False):
-        c = _divisor(rule, d_k)
+        c = _DIVISORS[rule](d_k)
         out.append({"strategy": name, "divisor": c, **_softmax_stats(test_s / c), "how": how})
     out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
                 "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
     out.append({"strategy": "cosine / τ", "divisor": tau_c, **_softmax_stats(test_c / tau_c),
                 "how": f"q̂·k̂ / τ, q and k L2-normalised; {fit_note} (reached {reached_c:.1f}%)"})  # fmt: skip
-    cols = ["strategy", "divisor", "score_var", "score_range", "entropy", "entropy_pct", "max_weight", "how"]
-    return pd.DataFrame(out)[cols]
+    return pd.DataFrame(out)

@@ -26,20 +26,17 @@ def train_toy(
 ) -> pd.DataFrame:  # fmt: skip
     """Train a one-head, attention-only model to retrieve a value, with or without ÷√d_k.
 
-    The task: each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``, all N(0, 1)
-    and fresh every step. The query token is x_t A for a random target t and a fixed random rotation A, so
-    the model has to *learn* W_q, W_k ``(d_model, d_k)`` that make q·k_t stand out. The output is
-    softmax(q Kᵀ / c) V with c = √d_k (``scaled``) or 1, and the loss is its mean squared error against v_t,
-    so every gradient passes through the softmax Jacobian. Uniform weights give a loss of about (n−1)/n.
+    Each example has ``n_keys`` tokens x_j ``(d_model,)`` with values v_j ``(d_v,)``, all N(0, 1) and fresh every
+    step; the query token is x_t A for a random target t and a fixed random rotation A, so W_q, W_k
+    ``(d_model, d_k)`` must *learn* to make q·k_t stand out. The loss is the mean squared error of
+    softmax(q Kᵀ / c) V against v_t, c = √d_k (``scaled``) or 1, so every gradient passes through the softmax;
+    uniform weights give about (n−1)/n. W_q, W_k start at N(0, ``init_std``²) (default 1/√d_model), the same for
+    a ``seed`` whether or not ``scaled``, as the data are; ``lr`` defaults to :data:`DEFAULT_LR`.
+    ``progress(step, steps)`` is called after each step.
 
-    W_q and W_k start at N(0, ``init_std``²) (default 1/√d_model); ``lr`` defaults to :data:`DEFAULT_LR`.
-    The same ``seed`` gives the same start and data whether or not ``scaled``. ``progress(step, steps)``
-    is called after each step.
-
-    Returns one row per step: ``step``, ``loss``, ``accuracy`` (largest weight on the target),
-    ``grad_scores`` (‖∂L/∂(q·k)‖), ``grad_logits`` (‖∂L/∂z‖ at the softmax input z = q·k / c)
-    ``logit_std`` (std of z: how saturated the softmax is), and ``loss_smooth`` and
-    ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
+    Returns one row per step: ``step``, ``loss``, ``accuracy`` (largest weight on the target), ``grad_scores``
+    (‖∂L/∂(q·k)‖), ``grad_logits`` (‖∂L/∂z‖ at z = q·k / c), ``logit_std`` (std of z: how saturated the softmax
+    is), and ``loss_smooth``, ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     d_model = check_int("d_model", d_model, low=1, high=4096)
@@ -62,7 +59,7 @@ def train_toy(
     opt = Optimizer([w_q, w_k], optimizer, lr)
     c = math.sqrt(d_k) if scaled else 1.0
     rows = torch.arange(batch, device=dev)
-    history = torch.zeros(steps, 5, dtype=torch.float64)
+    history = torch.zeros(steps, 5, device=dev)  # (steps, 5): the columns below
     with _small_op_mode(dev):
         for step in range(steps):
             x = torch.randn(batch, n_keys, d_model, generator=g, device=dev)  # (B, n, d_model)
@@ -82,30 +79,16 @@ def train_toy(
             loss.backward()
             opt.step()
             with torch.no_grad():
-                history[step] = torch.stack(
-                    [
-                        loss.detach().double().cpu(),
-                        (weights.argmax(-1) == target).double().mean().cpu(),
-                        scores.grad.norm().double().cpu(),
-                        logits.grad.norm().double().cpu(),
-                        logits.std().double().cpu(),
-                    ]
-                )
+                accuracy = (weights.argmax(-1) == target).float().mean()
+                history[step] = torch.stack([loss, accuracy, scores.grad.norm(), logits.grad.norm(), logits.std()])
             if progress is not None:
                 progress(step + 1, steps)
-    h = history.numpy()
-    return pd.DataFrame(
-        {
-            "step": np.arange(steps),
-            "loss": h[:, 0],
-            "accuracy": h[:, 1],
-            "grad_scores": h[:, 2],
-            "grad_logits": h[:, 3],
-            "logit_std": h[:, 4],
-            "loss_smooth": pd.Series(h[:, 0]).rolling(SMOOTH, min_periods=1).mean().to_numpy(),
-            "grad_scores_smooth": pd.Series(h[:, 2]).rolling(SMOOTH, min_periods=1).mean().to_numpy(),
-        }
-    )
+    columns = ["loss", "accuracy", "grad_scores", "grad_logits", "logit_std"]
+    h = pd.DataFrame(history.double().cpu().numpy(), columns=columns)
+    h.insert(0, "step", np.arange(steps))
+    for column in ("loss", "grad_scores"):
+        h[f"{column}_smooth"] = h[column].rolling(SMOOTH, min_periods=1).mean()
+    return h
 
 
 def training_summary(histories: Mapping[str, pd.DataFrame], threshold: float = 0.1) -> pd.DataFrame:

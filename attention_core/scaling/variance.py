@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -97,32 +96,25 @@ def variance_table(
     return pd.DataFrame(rows)
 
 
-def histogram_table(
-    samples: torch.Tensor, bins: int = 60, span: float | None = None, *, normal_std: float | None = None
-) -> pd.DataFrame:
-    """Counts of ``samples (n,)`` in ``bins`` equal bins over [−span, span] (default: 4 std devs).
+def histogram_table(samples: torch.Tensor, span: float, normal_std: float, bins: int = 60) -> pd.DataFrame:
+    """Counts of ``samples (n,)`` in ``bins`` equal bins over [−span, span]; samples outside are left out.
 
-    Columns: ``center``, ``count``, ``density`` (count / (n · width), comparable with a pdf) and,
-    when ``normal_std`` is given, ``normal_pdf``: the N(0, normal_std²) density at each centre
-    (the central-limit approximation of q·k). Samples outside the span are left out.
+    Columns: ``center``, ``count``, ``density`` (count / (n · width), comparable with a pdf) and ``normal_pdf``,
+    the N(0, normal_std²) density at each centre (the central-limit approximation of q·k).
     """
     check_tensor("samples", samples, min_dim=1)
+    span = check_float("span", span, low=0.0, low_open=True)
+    sd = check_float("normal_std", normal_std, low=0.0, low_open=True)
     bins = check_int("bins", bins, low=2, high=10_000)
     x = samples.detach().double().flatten().cpu()
     if x.numel() < 2:
         raise ValueError(f"samples must hold at least 2 values, got {x.numel()}")
-    span = 4.0 * float(x.std()) if span is None else check_float("span", span, low=0.0, low_open=True)
-    span = span if span > 0 else 1.0
     counts = torch.histc(x, bins=bins, min=-span, max=span)  # (bins,)
     width = 2 * span / bins
     centers = -span + width * (torch.arange(bins, dtype=torch.float64) + 0.5)  # (bins,)
-    table = pd.DataFrame(
-        {"center": centers.numpy(), "count": counts.numpy(), "density": (counts / (x.numel() * width)).numpy()}
-    )
-    if normal_std is not None:
-        sd = check_float("normal_std", normal_std, low=0.0, low_open=True)
-        table["normal_pdf"] = np.exp(-0.5 * (table["center"] / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
-    return table
+    pdf = torch.exp(-0.5 * (centers / sd) ** 2) / (sd * math.sqrt(2 * math.pi))  # (bins,)
+    columns = {"center": centers, "count": counts, "density": counts / (x.numel() * width), "normal_pdf": pdf}
+    return pd.DataFrame({name: column.numpy() for name, column in columns.items()})
 
 
 def dot_product_histograms(
@@ -137,7 +129,4 @@ def dot_product_histograms(
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     x = prefix_dot_products([d_k], n_samples, seed, device=device)[:, 0]  # (n_samples,)
     root = math.sqrt(d_k)
-    return (
-        histogram_table(x, bins, 4.0 * root, normal_std=root),
-        histogram_table(x / root, bins, 4.0, normal_std=1.0),
-    )
+    return histogram_table(x, 4.0 * root, root, bins), histogram_table(x / root, 4.0, 1.0, bins)

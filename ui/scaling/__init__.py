@@ -1,8 +1,5 @@
-"""The √d_k explorer's tabs and what they share; ``app_pages/scaling.py`` holds the page itself.
-
-One module per tab (``variance`` … ``training``), beside the settings they read (``settings``) and
-the caches over the core (``cached``). Imported only by the explorer, so the other pages never load it.
-"""
+"""The √d_k explorer's tabs, one module each, beside the settings they read (``settings``) and the caches over the
+core (``cached``). Imported only by the explorer, so the other pages never load it."""
 
 from __future__ import annotations
 

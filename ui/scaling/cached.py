@@ -1,9 +1,5 @@
-"""Cached computations: plain arguments in, plain tables out (the core through thin ``st.cache_data`` wrappers).
-
-The training tab's toy runs are kept by ``functools.lru_cache`` (for every session): a miss trains
-behind a progress bar drawn where it is called, one training at a time on the server (``ui.runlock``,
-as for the benchmark), and a hit returns at once.
-"""
+"""Cached computations: plain arguments in, tables and dataclasses out (the core through thin ``st.cache_data``
+wrappers; the toy runs through ``functools.lru_cache``, for every session)."""
 
 from __future__ import annotations
 
@@ -11,19 +7,17 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from attention_core.scaling import (
+    RowSample,
     dot_product_histograms,
     gradient_table,
     init_effects,
     named_init_stds,
     overflow_logits,
     overflow_sweep,
-    row_entropy,
     sample_row,
     saturation_table,
     scaling_strategies,
@@ -59,12 +53,11 @@ def _by_dk(table: pd.DataFrame, unscaled: str, scaled: str | None = None) -> dic
 
 @dataclass(frozen=True)
 class Variance:
-    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and std, the
-    bound 95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
+    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and the bound
+    95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
 
     table: pd.DataFrame
     var: dict[int, Both]
-    std: dict[int, float]
     p95: dict[int, Both]
     worst_error: float
     worst_d_k: int
@@ -74,8 +67,8 @@ class Variance:
 def variance_data(n_samples: int, seed: int) -> Variance:
     t = variance_table(DIMS, n_samples, seed, device=DEVICE)
     worst = t.loc[t["rel_error"].abs().idxmax()]
-    return Variance(t, _by_dk(t, "empirical_var", "scaled_var"), dict(zip(t["d_k"], t["empirical_std"], strict=True)),
-                    _by_dk(t, "abs_p95", "scaled_abs_p95"), float(worst["rel_error"]), int(worst["d_k"]))  # fmt: skip
+    by_dk = _by_dk(t, "empirical_var", "scaled_var"), _by_dk(t, "abs_p95", "scaled_abs_p95")
+    return Variance(t, *by_dk, float(worst["rel_error"]), int(worst["d_k"]))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -104,37 +97,10 @@ def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
-@dataclass(frozen=True)
-class RowReading:
-    """One softmax row of ``n_keys`` scores, unscaled and ÷ √d_k: the weights, their Jacobians ``(n, n)``, and the
-    entropy as a percentage of its maximum log n."""
-
-    unscaled: np.ndarray
-    scaled: np.ndarray
-    jac_unscaled: np.ndarray
-    jac_scaled: np.ndarray
-    entropy_pct: Both
-
-
-def entropy_pct(weights: torch.Tensor, n_keys: int) -> float:
-    return float(100 * row_entropy(weights) / math.log(n_keys))
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def row_data(d_k: int, n_keys: int, seed: int) -> RowReading:
-    r = sample_row(d_k, n_keys, seed, device=DEVICE)
-    return RowReading(
-        r.weights_unscaled.cpu().numpy(), r.weights_scaled.cpu().numpy(),
-        r.jacobian_unscaled.cpu().numpy(), r.jacobian_scaled.cpu().numpy(),
-        Both(entropy_pct(r.weights_unscaled, n_keys), entropy_pct(r.weights_scaled, n_keys)),
-    )  # fmt: skip
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def tau_row_data(d_k: int, n_keys: int, seed: int, tau: float) -> tuple[np.ndarray, float]:
-    """The same row's weights at temperature τ, and their entropy (% of log n)."""
-    w = sample_row(d_k, n_keys, seed, device=DEVICE).weights_at(tau)
-    return w.cpu().numpy(), entropy_pct(w, n_keys)
+@st.cache_resource(max_entries=128, show_spinner=False)
+def row_data(d_k: int, n_keys: int, seed: int) -> RowSample:
+    """Kept as the object, never changed: unpickling its tensors on every rerun would cost more than the row."""
+    return sample_row(d_k, n_keys, seed, device=DEVICE)
 
 
 @dataclass(frozen=True)
@@ -213,11 +179,9 @@ def _cell(x: float) -> str:
 @st.cache_data(max_entries=64, show_spinner=False)
 def overflow_data(magnitude: int, dtype: str) -> Overflow:
     t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
-    cells = pd.DataFrame({
-        "logit": [f"{x:.4g}" for x in t["logit"]], "exp(x)": [_cell(x) for x in t["exp_naive"]],
-        "naive": [_cell(x) for x in t["naive"]], "max-subtracted": [_cell(x) for x in t["stable"]],
-        "float64 reference": [f"{x:.4g}" for x in t["reference"]],
-    })  # fmt: skip
+    shown = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
+             "float64 reference": "reference"}  # fmt: skip
+    cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in shown.items()})
     return Overflow(t, cells, bool(t["naive_finite"].all()), overflow_sweep([float(m) for m in MAG_CHOICES], dtype))
 
 
@@ -243,7 +207,7 @@ class Training:
 
 @functools.lru_cache(maxsize=48)
 def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int) -> Training:
-    """Both toy runs for these settings, kept for every session; a miss trains them behind a progress bar.
+    """Both toy runs for these settings; a miss trains them behind a progress bar drawn where it is called.
 
     A miss waits for the server's run lock first, so a room of viewers trying settings trains one at a time
     (those who only look are not held up). Nothing is cached if the wait ends without a turn.
@@ -253,7 +217,18 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
         if not wait_turn(server, holding):
             st.stop()
         server.describe("a training run")
-        runs = _train_both(d_k, n_keys, optimizer, lr, init, steps, seed)
+        bar, every, runs = st.progress(0.0, text="Training…"), max(1, steps // 40), {}
+        for i, name in enumerate(("scaled", "unscaled")):
+
+            def tick(step: int, total: int, i: int = i, name: str = name) -> None:
+                if step % every == 0 or step == total:
+                    bar.progress((i + step / total) / 2, text=f"Training the {name} model: step {step}/{total}")
+
+            runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
+                                   steps=steps, optimizer=optimizer.lower(), lr=lr,
+                                   init_std=named_init_stds(TOY_D_MODEL, d_k)[init], seed=seed, progress=tick,
+                                   device=DEVICE)  # fmt: skip
+        bar.empty()
         t = training_summary(runs, THRESHOLD)
         read = [RunSummary(*(float(r[c]) for c in ("start_loss", "end_loss", "steps_to_threshold", "start_logit_std")))
                 for _, r in t.set_index("run").loc[["scaled", "unscaled"]].iterrows()]  # fmt: skip
@@ -261,23 +236,3 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
     finally:
         if holding.ours:
             server.release()
-
-
-def _train_both(
-    d_k: int, n_keys: int, optimizer: str, lr: float, init: str, steps: int, seed: int
-) -> dict[str, pd.DataFrame]:
-    std = named_init_stds(TOY_D_MODEL, d_k)[init]
-    bar = st.progress(0.0, text="Training…")
-    every = max(1, steps // 40)
-    runs = {}
-    for i, name in enumerate(("scaled", "unscaled")):
-
-        def tick(step: int, total: int, i: int = i, name: str = name) -> None:
-            if step % every == 0 or step == total:
-                bar.progress((i * total + step) / (2 * total), text=f"Training the {name} model: step {step}/{total}")
-
-        runs[name] = train_toy(name == "scaled", d_k, d_model=TOY_D_MODEL, n_keys=n_keys, batch=toy_batch(n_keys),
-                               steps=steps, optimizer=optimizer.lower(), lr=lr, init_std=std, seed=seed,
-                               progress=tick, device=DEVICE)  # fmt: skip
-    bar.empty()
-    return runs

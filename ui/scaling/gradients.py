@@ -17,7 +17,7 @@ def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool) -> go.Figure
     if kind == "gradient":
         return gradient_figure(gradient_data(n_keys, seed).table, d_k, talk=talk)
     row = row_data(d_k, n_keys, seed)
-    return jacobian_figure(row.jac_unscaled, row.jac_scaled, d_k, talk=talk)
+    return jacobian_figure(row.jacobian_unscaled, row.jacobian_scaled, d_k, talk=talk)
 
 
 def gradients_tab(sh: Shared) -> None:

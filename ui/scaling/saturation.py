@@ -7,11 +7,12 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_core.scaling import entropy_pct
 from figures.scaling import row_bars_figure, saturation_figure, temperature_bars_figure, temperature_figure
 from ui import draw
 from ui.draw import NUMBER
 from ui.scaling import both, lead
-from ui.scaling.cached import row_data, rows_for, saturation_data, sweep_data, tau_row_data
+from ui.scaling.cached import row_data, rows_for, saturation_data, sweep_data
 from ui.scaling.settings import TAU_CHOICES, Shared
 
 
@@ -20,9 +21,9 @@ def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool, tau: float =
         return saturation_figure(saturation_data(n_keys, seed).table, d_k, talk=talk)
     if kind == "row":
         row = row_data(d_k, n_keys, seed)
-        return row_bars_figure(row.unscaled, row.scaled, d_k, talk=talk)
+        return row_bars_figure(row.weights_unscaled, row.weights_scaled, d_k, talk=talk)
     if kind == "tau_bars":
-        return temperature_bars_figure(tau_row_data(d_k, n_keys, seed, tau)[0], tau, talk=talk)
+        return temperature_bars_figure(row_data(d_k, n_keys, seed).weights_at(tau), tau, talk=talk)
     return temperature_figure(sweep_data(d_k, n_keys, seed), tau, d_k, talk=talk)
 
 
@@ -52,12 +53,12 @@ def saturation_tab(sh: Shared) -> None:
     tau = float(st.select_slider("Temperature τ (the softmax sees q·k / τ)", [f"{t:g}" for t in TAU_CHOICES], "22.6",
                                  key="sc_tau", bind="query-params",
                                  help="τ = 1 is no scaling; τ = √d_k is the Transformer's."))  # fmt: skip
-    h_pct = tau_row_data(sh.d_k, sh.n_keys, sh.seed, tau)[1]
     draw.prose(
         f"Dividing the same scores by a temperature τ moves the row continuously from one-hot (small τ) to "
         f"uniform (large τ). At d_k = {sh.d_k}, √d_k = {math.sqrt(sh.d_k):.3g}: this row has "
-        f"{row.entropy_pct.unscaled:.0f}% of the uniform entropy unscaled and "
-        f"{row.entropy_pct.scaled:.0f}% after ÷√d_k; at τ = {tau:g} it has {h_pct:.0f}%.",
+        f"{float(entropy_pct(row.weights_unscaled)):.0f}% of the uniform entropy unscaled and "
+        f"{float(entropy_pct(row.weights_scaled)):.0f}% after ÷√d_k; at τ = {tau:g} it has "
+        f"{float(entropy_pct(row.weights_at(tau))):.0f}%.",
     )
     c = st.columns(2)
     with c[0]:

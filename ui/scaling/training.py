@@ -21,9 +21,9 @@ def figure(kind: str, run_key: tuple, talk: bool) -> go.Figure:
     if kind == "loss":
         uniform = (run_key[1] - 1) / run_key[1]  # the loss of uniform weights over n keys
         return training_figure(runs, "loss", title="Loss (faint: each step; bold: 10-step mean)", y_title="loss",
-                               smooth_column="loss_smooth", hlines=[(uniform, "uniform weights")], talk=talk)
+                               uniform=uniform, talk=talk)
     return training_figure(runs, "grad_scores", title="Gradient at the scores ‖∂L/∂(qKᵀ)‖", y_title="gradient norm",
-                           smooth_column="grad_scores_smooth", log_y=True, talk=talk)  # fmt: skip
+                           log_y=True, talk=talk)
 
 
 LR_CHOICES = ("0.001", "0.003", "0.01", "0.03", "0.1", "0.3", "1")  # as the slider shows them and the link writes

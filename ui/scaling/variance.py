@@ -37,10 +37,10 @@ def variance_tab(sh: Shared) -> None:
                          "error shrinks like 1/√samples.")  # fmt: skip
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         v = variance_data(n, sh.seed)
-    key, p95 = (n, sh.seed, sh.d_k, sh.talk), v.p95[sh.d_k]
+    key, var, p95 = (n, sh.seed, sh.d_k, sh.talk), v.var[sh.d_k].unscaled, v.p95[sh.d_k]
     lead(draw.figure(figure, "variance", *key), "sc_variance", "scaling.Variance",
-         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(v.var[sh.d_k].unscaled, 4), f"theory: {sh.d_k}"),
-         ("Typical score, ±1σ", f"±{v.std[sh.d_k]:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
+         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(var, 4), f"theory: {sh.d_k}"),
+         ("Typical score, ±1σ", f"±{math.sqrt(var):.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
          ("95% of scores within", f"±{p95.unscaled:.1f}", "about ±2σ"),
          ("After ÷√d_k, 95% within", f"±{p95.scaled:.2f}", "about ±2, at any d_k"))  # fmt: skip
     draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
