@@ -90,11 +90,8 @@ def kv_cache_bytes(
     head_dim = check_int("head_dim", head_dim, low=1)
     context = check_int("context", context, low=0)
     batch = check_int("batch", batch, low=1)
-    if isinstance(dtype, torch.dtype):
-        itemsize = dtype.itemsize
-    elif dtype in BYTES_PER_VALUE:
-        itemsize = BYTES_PER_VALUE[dtype]
-    else:
+    itemsize = dtype.itemsize if isinstance(dtype, torch.dtype) else BYTES_PER_VALUE.get(dtype)
+    if itemsize is None:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)} or a torch.dtype, got {dtype!r}")
     return 2 * layers * n_kv_heads * head_dim * context * batch * itemsize
 
@@ -125,13 +122,12 @@ def decode_step(
     check_tensor("v_cache", v_cache, min_dim=2)
     if q_new.shape[-2] != 1:
         raise ValueError(f"q_new must hold one new token: shape (N, ..., h, 1, E), got {tuple(q_new.shape)}")
-    if q_new.dim() >= 3 and k_cache.dim() >= 3 and q_new.shape[-3] != k_cache.shape[-3] and k_cache.shape[-3] != 1:
+    if q_new.dim() >= 3 and k_cache.dim() >= 3 and q_new.shape[-3] != k_cache.shape[-3]:
         if k_cache.shape[-3] != v_cache.shape[-3]:
             raise ValueError(
                 f"k_cache and v_cache must have the same heads, got {k_cache.shape[-3]}, {v_cache.shape[-3]}"
             )
-        h, _ = check_head_counts(q_new.shape[-3], k_cache.shape[-3])
-        k_cache, v_cache = repeat_kv(k_cache, h), repeat_kv(v_cache, h)  # (N, ..., h, t, E)
+        k_cache, v_cache = repeat_kv(k_cache, q_new.shape[-3]), repeat_kv(v_cache, q_new.shape[-3])  # (N, ..., h, t, E)
     return dot_product_attention(q_new, k_cache, v_cache, scale=scale)  # (N, ..., h, 1, Ev)
 
 
@@ -265,11 +261,10 @@ def time_decode_steps(
     gen = torch.Generator().manual_seed(seed)
     n_max = ctxs[-1] + 1
     x = torch.randn(n_max, d_model, generator=gen).to(dev)  # (T, d_model)
-    std = 1.0 / math.sqrt(d_model)
-    w_q = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (d_model, h·d_k)
-    w_k = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
-    w_v = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
-    w_o = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (h·d_k, d_model)
+    w_q, w_k, w_v, w_o = (  # (d_model, h·d_k), (d_model, g·d_k), (d_model, g·d_k), (h·d_k, d_model)
+        (torch.randn(d_model, width, generator=gen) / math.sqrt(d_model)).to(dev)
+        for width in (d_model, g * d_k, g * d_k, d_model)
+    )
     k_all = split_heads(x @ w_k, g)  # (g, T, d_k): the cache as the earlier steps left it
     v_all = split_heads(x @ w_v, g)  # (g, T, d_k)
 
