@@ -76,7 +76,7 @@ def matrix_heatmap(
     text[blocked_cells] = ""  # the grey "blocked" layer writes these cells' label
     if dropped is not None:
         text = np.where(as_array(dropped, bool), "×", text)
-    hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
+    hover = np.vectorize(hover_label, otypes=[object])(z)
     colour = _colour(kind, shown)
     bar_labels = [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
     size = font_size(talk)
