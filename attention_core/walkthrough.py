@@ -1,9 +1,5 @@
-"""What the walkthrough page shows, computed in one place.
-
-:func:`run_walkthrough` builds the inputs of a preset, the mask of the chosen kind
-of attention, the five-step trace, and the live checks (the steps against one call
-of the core and against torch's fused SDPA). :func:`walkthrough_backward` runs its
-backward pass in steps for an upstream gradient, checked against autograd.
+"""What the walkthrough page shows, computed in one place: a preset's inputs, the mask, the five-step trace and its
+live checks (:func:`run_walkthrough`), and its backward pass for an upstream gradient (:func:`walkthrough_backward`).
 """
 
 from __future__ import annotations

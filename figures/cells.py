@@ -4,8 +4,6 @@ A heatmap's cell is a box of known pixels once the figure's size and margins are
 largest font at which the longest label of the matrix fits its cell can be computed before the
 figure is drawn. Below a legible minimum the numbers are left out (the value shows on hover).
 
-Pure functions, no plotly: tested directly in ``tests/test_cells.py``.
-
 Widths are in em (a multiple of the font size), measured for DejaVu Sans, the widest of the
 fonts the figures ask for (Inter and Source Sans are narrower), so a label sized here fits in
 whichever of them the browser has.

@@ -21,6 +21,8 @@ DEFAULT_WIDTH = {False: 640, True: 1180}
 # the main column, 16 keys, talk-mode font), so only the largest few are labelled.
 LABEL_EVERY_BAR_UP_TO = 10
 CROWDED_LABELS = 3
+# Okabe-Ito, one colour per key (figures.heads: per K/V group); grey last, apart from the near-black output
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555")
 
 
 def _colour(kind: str, shown: np.ndarray) -> dict:
@@ -188,7 +190,6 @@ def output_blend(
         raise ValueError(f"values must be (n_k, d_v) with n_k = {w.shape[0]}, got {v.shape}")
     dims = [f"dim {i}" for i in range(v.shape[1])]
     fig = go.Figure()
-    palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
     for j, label in enumerate(key_labels):
         if w[j] == 0.0:
             continue
@@ -196,7 +197,7 @@ def output_blend(
             x=dims,
             y=w[j] * v[j],
             name=f"{label} ({w[j]:.0%})",
-            marker_color=palette[j % len(palette)],
+            marker_color=PALETTE[j % len(PALETTE)],
             hovertemplate=f"{label}: %{{y:.3f}}<extra></extra>",
         )
     total = w @ v  # (n_k,) @ (n_k, d_v) -> (d_v,)

@@ -27,18 +27,16 @@ from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
 from ..validation import any_true, check_int, holds_data
 from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
-from .weights import MODEL_NAME, BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
+from .weights import BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
 
 
 @dataclass(frozen=True)
 class Bert:
     """A loaded encoder: its config, weights (on one device) and tokenizer."""
 
-    name: str
     config: BertConfig
     weights: BertWeights
     tokenizer: Any  # tokenizers.Tokenizer
-    folder: str
 
     @property
     def device(self) -> torch.device:
@@ -75,8 +73,7 @@ def load_bert(folder: str | Path | None = None, device: str | torch.device | Non
     path = model_dir() if folder is None else Path(folder)
     config = load_config(path)
     weights = load_weights(path, config, device=device)
-    name = MODEL_NAME if folder is None else path.name
-    return Bert(name=name, config=config, weights=weights, tokenizer=load_tokenizer(path), folder=str(path))
+    return Bert(config=config, weights=weights, tokenizer=load_tokenizer(path))
 
 
 def _check_inputs(bert: Bert, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> tuple[int, ...]:
