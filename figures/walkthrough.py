@@ -112,21 +112,18 @@ def matrix_heatmap(
     if highlight_row is not None and 0 <= highlight_row < z.shape[0]:
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
-    # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some)
-    fig.update_yaxes(
-        autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
-    )
+    base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
+    # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some). The geometry's
+    # margins are exact: automargin would move the plot and break the cells' size.
+    fig.update_yaxes(autorange="reversed", title_text=row_title, type="category", dtick=1,
+                     tickfont={"size": geo.row_font}, automargin=False)  # fmt: skip
     fig.update_xaxes(
         title_text=f"{col_title or 'column'}<br>0…{len(col_labels) - 1}" if many else col_title, type="category",
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
+        automargin=False,
     )
-    base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
-    fig.update_layout(
-        margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
-    )
-    # The geometry's margins are exact: automargin would move the plot and break the cells' size.
-    fig.update_xaxes(automargin=False)
-    return fig.update_yaxes(automargin=False)
+    margin = {"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
+    return fig.update_layout(margin=margin)
 
 
 def query_scores(
