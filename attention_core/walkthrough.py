@@ -29,7 +29,6 @@ from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
 UPSTREAM = ("row", "ones", "random")  # dO: ones on one output row, ones everywhere, seeded Gaussian
-STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 
 
 @dataclass(frozen=True)
