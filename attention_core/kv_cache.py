@@ -175,6 +175,7 @@ def decode_with_cache(
 DECODE_CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
 DECODE_BUDGET_S = 3.5  # recomputing stops at the context that would overrun this
 HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not (a very busy machine)
+FIT_POINTS = 3  # the slopes are fitted over this many of the largest measured contexts
 
 
 @dataclass(frozen=True)
@@ -189,12 +190,8 @@ class DecodeTiming:
     contexts: tuple[int, ...]
     cached_s: tuple[float | None, ...]
     recompute_s: tuple[float | None, ...]
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
     threads: int
     wall_s: float
-    fit_points: int
     max_abs_diff: float  # max |cached step − last row of recomputed| at the largest recomputed context
 
     def points(self, which: str) -> tuple[list[int], list[float]]:
@@ -207,9 +204,9 @@ class DecodeTiming:
 
     def fit(self, which: str) -> tuple[float, float, int, int] | None:
         """``(slope, intercept, t_from, t_to)`` of log(seconds) = slope·log(t) + intercept over the
-        largest ``fit_points`` measured contexts; ``None`` with fewer than two points."""
+        largest :data:`FIT_POINTS` measured contexts; ``None`` with fewer than two points."""
         xs, ys = self.points(which)
-        xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
+        xs, ys = xs[-FIT_POINTS:], ys[-FIT_POINTS:]
         if len(xs) < 2:
             return None
         slope, intercept = fit_loglog_slope(xs, ys)  # about 1: linear growth, about 2: quadratic
@@ -238,8 +235,7 @@ def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) ->
 def time_decode_steps(
     contexts: Sequence[int] = DECODE_CONTEXTS,
     *, d_model: int = 128, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, repeats: int = 3,
-    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, fit_points: int = 3,
-    device: str | torch.device | None = "cpu",
+    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, device: str | torch.device | None = "cpu",
 ) -> DecodeTiming:  # fmt: skip
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 
@@ -255,7 +251,6 @@ def time_decode_steps(
     h, g = check_head_counts(n_heads, n_kv_heads)
     d_k = head_size(d_model, h)
     repeats = check_int("repeats", repeats, low=1, high=100)
-    fit_points = check_int("fit_points", fit_points, low=2, high=len(ctxs))
     budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
     dev = resolve_device(device)
     gen = torch.Generator().manual_seed(seed)
@@ -304,7 +299,5 @@ def time_decode_steps(
             recomputed.append(_fastest_time(recompute_step, repeats, min_time_per_point))
             last = (t, recomputed[-1])
             diff = float((cached_step() - recompute_step()).abs().max())
-    return DecodeTiming(
-        contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), d_model=d_model, n_heads=h,
-        n_kv_heads=g, threads=threads, wall_s=time.perf_counter() - started, fit_points=fit_points, max_abs_diff=diff,
-    )  # fmt: skip
+    return DecodeTiming(contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), threads=threads,
+                        wall_s=time.perf_counter() - started, max_abs_diff=diff)  # fmt: skip

@@ -40,7 +40,7 @@ class Bert:
 
     @property
     def device(self) -> torch.device:
-        return self.weights.device
+        return self.weights.word.device
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,6 @@ class EncoderOutput:
 
     hidden_states: tuple[torch.Tensor, ...]
     attentions: tuple[LayerAttention, ...]
-    attention_mask: torch.Tensor  # (B, L) bool
     embedding: torch.Tensor
 
 
@@ -158,7 +157,7 @@ def bert_forward(
             hidden.append(x)
             if record is not None:
                 attentions.append(record)
-        return EncoderOutput(tuple(hidden), tuple(attentions), real, mean_pool(x, real))
+        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real))
 
 
 def encode(
