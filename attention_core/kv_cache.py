@@ -1,15 +1,9 @@
 """Decoding with a KV cache: one new token attends to every key and value kept so far.
 
-A decoder generates one token at a time. Without a cache, step t recomputes K and V of all
-t + 1 tokens and the whole causal attention, although only its last row is new: the cost
-of a step grows as t² (the scores) plus t·d_model² (the projections). With a cache, step t
-projects the new token alone, appends its k and v, and computes one row of scores against
-the t + 1 cached keys: the cost grows as t. The cache's price is memory,
-
-    bytes = 2 (K and V) · layers · n_kv_heads · head_dim · context · batch · bytes per number,
-
-which is what grouped-query attention cuts: Llama-3-8B keeps 8 K/V heads where Llama-2-7B
-keeps 32, for the same 32 query heads.
+Without a cache, each step of a decoder recomputes K, V and the whole causal attention although only its last row
+is new (the scores grow as t² per step); with one, a step projects the new token alone and computes one row of
+scores (∝ t). The cache's price is memory (:func:`kv_cache_bytes`), which grouped-query attention cuts: Llama-3-8B
+keeps 8 K/V heads where Llama-2-7B keeps 32, for the same 32 query heads.
 """
 
 from __future__ import annotations
