@@ -82,8 +82,7 @@ def _sentence(
     """The checked (h, g), the sentence preset's inputs (``x_q (L, d_model)``: its token vectors with positions)
     and the seeded MHA projections."""
     h, g = check_head_counts(n_heads, n_kv_heads)
-    check_int("d_model", d_model, low=4, high=64)
-    weights = example_weights(d_model, h, seed)
+    weights = example_weights(d_model, h, seed)  # validates d_model and seed; the sentence takes 4 ≤ d_model ≤ 64
     return h, g, sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True), weights
 
 
