@@ -9,6 +9,7 @@ import streamlit as st
 from attention_core.bert.tokens import MAX_TOKENS
 from ui import links
 from ui.frame import talk
+from ui.model import unknown_words
 from ui.model.data import TIRED, WIDE, sentence_data
 from ui.model.sections import grid_section, pair_section, sink_section, token_labels, token_section
 from ui.page import example_or_own, heading
@@ -77,11 +78,7 @@ def model_page() -> None:
         st.error(f"This sentence can't be read: {exc}.")
         return
     if d.unknown:
-        pieces = [u if len(u) <= 24 else u[:23] + "…" for u in d.unknown[:8]]
-        st.warning(
-            "Not in the model's vocabulary, so the model reads each as [UNK] (unknown): "
-            + ", ".join(f"“{u}”" for u in pieces) + (", …" if len(d.unknown) > 8 else "")
-        )
+        st.warning(f"Not in the model's vocabulary, so it reads each as [UNK] (unknown): {unknown_words(d.unknown)}")
     st.markdown(f"**{len(d.tokens)} tokens:** " + " · ".join(f"`{t}`" for t in d.tokens))
     grid_section(text)
     st.divider()

@@ -31,18 +31,13 @@ VIEW_NAMES = {
 }  # fmt: skip
 # The mask table's rows; a DataFrame is built only when its expander opens (pandas costs ~0.4 s
 # to import, which a cold visit should not pay for a table it may never open).
-MASK_ROWS = {
-    "kind of attention": [
-        "Encoder self-attention", "Decoder self-attention", "Encoder with padded batch", "Cross-attention",
-    ],
-    "mask": ["none", "causal", "padding", "cross"],
-    "what it blocks": [
-        "nothing: every token sees every token",
-        "the future: token i sees tokens 0…i",
-        "padding tokens added to fill a batch",
-        "padding of the source sentence; queries come from the target",
-    ],
-}
+MASK_COLUMNS = ("kind of attention", "mask", "what it blocks")
+MASK_ROWS = [
+    ("Encoder self-attention", "none", "nothing: every token sees every token"),
+    ("Decoder self-attention", "causal", "the future: token i sees tokens 0…i"),
+    ("Encoder with padded batch", "padding", "padding tokens added to fill a batch"),
+    ("Cross-attention", "cross", "padding of the source sentence; queries come from the target"),
+]
 
 
 def controls(box: Any) -> Settings:
@@ -136,7 +131,7 @@ def walkthrough_page() -> None:
     if masks.open:
         import pandas as pd
 
-        styled = pd.DataFrame(MASK_ROWS).style.apply(
+        styled = pd.DataFrame(MASK_ROWS, columns=MASK_COLUMNS).style.apply(
             lambda row: ["background-color: #FFE9B3" if row["mask"] == params.mask else "" for _ in row], axis=1
         )
         masks.dataframe(styled, hide_index=True, width="stretch")

@@ -107,8 +107,7 @@ def merge_heads(t: torch.Tensor) -> torch.Tensor:
 
 def repeat_kv(t: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(N, ..., g, S, d)`` → ``(N, ..., h, S, d)``: each K/V head repeated for its h/g query heads."""
-    g = t.shape[-3]
-    h, g = check_head_counts(n_heads, g)
+    h, g = check_head_counts(n_heads, t.shape[-3])
     return t if g == h else t.repeat_interleave(h // g, dim=-3)  # (N, ..., h, S, d)
 
 

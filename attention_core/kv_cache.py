@@ -1,15 +1,9 @@
 """Decoding with a KV cache: one new token attends to every key and value kept so far.
 
-A decoder generates one token at a time. Without a cache, step t recomputes K and V of all
-t + 1 tokens and the whole causal attention, although only its last row is new: the cost
-of a step grows as t² (the scores) plus t·d_model² (the projections). With a cache, step t
-projects the new token alone, appends its k and v, and computes one row of scores against
-the t + 1 cached keys: the cost grows as t. The cache's price is memory,
-
-    bytes = 2 (K and V) · layers · n_kv_heads · head_dim · context · batch · bytes per number,
-
-which is what grouped-query attention cuts: Llama-3-8B keeps 8 K/V heads where Llama-2-7B
-keeps 32, for the same 32 query heads.
+Without a cache, each step of a decoder recomputes K, V and the whole causal attention although only its last row
+is new (the scores grow as t² per step); with one, a step projects the new token alone and computes one row of
+scores (∝ t). The cache's price is memory (:func:`kv_cache_bytes`), which grouped-query attention cuts: Llama-3-8B
+keeps 8 K/V heads where Llama-2-7B keeps 32, for the same 32 query heads.
 """
 
 from __future__ import annotations
@@ -90,11 +84,8 @@ def kv_cache_bytes(
     head_dim = check_int("head_dim", head_dim, low=1)
     context = check_int("context", context, low=0)
     batch = check_int("batch", batch, low=1)
-    if isinstance(dtype, torch.dtype):
-        itemsize = dtype.itemsize
-    elif dtype in BYTES_PER_VALUE:
-        itemsize = BYTES_PER_VALUE[dtype]
-    else:
+    itemsize = dtype.itemsize if isinstance(dtype, torch.dtype) else BYTES_PER_VALUE.get(dtype)
+    if itemsize is None:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)} or a torch.dtype, got {dtype!r}")
     return 2 * layers * n_kv_heads * head_dim * context * batch * itemsize
 
@@ -125,13 +116,12 @@ def decode_step(
     check_tensor("v_cache", v_cache, min_dim=2)
     if q_new.shape[-2] != 1:
         raise ValueError(f"q_new must hold one new token: shape (N, ..., h, 1, E), got {tuple(q_new.shape)}")
-    if q_new.dim() >= 3 and k_cache.dim() >= 3 and q_new.shape[-3] != k_cache.shape[-3] and k_cache.shape[-3] != 1:
+    if q_new.dim() >= 3 and k_cache.dim() >= 3 and q_new.shape[-3] != k_cache.shape[-3]:
         if k_cache.shape[-3] != v_cache.shape[-3]:
             raise ValueError(
                 f"k_cache and v_cache must have the same heads, got {k_cache.shape[-3]}, {v_cache.shape[-3]}"
             )
-        h, _ = check_head_counts(q_new.shape[-3], k_cache.shape[-3])
-        k_cache, v_cache = repeat_kv(k_cache, h), repeat_kv(v_cache, h)  # (N, ..., h, t, E)
+        k_cache, v_cache = repeat_kv(k_cache, q_new.shape[-3]), repeat_kv(v_cache, q_new.shape[-3])  # (N, ..., h, t, E)
     return dot_product_attention(q_new, k_cache, v_cache, scale=scale)  # (N, ..., h, 1, Ev)
 
 
@@ -179,6 +169,7 @@ def decode_with_cache(
 DECODE_CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
 DECODE_BUDGET_S = 3.5  # recomputing stops at the context that would overrun this
 HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not (a very busy machine)
+FIT_POINTS = 3  # the slopes are fitted over this many of the largest measured contexts
 
 
 @dataclass(frozen=True)
@@ -193,12 +184,8 @@ class DecodeTiming:
     contexts: tuple[int, ...]
     cached_s: tuple[float | None, ...]
     recompute_s: tuple[float | None, ...]
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
     threads: int
     wall_s: float
-    fit_points: int
     max_abs_diff: float  # max |cached step − last row of recomputed| at the largest recomputed context
 
     def points(self, which: str) -> tuple[list[int], list[float]]:
@@ -211,9 +198,9 @@ class DecodeTiming:
 
     def fit(self, which: str) -> tuple[float, float, int, int] | None:
         """``(slope, intercept, t_from, t_to)`` of log(seconds) = slope·log(t) + intercept over the
-        largest ``fit_points`` measured contexts; ``None`` with fewer than two points."""
+        largest :data:`FIT_POINTS` measured contexts; ``None`` with fewer than two points."""
         xs, ys = self.points(which)
-        xs, ys = xs[-self.fit_points :], ys[-self.fit_points :]
+        xs, ys = xs[-FIT_POINTS:], ys[-FIT_POINTS:]
         if len(xs) < 2:
             return None
         slope, intercept = fit_loglog_slope(xs, ys)  # about 1: linear growth, about 2: quadratic
@@ -242,8 +229,7 @@ def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) ->
 def time_decode_steps(
     contexts: Sequence[int] = DECODE_CONTEXTS,
     *, d_model: int = 128, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, repeats: int = 3,
-    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, fit_points: int = 3,
-    device: str | torch.device | None = "cpu",
+    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, device: str | torch.device | None = "cpu",
 ) -> DecodeTiming:  # fmt: skip
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 
@@ -259,17 +245,15 @@ def time_decode_steps(
     h, g = check_head_counts(n_heads, n_kv_heads)
     d_k = head_size(d_model, h)
     repeats = check_int("repeats", repeats, low=1, high=100)
-    fit_points = check_int("fit_points", fit_points, low=2, high=len(ctxs))
     budget_s = check_float("budget_s", budget_s, low=0.0, low_open=True)
     dev = resolve_device(device)
     gen = torch.Generator().manual_seed(seed)
     n_max = ctxs[-1] + 1
     x = torch.randn(n_max, d_model, generator=gen).to(dev)  # (T, d_model)
-    std = 1.0 / math.sqrt(d_model)
-    w_q = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (d_model, h·d_k)
-    w_k = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
-    w_v = (torch.randn(d_model, g * d_k, generator=gen) * std).to(dev)  # (d_model, g·d_k)
-    w_o = (torch.randn(d_model, d_model, generator=gen) * std).to(dev)  # (h·d_k, d_model)
+    w_q, w_k, w_v, w_o = (  # (d_model, h·d_k), (d_model, g·d_k), (d_model, g·d_k), (h·d_k, d_model)
+        (torch.randn(d_model, width, generator=gen) / math.sqrt(d_model)).to(dev)
+        for width in (d_model, g * d_k, g * d_k, d_model)
+    )
     k_all = split_heads(x @ w_k, g)  # (g, T, d_k): the cache as the earlier steps left it
     v_all = split_heads(x @ w_v, g)  # (g, T, d_k)
 
@@ -309,7 +293,5 @@ def time_decode_steps(
             recomputed.append(_fastest_time(recompute_step, repeats, min_time_per_point))
             last = (t, recomputed[-1])
             diff = float((cached_step() - recompute_step()).abs().max())
-    return DecodeTiming(
-        contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), d_model=d_model, n_heads=h,
-        n_kv_heads=g, threads=threads, wall_s=time.perf_counter() - started, fit_points=fit_points, max_abs_diff=diff,
-    )  # fmt: skip
+    return DecodeTiming(contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), threads=threads,
+                        wall_s=time.perf_counter() - started, max_abs_diff=diff)  # fmt: skip

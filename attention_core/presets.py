@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -95,9 +96,7 @@ def _finish(
 
 def _unique(tokens: list[str]) -> list[str]:
     """Plot axes need distinct labels: a repeated word gets a position suffix ("the·4")."""
-    seen: dict[str, int] = {}
-    for t in tokens:
-        seen[t] = seen.get(t, 0) + 1
+    seen = Counter(tokens)
     return [f"{t}·{i}" if seen[t] > 1 else t for i, t in enumerate(tokens)]
 
 

@@ -1,9 +1,5 @@
-"""What the walkthrough page shows, computed in one place.
-
-:func:`run_walkthrough` builds the inputs of a preset, the mask of the chosen kind
-of attention, the five-step trace, and the live checks (the steps against one call
-of the core and against torch's fused SDPA). :func:`walkthrough_backward` runs its
-backward pass in steps for an upstream gradient, checked against autograd.
+"""What the walkthrough page shows, computed in one place: a preset's inputs, the mask, the five-step trace and its
+live checks (:func:`run_walkthrough`), and its backward pass for an upstream gradient (:func:`walkthrough_backward`).
 """
 
 from __future__ import annotations
@@ -33,7 +29,6 @@ from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
 UPSTREAM = ("row", "ones", "random")  # dO: ones on one output row, ones everywhere, seeded Gaussian
-STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 
 
 @dataclass(frozen=True)
@@ -47,7 +42,6 @@ class WalkthroughResult:
     valid_keys: int
     delta_core: float  # max |Δ| between the traced output and one call of the core
     delta_torch: float  # max |Δ| between the traced (dropout-free) output and torch's SDPA
-    row_sums: torch.Tensor  # (L,) sums of each weight row: 1, or 0 for a fully masked row
     seed: int = 0  # the dropout pattern's seed
 
     @property
@@ -56,12 +50,12 @@ class WalkthroughResult:
         live = ~self.trace.fully_masked_rows
         if not bool(live.any()):
             return None
-        return float((self.row_sums[live] - 1.0).abs().max())
+        return float((self.trace.weights.sum(dim=-1)[live] - 1.0).abs().max())  # a fully masked row sums to 0
 
     @property
     def fully_masked(self) -> list[int]:
         """Indices of query rows whose every key is masked."""
-        return [i for i, m in enumerate(self.trace.fully_masked_rows.tolist()) if m]
+        return self.trace.fully_masked_rows.nonzero().flatten().tolist()
 
 
 def build_mask(kind: str, n_q: int, n_k: int, pad: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
@@ -101,10 +95,9 @@ def run_walkthrough(
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
     check_choice("preset", preset, PRESETS)
     cross = mask == "cross"
-    if preset == "model":
-        inputs = model_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
-    elif preset == "decoder":
-        inputs = decoder_example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
+    if preset in ("model", "decoder"):
+        example = model_example if preset == "model" else decoder_example
+        inputs = example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
     elif preset == "tiny":
         inputs = tiny_example(positions=positions, cross=cross, device=device)
     elif preset == "sentence":
@@ -130,7 +123,7 @@ def run_walkthrough(
     delta_torch = float((plain - fused)[rows_ok].abs().max()) if bool(rows_ok.any()) else 0.0
     return WalkthroughResult(
         inputs=inputs, mask_kind=mask, mask=attn_mask, trace=trace, valid_keys=valid, delta_core=delta_core,
-        delta_torch=delta_torch, row_sums=trace.weights.sum(dim=-1), seed=seed,
+        delta_torch=delta_torch, seed=seed,
     )  # fmt: skip
 
 

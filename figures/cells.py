@@ -4,8 +4,6 @@ A heatmap's cell is a box of known pixels once the figure's size and margins are
 largest font at which the longest label of the matrix fits its cell can be computed before the
 figure is drawn. Below a legible minimum the numbers are left out (the value shows on hover).
 
-Pure functions, no plotly: tested directly in ``tests/test_cells.py``.
-
 Widths are in em (a multiple of the font size), measured for DejaVu Sans, the widest of the
 fonts the figures ask for (Inter and Source Sans are narrower), so a label sized here fits in
 whichever of them the browser has.
@@ -45,16 +43,6 @@ def longest_em(labels: Iterable[str]) -> float:
     return max((text_width_em(t) for t in labels), default=0.0)
 
 
-def decimals_for(x: float) -> int:
-    """Digits after the point: fewer for large values, so every label has about 3 significant digits."""
-    a = abs(x)
-    if a >= 100:
-        return 0
-    if a >= 10:
-        return 1
-    return 2
-
-
 def cell_label(x: float) -> str:
     """A cell's label: adaptive decimals, a true minus sign, ".94" rather than "0.94", "−∞" for −∞."""
     if math.isnan(x):
@@ -63,21 +51,18 @@ def cell_label(x: float) -> str:
         return "−∞" if x < 0 else "∞"
     if abs(x - round(x)) < 1e-6 and abs(x) < 1e6:
         return f"{round(x):d}".replace("-", "−")
-    d = decimals_for(x)
+    d = 0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2  # about 3 significant digits
     text = f"{x:.{d}f}"
     if text in ("-0", "-0.0", "-0.00"):
         text = text[1:]
-    if abs(x) < 1 and d > 0:  # narrower cells stay readable
+    if abs(x) < 1:  # narrower cells stay readable
         text = text.replace("0.", ".", 1)
     return text.replace("-", "−")
 
 
 def cell_labels(values: np.ndarray) -> np.ndarray:
     """:func:`cell_label` of every entry, as an object array of the same shape."""
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        return np.empty(v.shape, dtype=object)
-    return np.vectorize(cell_label, otypes=[object])(v)
+    return np.vectorize(cell_label, otypes=[object])(np.asarray(values, dtype=float))
 
 
 def hover_label(x: float) -> str:

@@ -10,18 +10,17 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
-from .walkthrough import matrix_heatmap
+from .walkthrough import PALETTE, matrix_heatmap
 
 # Vermillion is the costly baseline (the MHA cache, recomputing every step: as textbook on the
 # benchmark); green is the saving (the GQA cache, decoding with a cache).
 BASELINE = "#D55E00"
 SAVING = "#009E73"
-# One colour per K/V group, so a query head and the K/V head it reads share a colour.
-GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555")
 
 
 def group_color(kv_head: int) -> str:
-    return GROUP_COLORS[kv_head % len(GROUP_COLORS)]
+    """One colour per K/V group, so a query head and the K/V head it reads share a colour."""
+    return PALETTE[kv_head % len(PALETTE)]
 
 
 def kilo(tokens: int) -> str:

@@ -16,13 +16,6 @@ def head_label(layer: int, head: int) -> str:
     return f"L{layer}·H{head}"
 
 
-def _check_grid(weights: np.ndarray) -> np.ndarray:
-    w = np.asarray(weights, dtype=float)
-    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
-    return w
-
-
 def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
     """Mean-pool the last two axes by k×k blocks so that neither exceeds ``max_side``; returns (w, k)."""
     n = w.shape[-1]
@@ -37,70 +30,48 @@ def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
         return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
 
 
-def tiled_heads(
-    w: np.ndarray, names: Sequence[str], *, layers_across: bool = False, selected: tuple[int, int] | None = None,
-    note: str = "", colorbar_len: float = 0.8,
-) -> tuple[go.Figure, int, int]:  # fmt: skip
-    """Every head's ``(m, m)`` tile of ``w (n_layers, H, m, m)`` in one heatmap, layers down (or across), with a
-    gap of about m/6 cells between tiles; the ``selected`` (layer, head) framed in the highlight colour.
+def layer_head_grid(
+    weights: np.ndarray, tokens: Sequence[str], *, selected: tuple[int, int] | None = None, talk: bool = False,
+    max_side: int = 32,
+) -> go.Figure:  # fmt: skip
+    """Every head's L×L tile of ``weights (n_layers, H, L, L)`` in one heatmap, layers down, heads across, with a
+    gap of about a sixth of a tile between tiles; the ``selected`` (layer, head) framed in the highlight colour.
 
-    A transparent marker sits at each tile's centre, one per head in layer-major order (point ``i`` is head
-    ``divmod(i, H)``, hovered as ``names[i]`` and ``note``): a click anywhere on a tile selects that head.
-    Returns the figure, the gap and the step from one tile to the next (in cells), for the axes' ticks.
+    A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most ``max_side`` cells a
+    side (each cell the mean of a k×k block). A transparent marker sits at each tile's centre, one per head in
+    layer-major order (point ``i`` is head ``divmod(i, H)``): a click anywhere on a tile selects that head.
     """
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
+        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
+    if len(tokens) != w.shape[-1]:
+        raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
+    w, block = _shrink(w, max_side)
     n_layers, n_heads, n, _ = w.shape
     gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
     step = n + gap
-    at = [(h, lay) if layers_across else (lay, h) for lay in range(n_layers) for h in range(n_heads)]  # (row, col)
-    rows, cols = (n_heads, n_layers) if layers_across else (n_layers, n_heads)
-    z = np.full((rows * step - gap, cols * step - gap), np.nan, dtype=np.float32)  # half the bytes
-    for (r, c), tile in zip(at, w.reshape(-1, n, n), strict=True):
-        z[r * step : r * step + n, c * step : c * step + n] = tile  # (m, m)
-    centre = (n - 1) / 2
+    z = np.full((n_layers * step - gap, n_heads * step - gap), np.nan, dtype=np.float32)  # half the bytes
+    for layer, head in np.ndindex(n_layers, n_heads):
+        z[layer * step : layer * step + n, head * step : head * step + n] = w[layer, head]  # (m, m)
+    centre, heads = (n - 1) / 2, list(np.ndindex(n_layers, n_heads))
     fig = go.Figure(go.Heatmap(
         z=z, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, hoverinfo="skip",
-        colorbar={"thickness": 12, "len": colorbar_len, "title": {"text": "weight", "side": "right"}},
+        colorbar={"thickness": 12, "len": 0.8, "title": {"text": "weight", "side": "right"}},
     ))  # fmt: skip
+    note = f"<br>(shown as means of {block}×{block} blocks)" if block > 1 else ""
     fig.add_scatter(
-        x=[c * step + centre for _, c in at], y=[r * step + centre for r, _ in at], mode="markers",
-        marker={"size": 1, "opacity": 0}, customdata=list(names), showlegend=False, name="heads",
-        hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>",
+        x=[h * step + centre for _, h in heads], y=[lay * step + centre for lay, _ in heads], mode="markers",
+        marker={"size": 1, "opacity": 0}, customdata=[head_label(*lh) for lh in heads], showlegend=False,
+        name="heads", hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>",
     )  # fmt: skip
     if selected is not None:
         layer, head = selected
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
             raise ValueError(f"selected head {selected} is outside {n_layers} layers × {n_heads} heads")
-        r, c = at[layer * n_heads + head]
         pad = max(0.5, gap / 2)
-        fig.add_shape(type="rect", x0=c * step - pad, x1=c * step + n - 1 + pad, y0=r * step - pad,
-                      y1=r * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
-    fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
-    return fig, gap, step
-
-
-def layer_head_grid(
-    weights: np.ndarray,
-    tokens: Sequence[str],
-    *,
-    selected: tuple[int, int] | None = None,
-    talk: bool = False,
-    height: int | None = None,
-    max_side: int = 32,
-) -> go.Figure:
-    """Every head's L×L weights as one tiled heatmap (:func:`tiled_heads`): layers down, heads across.
-
-    A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most
-    ``max_side`` cells a side (each cell the mean of a k×k block); the figure stays small.
-    """
-    w = _check_grid(weights)
-    if len(tokens) != w.shape[-1]:
-        raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
-    w, block = _shrink(w, max_side)
-    n_layers, n_heads, n, _ = w.shape
-    names = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    note = f"<br>(shown as means of {block}×{block} blocks)" if block > 1 else ""
-    fig, gap, step = tiled_heads(w, names, selected=selected, note=note)
-    size, centre = font_size(talk), (n - 1) / 2
+        fig.add_shape(type="rect", x0=head * step - pad, x1=head * step + n - 1 + pad, y0=layer * step - pad,
+                      y1=layer * step + n - 1 + pad, line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
+    size = font_size(talk)
     fig.update_xaxes(
         tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
         side="top", range=[-gap, n_heads * step], tickfont={"size": size}, fixedrange=True,
@@ -109,12 +80,11 @@ def layer_head_grid(
         tickvals=[lay * step + centre for lay in range(n_layers)], ticktext=[f"L{lay}" for lay in range(n_layers)],
         autorange="reversed", tickfont={"size": size}, fixedrange=True,
     )  # fmt: skip
-    return base_layout(fig, talk=talk, height=height or (390 if talk else 430), grid=False)  # talk: 6 rows fit 720 px
+    fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
+    return base_layout(fig, talk=talk, height=390 if talk else 430, grid=False)  # talk: 6 rows fit 720 px
 
 
-def token_across_heads(
-    rows: np.ndarray, tokens: Sequence[str], query: int, *, talk: bool = False, height: int | None = None
-) -> go.Figure:
+def token_across_heads(rows: np.ndarray, tokens: Sequence[str], query: int, *, talk: bool = False) -> go.Figure:
     """One token's attention in every head: rows are the tokens it looks at, columns the 6 × 12 heads
     (grouped by layer). ``rows`` is ``(n_layers, H, L)``."""
     r = np.asarray(rows, dtype=float)
@@ -150,12 +120,10 @@ def token_across_heads(
         line={"color": HIGHLIGHT, "width": 3},
     )  # fmt: skip
     per_row = 30 if talk else 24
-    return base_layout(fig, talk=talk, height=height or max(280, 90 + per_row * n))
+    return base_layout(fig, talk=talk, height=max(280, 90 + per_row * n))
 
 
-def layer_head_map(
-    values: np.ndarray, *, title: str, talk: bool = False, height: int | None = None, digits: int = 2
-) -> go.Figure:
+def layer_head_map(values: np.ndarray, *, title: str, talk: bool = False) -> go.Figure:
     """A ``(n_layers, H)`` table of shares in [0, 1], each cell written out."""
     v = np.asarray(values, dtype=float)
     if v.ndim != 2:
@@ -163,7 +131,7 @@ def layer_head_map(
     if v.size and (np.nanmin(v) < -1e-9 or np.nanmax(v) > 1 + 1e-9):
         raise ValueError("values must be shares in [0, 1]")
     n_layers, n_heads = v.shape
-    text = np.vectorize(lambda x: f"{x:.{digits}f}".replace("0.", ".", 1) if x < 1 else "1")(v)
+    text = np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1) if x < 1 else "1")(v)
     size = font_size(talk)
     fig = go.Figure(
         go.Heatmap(
@@ -175,6 +143,6 @@ def layer_head_map(
     )  # fmt: skip
     fig.update_yaxes(autorange="reversed", type="category", showgrid=False, fixedrange=True, tickfont={"size": size})
     fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True, tickfont={"size": size})
-    base_layout(fig, title=title, talk=talk, height=height or (420 if talk else 300))
+    base_layout(fig, title=title, talk=talk, height=420 if talk else 300)
     fig.update_layout(margin={"t": 110 if talk else 80})  # the title clears the head labels
     return fig

@@ -21,6 +21,8 @@ DEFAULT_WIDTH = {False: 640, True: 1180}
 # the main column, 16 keys, talk-mode font), so only the largest few are labelled.
 LABEL_EVERY_BAR_UP_TO = 10
 CROWDED_LABELS = 3
+# Okabe-Ito, one colour per key (figures.heads: per K/V group); grey last, apart from the near-black output
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555")
 
 
 def _colour(kind: str, shown: np.ndarray) -> dict:
@@ -76,7 +78,7 @@ def matrix_heatmap(
     text[blocked_cells] = ""  # the grey "blocked" layer writes these cells' label
     if dropped is not None:
         text = np.where(as_array(dropped, bool), "×", text)
-    hover = np.vectorize(hover_label, otypes=[object])(z) if z.size else np.empty(z.shape, dtype=object)
+    hover = np.vectorize(hover_label, otypes=[object])(z)
     colour = _colour(kind, shown)
     bar_labels = [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
     size = font_size(talk)
@@ -110,21 +112,18 @@ def matrix_heatmap(
     if highlight_row is not None and 0 <= highlight_row < z.shape[0]:
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line={"color": HIGHLIGHT, "width": 4})  # fmt: skip
-    # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some)
-    fig.update_yaxes(
-        autorange="reversed", title_text=row_title, type="category", dtick=1, tickfont={"size": geo.row_font}
-    )
+    base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
+    # dtick=1: every label, which the geometry has sized to fit (plotly would otherwise drop some). The geometry's
+    # margins are exact: automargin would move the plot and break the cells' size.
+    fig.update_yaxes(autorange="reversed", title_text=row_title, type="category", dtick=1,
+                     tickfont={"size": geo.row_font}, automargin=False)  # fmt: skip
     fig.update_xaxes(
         title_text=f"{col_title or 'column'}<br>0…{len(col_labels) - 1}" if many else col_title, type="category",
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
+        automargin=False,
     )
-    base_layout(fig, title=title or None, talk=talk, height=geo.height, grid=False)
-    fig.update_layout(
-        margin={"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
-    )
-    # The geometry's margins are exact: automargin would move the plot and break the cells' size.
-    fig.update_xaxes(automargin=False)
-    return fig.update_yaxes(automargin=False)
+    margin = {"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
+    return fig.update_layout(margin=margin)
 
 
 def query_scores(
@@ -188,7 +187,6 @@ def output_blend(
         raise ValueError(f"values must be (n_k, d_v) with n_k = {w.shape[0]}, got {v.shape}")
     dims = [f"dim {i}" for i in range(v.shape[1])]
     fig = go.Figure()
-    palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
     for j, label in enumerate(key_labels):
         if w[j] == 0.0:
             continue
@@ -196,7 +194,7 @@ def output_blend(
             x=dims,
             y=w[j] * v[j],
             name=f"{label} ({w[j]:.0%})",
-            marker_color=palette[j % len(palette)],
+            marker_color=PALETTE[j % len(PALETTE)],
             hovertemplate=f"{label}: %{{y:.3f}}<extra></extra>",
         )
     total = w @ v  # (n_k,) @ (n_k, d_v) -> (d_v,)

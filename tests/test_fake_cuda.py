@@ -145,7 +145,7 @@ def _bert(f: Fake) -> encoder.EncoderOutput:
         )  # fmt: skip
 
     w = weights.BertWeights(r(50, 16), r(12, 16), r(2, 16), r(16), r(16), (layer(), layer()))
-    bert = encoder.Bert(name="tiny", config=cfg, weights=w, tokenizer=None, folder="")
+    bert = encoder.Bert(config=cfg, weights=w, tokenizer=None)
     ids = torch.randint(0, 50, (2, 7), device=f.device)
     mask = torch.ones(2, 7, dtype=torch.long, device=f.device)
     return encoder.bert_forward(bert, ids, mask), encoder.bert_forward(bert, ids, None, trace=False)

@@ -98,24 +98,6 @@ class PairReading:
     b_referent: str
     heads: tuple[HeadReading, ...]  # every head, best margin first
 
-    @property
-    def resolving(self) -> tuple[HeadReading, ...]:
-        """The heads that favour the right noun in both sentences, best margin first."""
-        return tuple(h for h in self.heads if h.resolves)
-
-    def mean(self, field: str) -> float:
-        """The mean over heads of one :class:`HeadReading` field, e.g. ``"b_wrong"``."""
-        return sum(getattr(h, field) for h in self.heads) / len(self.heads)
-
-    @property
-    def a_correct(self) -> int:
-        """How many heads favour the right noun in sentence A."""
-        return sum(h.a_right > h.a_wrong for h in self.heads)
-
-    @property
-    def b_correct(self) -> int:
-        return sum(h.b_right > h.b_wrong for h in self.heads)
-
 
 def _index(tokens: tuple[str, ...], word: str, what: str) -> int:
     if word not in tokens:
@@ -130,22 +112,14 @@ def coreference_pair(
     """Compare every head's weight from ``pronoun`` on the two nouns in sentences ``a`` and ``b``
     (each ``(tokens, weights (n_layers, H, L, L))``). In ``a`` the pronoun means ``a_referent``,
     in ``b`` it means ``b_referent``; each sentence must contain both nouns."""
-    readings = []
     rows = []
     for (tokens, weights), right, wrong in ((a, a_referent, b_referent), (b, b_referent, a_referent)):
         _check_weights(weights)
         i = _index(tokens, pronoun, "the pronoun")
         row = weights[..., i, :].detach().to("cpu", torch.float64)  # (n_layers, H, L)
-        rows.append((row[..., _index(tokens, right, "the referent")], row[..., _index(tokens, wrong, "the noun")]))
-    (ar, aw), (br, bw) = rows
-    if ar.shape != br.shape:
+        rows += [row[..., _index(tokens, right, "the referent")], row[..., _index(tokens, wrong, "the noun")]]
+    if rows[0].shape != rows[2].shape:
         raise ValueError("both sentences must come from the same model (same layers and heads)")
-    n_layers, n_heads = ar.shape
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            readings.append(
-                HeadReading(layer, head, float(ar[layer, head]), float(aw[layer, head]),
-                            float(br[layer, head]), float(bw[layer, head]))
-            )  # fmt: skip
+    readings = [HeadReading(*lh, *(float(r[lh]) for r in rows)) for lh in np.ndindex(*rows[0].shape)]
     readings.sort(key=lambda h: h.margin, reverse=True)
     return PairReading(pronoun=pronoun, a_referent=a_referent, b_referent=b_referent, heads=tuple(readings))

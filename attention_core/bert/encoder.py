@@ -27,22 +27,20 @@ from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
 from ..validation import any_true, check_int, holds_data
 from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
-from .weights import MODEL_NAME, BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
+from .weights import BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
 
 
 @dataclass(frozen=True)
 class Bert:
     """A loaded encoder: its config, weights (on one device) and tokenizer."""
 
-    name: str
     config: BertConfig
     weights: BertWeights
     tokenizer: Any  # tokenizers.Tokenizer
-    folder: str
 
     @property
     def device(self) -> torch.device:
-        return self.weights.device
+        return self.weights.word.device
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,6 @@ class EncoderOutput:
 
     hidden_states: tuple[torch.Tensor, ...]
     attentions: tuple[LayerAttention, ...]
-    attention_mask: torch.Tensor  # (B, L) bool
     embedding: torch.Tensor
 
 
@@ -75,8 +72,7 @@ def load_bert(folder: str | Path | None = None, device: str | torch.device | Non
     path = model_dir() if folder is None else Path(folder)
     config = load_config(path)
     weights = load_weights(path, config, device=device)
-    name = MODEL_NAME if folder is None else path.name
-    return Bert(name=name, config=config, weights=weights, tokenizer=load_tokenizer(path), folder=str(path))
+    return Bert(config=config, weights=weights, tokenizer=load_tokenizer(path))
 
 
 def _check_inputs(bert: Bert, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> tuple[int, ...]:
@@ -161,7 +157,7 @@ def bert_forward(
             hidden.append(x)
             if record is not None:
                 attentions.append(record)
-        return EncoderOutput(tuple(hidden), tuple(attentions), real, mean_pool(x, real))
+        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real))
 
 
 def encode(

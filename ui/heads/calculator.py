@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.device import format_bytes
-from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES, kv_cache_bytes, max_context_that_fits
+from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES, max_context_that_fits
 from figures.heads import kilo, kv_cache_figure
 from ui import draw
 from ui.frame import talk
@@ -20,8 +20,7 @@ GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 8
 
 def cache_figure(model: str, ctx: int, batch: int, dtype: str, left: int, talk: bool) -> go.Figure:
     m = MODEL_SHAPES[model]
-    mha, own = ([kv_cache_bytes(m.layers, heads, m.head_dim, t, batch, dtype) for t in CONTEXTS.values()]
-                for heads in (m.n_heads, m.n_kv_heads))  # fmt: skip
+    mha, own = ([m.cache_bytes(t, batch, dtype, n_kv_heads=g) for t in CONTEXTS.values()] for g in (m.n_heads, None))
     return kv_cache_figure(tuple(CONTEXTS.values()), mha, own, chosen=ctx, budget_bytes=left if left > 0 else None,
                            model=model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
 
@@ -42,8 +41,7 @@ def calculator_tab(_: object) -> None:
     m = MODEL_SHAPES[model]
     weights = m.parameters * BYTES_PER_VALUE[dtype] if count_weights else 0
     left = gpu * 10**9 - weights
-    mha = kv_cache_bytes(m.layers, m.n_heads, m.head_dim, ctx, batch, dtype)
-    own = kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, ctx, batch, dtype)
+    mha, own = m.cache_bytes(ctx, batch, dtype, n_kv_heads=m.n_heads), m.cache_bytes(ctx, batch, dtype)
     fig = draw.figure(cache_figure, model, ctx, batch, dtype, left, talk())
     if talk():  # on a projector the figure comes first, under the controls
         draw.chart(fig, "hd_cache_fig", fit="heads.KV-cache calculator")

@@ -47,21 +47,10 @@ def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> Decod
 
 @dataclass(frozen=True)
 class Timing:
-    """A live measurement of decoding steps (:class:`DecodeTiming`), and the clock time it was taken at."""
+    """A live measurement of decoding steps, and the clock time it was taken at."""
 
     steps: DecodeTiming
     when: str
-
-    @property
-    def skipped(self) -> list[int]:
-        """The contexts where recomputing was not run (it would have overrun the budget)."""
-        s = self.steps
-        return [c for c, t, u in zip(s.contexts, s.recompute_s, s.cached_s, strict=True) if t is None and u]
-
-    @property
-    def unfinished(self) -> list[int]:
-        """The contexts a busy machine left unmeasured."""
-        return [c for c, t in zip(self.steps.contexts, self.steps.cached_s, strict=True) if t is None]
 
 
 @st.cache_data(max_entries=32, show_spinner=False, ttl=3600)

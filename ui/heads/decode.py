@@ -86,7 +86,8 @@ def decode_tab(sh: HeadSettings) -> None:
         (f"Cache speed-up at t = {common}" if common else "Cache speed-up", f"{speed:.0f}×" if speed else "–", None),
         border=True,
     )
-    skipped = ", ".join(str(t) for t in r.skipped)
+    skipped = ", ".join(str(c) for c, u, t in zip(s.contexts, s.cached_s, s.recompute_s, strict=True) if u and not t)
+    unfinished = ", ".join(str(c) for c, u in zip(s.contexts, s.cached_s, strict=True) if u is None)  # a busy machine
     st.caption(
         f"Measured at {r.when} in {s.wall_s:.1f} s on {s.threads} thread(s); each point is the fastest of "
         "several calls (slower ones measure interruptions by other work). Slopes are log-log fits over the three "
@@ -94,6 +95,6 @@ def decode_tab(sh: HeadSettings) -> None:
         "outgrow the CPU's caches, each step reads them from main memory and the slope can rise above 1."
         + (f" Recomputing was not run at t = {skipped}: it would have taken too long." if skipped else "")
         + f" Both paths agree to |Δ| ≤ {s.max_abs_diff:.1e}."
-        + (f" The machine was so busy that t = {', '.join(map(str, r.unfinished))} could not be measured in "
-           "time; press Measure again later." if r.unfinished else "")
+        + (f" The machine was so busy that t = {unfinished} could not be measured in time; press Measure again "
+           "later." if unfinished else "")
     )  # fmt: skip

@@ -1,11 +1,5 @@
-"""The heads page's examples, computed with the core (torch only, no streamlit, so tests call them directly).
-
-:func:`heads_example` runs the walkthrough's sentence through multi-head attention with seeded
-random projections, then through the grouped-query version whose K/V projections are the
-group means of the multi-head ones (the GQA paper's conversion), and measures how far the
-two outputs are apart. :func:`decode_example` generates the same sentence token by token with
-a KV cache. (The code of the split, with this setting's shapes, is ``ui.snippets.split_snippet``.)
-"""
+"""The heads page's examples, computed with the core (torch only, no streamlit, so tests call them directly): the
+walkthrough's sentence through multi-head attention and its grouped-query conversion, and decoded from a KV cache."""
 
 from __future__ import annotations
 
@@ -20,11 +14,12 @@ from attention_core.heads import (
     check_head_counts,
     head_size,
     mean_pool_kv,
+    merge_heads,
     multi_head_attention,
     multi_head_trace,
 )
 from attention_core.kv_cache import decode_with_cache
-from attention_core.presets import sentence_example
+from attention_core.presets import WalkthroughInputs, sentence_example
 from attention_core.validation import check_int
 
 D_MODELS = (16, 32, 64)
@@ -38,6 +33,8 @@ class HeadSettings:
     n_heads: int
     seed: int
     causal: bool
+
+
 QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, visibly different heads
 
 
@@ -52,11 +49,7 @@ class HeadsExample:
     """
 
     tokens: tuple[str, ...]
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
     d_k: int
-    causal: bool
     x: torch.Tensor
     weights_mha: torch.Tensor
     weights_gqa: torch.Tensor
@@ -83,44 +76,35 @@ def example_weights(
     return QK_GAIN * w_q, QK_GAIN * w_k, w_v, w_o
 
 
+def _sentence(
+    d_model: int, n_heads: int, n_kv_heads: int | None, seed: int
+) -> tuple[int, int, WalkthroughInputs, tuple[torch.Tensor, ...]]:
+    """The checked (h, g), the sentence preset's inputs (``x_q (L, d_model)``: its token vectors with positions)
+    and the seeded MHA projections."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    weights = example_weights(d_model, h, seed)  # validates d_model and seed; the sentence takes 4 ≤ d_model ≤ 64
+    return h, g, sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True), weights
+
+
 def heads_example(
     *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, causal: bool = False
 ) -> HeadsExample:
     """The sentence preset through MHA and through its GQA conversion with ``n_kv_heads`` K/V heads."""
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    check_int("d_model", d_model, low=4, high=64)
-    w_q, w_k, w_v, w_o = example_weights(d_model, h, seed)
-    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
-    x = inputs.x_q  # (L, d_model): the sentence's token vectors with positions
+    h, g, inputs, (w_q, w_k, w_v, w_o) = _sentence(d_model, n_heads, n_kv_heads, seed)
+    x = inputs.x_q  # (L, d_model)
     mha = multi_head_trace(x, w_q, w_k, w_v, w_o, h, is_causal=causal)
     w_k_g, w_v_g = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
     gqa = multi_head_trace(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=causal)
-
-    q = gqa.q.unsqueeze(0)  # (1, h, L, d_k)
-    k, v = gqa.k.unsqueeze(0), gqa.v.unsqueeze(0)  # (1, g, L, d_k)
+    q, k, v = (t.unsqueeze(0) for t in (gqa.q, gqa.k, gqa.v))  # (1, h, L, d_k), (1, g, L, d_k) twice
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)[0]  # (h, L, d_k)
-    concat = fused.transpose(0, 1).reshape(x.shape[0], d_model)  # (L, d_model)
-    delta_torch = float((concat @ w_o - gqa.output).abs().max())
-
     diff = gqa.output - mha.output  # (L, d_model)
     return HeadsExample(
-        tokens=inputs.query_tokens,
-        d_model=d_model,
-        n_heads=h,
-        n_kv_heads=g,
-        d_k=d_model // h,
-        causal=bool(causal),
-        x=x,
-        weights_mha=mha.weights,
-        weights_gqa=gqa.weights,
-        out_mha=mha.output,
-        out_gqa=gqa.output,
-        max_abs_diff=float(diff.abs().max()),
+        tokens=inputs.query_tokens, d_k=d_model // h, x=x, weights_mha=mha.weights, weights_gqa=gqa.weights,
+        out_mha=mha.output, out_gqa=gqa.output, max_abs_diff=float(diff.abs().max()),
         rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
-        delta_torch=delta_torch,
-        params_mha=attention_parameters(d_model, h),
-        params_gqa=attention_parameters(d_model, h, g),
-    )
+        delta_torch=float((merge_heads(fused) @ w_o - gqa.output).abs().max()),
+        params_mha=attention_parameters(d_model, h), params_gqa=attention_parameters(d_model, h, g),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -130,8 +114,6 @@ class DecodeExample:
     attention over the whole sentence."""
 
     tokens: tuple[str, ...]
-    n_heads: int
-    n_kv_heads: int
     d_k: int
     weights: list[torch.Tensor]
     max_abs_diff: float
@@ -141,19 +123,9 @@ def decode_example(
     *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0
 ) -> DecodeExample:
     """Decode the sentence with a KV cache (the GQA conversion when ``n_kv_heads`` < ``n_heads``)."""
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    check_int("d_model", d_model, low=4, high=64)
-    w_q, w_k, w_v, w_o = example_weights(d_model, h, seed)
+    h, g, inputs, (w_q, w_k, w_v, w_o) = _sentence(d_model, n_heads, n_kv_heads, seed)
     w_k, w_v = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
-    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
-    x = inputs.x_q  # (L, d_model)
-    run = decode_with_cache(x, w_q, w_k, w_v, w_o, h, g)
-    full = multi_head_attention(x, w_q, w_k, w_v, w_o, h, g, is_causal=True)  # (L, d_model)
-    return DecodeExample(
-        tokens=inputs.query_tokens,
-        n_heads=h,
-        n_kv_heads=g,
-        d_k=d_model // h,
-        weights=run.weights,
-        max_abs_diff=float((run.output - full).abs().max()),
-    )
+    run = decode_with_cache(inputs.x_q, w_q, w_k, w_v, w_o, h, g)
+    full = multi_head_attention(inputs.x_q, w_q, w_k, w_v, w_o, h, g, is_causal=True)  # (L, d_model)
+    return DecodeExample(tokens=inputs.query_tokens, d_k=d_model // h, weights=run.weights,
+                         max_abs_diff=float((run.output - full).abs().max()))  # fmt: skip

@@ -43,4 +43,3 @@ def heads_tab(sh: HeadSettings) -> None:
         "**Where “it” looks, head by head:** "
         + " · ".join(f"head {i}: “{tokens[row.argmax()]}” {row.max():.0%}" for i, row in enumerate(it))
     )
-    draw.prose("Change the seed: the pattern of every head changes, because it only ever came from the draw.")

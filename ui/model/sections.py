@@ -73,7 +73,7 @@ def token_section(text: str, d: SentenceReading) -> None:
 
 def pair_section() -> None:
     p = pair_data()
-    n, good = len(p.heads), p.resolving  # best margin first
+    n, good = len(p.heads), [h for h in p.heads if h.resolves]  # best margin first
     st.markdown("##### The pair: “…too tired” (it = animal) against “…too wide” (it = street)")
     lines = ["No head puts more of “it” on the right noun in both sentences."]
     if good:
@@ -91,10 +91,11 @@ def pair_section() -> None:
             f"“animal” {strong.a_right:.2f} in the tired sentence, but in the wide one it still prefers “animal” "
             f"({strong.b_wrong:.2f}) to “street” ({strong.b_right:.2f}): it follows the noun, not the meaning."
         )
-    street, animal = p.mean("b_right"), p.mean("b_wrong")
+    street, animal = (sum(getattr(h, side) for h in p.heads) / n for side in ("b_right", "b_wrong"))
+    tired_ok, wide_ok = sum(h.a_right > h.a_wrong for h in p.heads), sum(h.b_right > h.b_wrong for h in p.heads)
     verdict = "still favours “animal”, the wrong noun" if animal > street else "favours “street”, the right noun"
     lines.append(
-        f"Counting heads: {p.a_correct} of {n} pick “animal” in the tired sentence, only {p.b_correct} pick "
+        f"Counting heads: {tired_ok} of {n} pick “animal” in the tired sentence, only {wide_ok} pick "
         f"“street” in the wide one. Averaged over all heads, “it” in the wide sentence gives street "
         f"{street:.3f} and animal {animal:.3f}: the average {verdict}."
     )

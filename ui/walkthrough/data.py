@@ -20,6 +20,7 @@ from attention_core.walkthrough import (
 )
 from ui.decoder.snippet import decoder_head_snippet
 from ui.device import DEVICE
+from ui.model import encoder, unknown_words
 from ui.snippets import walkthrough_snippet
 
 T = TypeVar("T")
@@ -99,7 +100,7 @@ def note(inp: WalkthroughInputs, s: Settings) -> str:
         f"Real weights: all-MiniLM-L6-v2, layer {s.layer}, head {s.head} (counted from 0). X is what layer "
         f"{s.layer} reads ({reads}), with a last column of 1s so that each W's last row is the projection's bias."
     )
-    unknown = f" Not in the vocabulary, read as [UNK]: {', '.join(map(repr, inp.unknown))}." if inp.unknown else ""
+    unknown = f" Not in the vocabulary, read as [UNK]: {unknown_words(inp.unknown)}." if inp.unknown else ""
     return text + unknown
 
 
@@ -115,8 +116,6 @@ def walkthrough_data(s: Settings) -> Walkthrough:
     """The core's result and what the page writes beside it, for the controls' values."""
     model = None
     if s.preset == "model":  # the trained encoder, loaded once per server, only when this preset is chosen
-        from ui.model import encoder
-
         model = encoder()
     elif s.preset == "decoder":  # the trained decoder, likewise
         from ui.decoder.model import decoder

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from attention_core.walkthrough import STEP_NAMES, UPSTREAM
+from attention_core.walkthrough import UPSTREAM
 from figures.style import PLOTLY_CONFIG
 from ui import draw, links
 from ui.frame import talk
@@ -17,6 +17,7 @@ from ui.frame import talk
 from .data import Settings, Walkthrough, backward_data
 from .figures import BACKWARD, backward_figure, heatmap_figure, query_figure
 
+STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 UPSTREAM_NAMES = {"row": "1 on one output row", "ones": "All ones", "random": "Random"}
 STEP_MATRICES = ("", "scores", "scaled", "masked", "weights", "output")  # the trace's matrix each step shows
 FORMULAS = [
