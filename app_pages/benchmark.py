@@ -7,8 +7,7 @@ import streamlit as st
 from attention_core import bench
 from ui import draw
 from ui.benchmark import controls, data, results, running, theory
-from ui.benchmark.cloud import ON_CLOUD
-from ui.benchmark.server import results as store
+from ui.benchmark.params import ON_CLOUD
 from ui.frame import talk
 from ui.page import heading
 
@@ -50,7 +49,7 @@ def benchmark() -> None:
         st.warning("Choose at least one implementation.")
     if pressed and spec.impls:
         try:
-            running.run(spec, budget, cap, page="bm", store=store(), min_run_time=bench.DEFAULT_MIN_RUN_TIME)
+            running.run(spec, budget, cap, page="bm", store=running.results(), min_run_time=bench.DEFAULT_MIN_RUN_TIME)
         except ValueError as exc:
             st.error(str(exc))
     results.show_results()

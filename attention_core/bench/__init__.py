@@ -49,7 +49,6 @@ from .run import (
     MIN_SAMPLES,
     NOT_AVAILABLE,
     BenchResult,
-    result_dicts,
     run_config,
     speedups,
     write_csv,

@@ -90,13 +90,7 @@ def _kernel_label(name: str, device: torch.device) -> str:
     return f"{name} (CPU kernel)" if device.type == "cpu" and name == "flash" else name
 
 
-def _cuda_only(what: str) -> Callable[[torch.device, torch.dtype], str | None]:
-    def not_here(device: torch.device, dtype: torch.dtype) -> str | None:
-        if device.type != "cuda":
-            return f"torch has the {what} kernel only for CUDA GPUs; this device is the {device.type.upper()}"
-        return None
-
-    return not_here
+_CUDA_ONLY = {SDPBackend.EFFICIENT_ATTENTION: "memory-efficient", SDPBackend.CUDNN_ATTENTION: "cuDNN"}
 
 
 def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl:
@@ -105,6 +99,12 @@ def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl
             return sdpa_choice(*inputs, causal)
         return _kernel_label(_BACKEND_NAMES[backend], inputs[0].device)
 
+    def not_here(device: torch.device, dtype: torch.dtype) -> str | None:
+        what = _CUDA_ONLY.get(backend)
+        if what is None or device.type == "cuda":
+            return None
+        return f"torch has the {what} kernel only for CUDA GPUs; this device is the {device.type.upper()}"
+
     if backend is None:
         extra = _sdpa_default(math_extra_bytes, fused_extra_bytes)
         training = _sdpa_default(math_training_bytes, fused_training_bytes)
@@ -112,10 +112,6 @@ def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl
         extra, training = math_extra_bytes, math_training_bytes
     else:
         extra, training = fused_extra_bytes, fused_training_bytes
-    not_here = {
-        SDPBackend.EFFICIENT_ATTENTION: _cuda_only("memory-efficient"),
-        SDPBackend.CUDNN_ATTENTION: _cuda_only("cuDNN"),
-    }.get(backend, lambda device, dtype: None)
     return Impl(name, description, _sdpa_runner(backend), extra, label, not_here=not_here, forced=backend is not None,
                 training_bytes=training)  # fmt: skip
 
@@ -157,10 +153,6 @@ def _numpy_not_here(device: torch.device, dtype: torch.dtype) -> str | None:
     if dtype == torch.bfloat16:
         return "numpy has no bfloat16 type"
     return None
-
-
-def _to_numpy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
-    return (q.numpy(), k.numpy(), v.numpy())
 
 
 IMPLEMENTATIONS: dict[str, Impl] = {
@@ -205,7 +197,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         _run_numpy,
         numpy_extra_bytes,
         lambda inputs, causal: f"numpy {np.__version__}" + gqa_note(inputs),
-        prepare=_to_numpy,
+        prepare=lambda q, k, v: (q.numpy(), k.numpy(), v.numpy()),
         to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
         no_backward="numpy has no autograd, so there are no gradients to time",

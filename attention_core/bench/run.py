@@ -181,17 +181,12 @@ def run_config(
 # ---- output -------------------------------------------------------------------------------
 
 
-def result_dicts(rows: Sequence[BenchResult]) -> list[dict[str, Any]]:
-    """Rows as plain dicts with the CSV's columns, in order."""
-    return [asdict(r) for r in rows]
-
-
 def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
     """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
     writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for row in result_dicts(rows):
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    for r in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
 
 
 def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import bench
-from ui.benchmark.cloud import ON_CLOUD, cap_ceiling
+from ui.benchmark.params import ON_CLOUD, cap_ceiling
 
 
 def cap_and_free(device: str) -> tuple[int, int | None]:

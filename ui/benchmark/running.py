@@ -1,16 +1,43 @@
 """Running a sweep, for the benchmark and for Beyond n²'s cost tab: the Run and Cancel buttons, the queue for the
-server's lock, a line per configuration as it lands, and the last run kept in the session."""
+server's lock (:mod:`ui.runlock`), a line per configuration as it lands, the last run kept in the session, and the
+rows this server has measured, shared by every session so that a sweep asked for again returns at once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import bench
-from ui.benchmark.server import ResultStore
 from ui.runlock import Holding, server_lock, wait_turn
+
+KEPT_STATUSES = ("ok", "n/a", "oom")  # a skip depends on the cap and the budget, a cancel on the viewer
+
+
+@dataclass
+class ResultStore:
+    """Finished rows by configuration, and the matmul peak per (device, dtype)."""
+
+    rows: dict[bench.BenchConfig, bench.BenchResult] = field(default_factory=dict)
+    peaks: dict[tuple[str, str], float] = field(default_factory=dict)  # (device, dtype) -> matmul GFLOP/s
+
+    def remember(self, row: bench.BenchResult) -> None:
+        """Keep a finished row for reuse, unless it only says the run was cut short."""
+        if row.status in KEPT_STATUSES:
+            self.rows[bench.BenchConfig(row.impl, row.n, **row.shape())] = row
+
+    def lookup(self, config: bench.BenchConfig) -> bench.BenchResult | None:
+        return self.rows.get(config)
+
+    def forget(self) -> None:
+        self.rows.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def results() -> ResultStore:
+    """This server's store, shared by every session."""
+    return ResultStore()
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,8 @@ from attention_core import bench
 from attention_core.bench.memory_models import PEAK_SQUARES
 from attention_core.tiled_triton import triton_available, triton_kernel_sources
 from ui import draw
-from ui.benchmark import data
+from ui.benchmark import data, running
 from ui.benchmark.params import DEFAULT
-from ui.benchmark.server import results
 from ui.frame import talk
 
 TICK = st.column_config.CheckboxColumn
@@ -118,7 +117,7 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
 
 def environment_card(spec: bench.SweepSpec) -> None:
     """torch, the device, threads, CUDA and cuDNN, TF32, the cap: what to quote next to a number."""
-    peak = results().peaks.get((spec.device, spec.dtype))
+    peak = running.results().peaks.get((spec.device, spec.dtype))
     items = [*data.environment(spec.device),
              (f"matmul peak ({spec.dtype})", f"{peak:.1f} GFLOP/s" if peak else "measured at the first run")]
     with st.container(border=True):
