@@ -125,9 +125,6 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
     return dtype if isinstance(dtype, torch.dtype) else DTYPES[check_choice("dtype", dtype, DTYPES)]
 
 
-TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
-
-
 def memory_table(
     dtype: str | torch.dtype = "float32",
     batch: int = 1,
@@ -135,7 +132,6 @@ def memory_table(
     *,
     free_bytes: int | None = None,
     cap_bytes: int | None = None,
-    ns: tuple[int, ...] = TABLE_NS,
     mode: str = "fwd",
 ) -> list[dict[str, Any]]:
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
@@ -143,7 +139,7 @@ def memory_table(
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
     textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     rows = []
-    for n in ns:
+    for n in (2**p for p in range(9, 18)):  # 512 … 131072
         size = score_matrix_bytes(n, dtype, batch, heads)
         rows.append(
             {
