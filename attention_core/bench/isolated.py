@@ -55,8 +55,7 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
 def _worker() -> None:
     """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
     from . import measure
-    from .impls import get_impl, make_inputs
-    from .passes import grad_out, leaves, timed_pass
+    from .passes import config_call
 
     # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
     # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
@@ -66,12 +65,7 @@ def _worker() -> None:
         libc.mallopt(measure._M_MMAP_THRESHOLD, FRESH_PAGES)
 
     config = BenchConfig(**json.loads(sys.argv[1]))
-    impl = get_impl(config.impl)
-    inputs = impl.prepare(*make_inputs(config))
-    d_out = None
-    if config.backward:
-        inputs, d_out = leaves(inputs), grad_out(config)
-    step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
+    _inputs, step = config_call(config)  # bwd: the forward runs here
     step()  # warm-up: lazy initialisation is not the call's memory
     peak, source = measure.measure_peak_extra(step, config.device)
     print(json.dumps({"peak_bytes": peak, "source": source}))

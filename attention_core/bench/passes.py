@@ -22,6 +22,7 @@ import torch
 
 from ..validation import check_choice, check_int
 from .config import MAX_N, MODES, BenchConfig
+from .impls import get_impl, make_inputs
 
 Run = Callable[[Any, bool], Any]  # an implementation's run(inputs, causal)
 
@@ -65,3 +66,14 @@ def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tens
         return torch.autograd.grad(out, inputs, d_out, retain_graph=True)
 
     return backward
+
+
+def config_call(config: BenchConfig) -> tuple[Any, Callable[[], Any]]:
+    """The config's inputs, prepared for its entry (:func:`leaves` in a mode with a backward), and the call to
+    time (:func:`timed_pass`); for ``bwd`` the forward runs here, once."""
+    impl = get_impl(config.impl)
+    inputs = impl.prepare(*make_inputs(config))
+    if not config.backward:
+        return inputs, timed_pass(impl.run, inputs, config.causal, config.mode)
+    inputs = leaves(inputs)
+    return inputs, timed_pass(impl.run, inputs, config.causal, config.mode, grad_out(config))

@@ -27,9 +27,9 @@ import torch
 
 from ..validation import check_int
 from .config import BenchConfig
-from .impls import get_impl, make_inputs
+from .impls import get_impl
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
-from .passes import grad_out, leaves, timed_pass
+from .passes import config_call
 
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
@@ -121,10 +121,6 @@ def run_config(
     step: Any = None
     failure: tuple[str, str] | None = None
     try:
-        inputs = impl.prepare(*make_inputs(config))
-        d_out = None
-        if config.backward:
-            inputs, d_out = leaves(inputs), grad_out(config)
         first_s = 0.0
 
         def timed_call() -> Any:  # the call alone, without the memory bookkeeping around it
@@ -137,7 +133,7 @@ def run_config(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
+                inputs, step = config_call(config)  # bwd: the forward runs here
                 if warm_up or dev.type == "cuda":
                     step()  # warm-up: kernels chosen, caches filled, lazy initialisation done
                     if dev.type == "cuda":
