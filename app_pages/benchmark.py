@@ -23,13 +23,6 @@ def benchmark() -> None:
         "every intermediate (scores, scaled, weights) for the walkthrough to show. "
         "Measure all of them on this machine."
     )
-    if not talk():
-        st.caption(
-            "On a GPU, **tiled** shows what a loop in plain torch can and cannot reach: it keeps memory linear "
-            "in n, but each tile costs a dozen kernel launches and a round trip of its scores through GPU memory, "
-            "so even with large tiles it stays tens of times slower than SDPA's fused kernel (H100, n = 16384, "
-            "fp16: 66 ms against 2.25 ms). Only a fused kernel, which keeps each tile on chip, reaches that speed."
-        )
     spec = controls.sweep_controls()
     try:
         cap = data.cap_and_free(spec.device)[0]

@@ -8,9 +8,6 @@ account; the benchmark's memory guard refuses a configuration from them before a
 (``config.mode``): for ``fwd+bwd`` the peak of the forward and backward beyond q, k, v and dO, which
 is what autograd keeps between the passes plus what the backward needs on top; for ``bwd`` only
 the second part, since the memory in use before the timed backward already holds what was kept.
-What is kept is the story: the textbook code keeps the n×n weights, and its backward holds them
-with their gradient and the scores' gradient (three n×n); FlashAttention's kernels and ``tiled``
-keep the output and one log-sum-exp per row, O(n), and rebuild the weights tile by tile.
 """
 
 from __future__ import annotations
