@@ -198,7 +198,6 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         numpy_extra_bytes,
         lambda inputs, causal: f"numpy {np.__version__}" + gqa_note(inputs),
         prepare=lambda q, k, v: (q.numpy(), k.numpy(), v.numpy()),
-        to_tensor=torch.from_numpy,
         not_here=_numpy_not_here,
         no_backward="numpy has no autograd, so there are no gradients to time",
     ),
