@@ -41,12 +41,9 @@ def grad_out(config: BenchConfig, *, n: int | None = None, seed: int = 2) -> tor
 
 
 def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tensor | None = None) -> Callable[[], Any]:
-    """The call to time for ``mode``; for ``bwd`` the forward runs here, once.
-
-    ``inputs`` must be :func:`leaves` for a mode with a backward; ``d_out`` is then dO. The call
-    returns what is measured to the caller (the output, or dQ, dK, dV), so the peak memory counts it.
-    The forward's graph lives as long as the returned call does.
-    """
+    """The call to time for ``mode``; for ``bwd`` the forward runs here, once, and its graph lives as long as
+    the returned call does. ``inputs`` must be :func:`leaves` for a mode with a backward, and ``d_out`` dO. The
+    call returns what it computed (the output, or dQ, dK, dV), so a measured peak counts it."""
     mode = check_choice("mode", mode, MODES)
     if mode == "fwd":
         return lambda: run(inputs, causal)

@@ -4,7 +4,6 @@ takes the memory ceiling as a number)."""
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -32,9 +31,7 @@ def cap_ceiling(device: str) -> int | None:
 
 
 ON_CLOUD = running_on_streamlit_cloud()
-N_MIN = 128
-N_MAX = 8192 if ON_CLOUD else 32768
-N_OPTIONS = tuple(2**p for p in range(int(math.log2(N_MIN)), int(math.log2(N_MAX)) + 1))
+N_OPTIONS = tuple(2**p for p in range(7, 14 if ON_CLOUD else 16))  # 128 … 8192 on Community Cloud, else … 32768
 D_OPTIONS = (16, 32, 64, 128)
 DEVICES = tuple(available_devices())
 DEFAULT_DEVICE = DEVICE if DEVICE in DEVICES else "cpu"  # a device with an index (cuda:1) is not a choice
