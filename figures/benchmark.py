@@ -120,9 +120,8 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
                    "Peak memory beyond the inputs: measured (dots) and predicted (dashes)", talk=talk)  # fmt: skip
 
 
-def rate_figure(
-    rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False, flops: str = "4·B·H·n²·d"
-) -> go.Figure:
+def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False,
+                flops: str = "4·B·H·n²·d") -> go.Figure:  # fmt: skip
     """Achieved GFLOP/s against n, with this device's measured matmul rate as a ceiling line; ``flops`` is
     the count per call the rates divide (the forward's 4·B·H·n²·d, 10 for the backward, 14 for both)."""
     groups = _by_impl(rows)

@@ -125,15 +125,8 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
     return dtype if isinstance(dtype, torch.dtype) else DTYPES[check_choice("dtype", dtype, DTYPES)]
 
 
-def memory_table(
-    dtype: str | torch.dtype = "float32",
-    batch: int = 1,
-    heads: int = 1,
-    *,
-    free_bytes: int | None = None,
-    cap_bytes: int | None = None,
-    mode: str = "fwd",
-) -> list[dict[str, Any]]:
+def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, *, free_bytes: int | None = None,
+                 cap_bytes: int | None = None, mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
     here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
@@ -154,9 +147,8 @@ def memory_table(
     return rows
 
 
-def largest_fitting_n(
-    limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, copies: int = 1
-) -> int:
+def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1,
+                      copies: int = 1) -> int:  # fmt: skip
     """The largest power-of-two n whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
     best = 0
     n = 1
@@ -166,9 +158,8 @@ def largest_fitting_n(
     return best
 
 
-def flop_table(
-    n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False, mode: str = "fwd"
-) -> list[dict[str, Any]]:
+def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
+               mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
     """FLOPs of each step of attention in ``mode``'s passes, per the usual counting (a multiply-add is 2 FLOPs).
 
     Softmax is counted as 5 per score (max, subtract, exp, sum, divide). The backward is
@@ -230,15 +221,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_call(
-    fn: Callable[[], Any],
-    device: str | torch.device = "cpu",
-    *,
-    min_run_time: float = 0.2,
-    min_samples: int = 3,
-    deadline: float | None = None,
-    expected_s: float | None = None,
-) -> Timing:
+def time_call(fn: Callable[[], Any], device: str | torch.device = "cpu", *, min_run_time: float = 0.2,
+              min_samples: int = 3, deadline: float | None = None,
+              expected_s: float | None = None) -> Timing:  # fmt: skip
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
     CPU: ``Timer.blocked_autorange`` on the configured thread count, then single timed calls up to
@@ -272,9 +257,8 @@ def _one_call(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def _time_cuda(
-    fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int, deadline: float | None
-) -> Timing:
+def _time_cuda(fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int,
+               deadline: float | None) -> Timing:  # fmt: skip
     samples: list[float] = []
     with torch.cuda.device(dev):
         while len(samples) < min_samples or sum(samples) < min_run_time:

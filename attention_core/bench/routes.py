@@ -61,9 +61,7 @@ def parse_route(name: str) -> tuple[str, RouteParams] | None:
     match = re.fullmatch(r"([a-z-]+)(?:\((\d+)\))?", name) if isinstance(name, str) else None
     if match is None or match[1] not in ROUTES or (match[2] is not None and match[1] not in KNOB):
         return None
-    if match[2] is None:
-        return match[1], DEFAULTS
-    return match[1], replace(DEFAULTS, **{KNOB[match[1]]: int(match[2])})
+    return match[1], DEFAULTS if match[2] is None else replace(DEFAULTS, **{KNOB[match[1]]: int(match[2])})
 
 
 def _pattern(window: int, is_causal: bool) -> Any:

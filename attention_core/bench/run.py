@@ -87,16 +87,9 @@ def _torch_says(message: Warning | str) -> str:
     return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
 
 
-def run_config(
-    config: BenchConfig,
-    *,
-    cap_bytes: int | None = None,
-    min_run_time: float = 0.2,
-    min_samples: int = MIN_SAMPLES,
-    deadline: float | None = None,
-    peak_gflops: float | None = None,
-    warm_up: bool = True,
-) -> BenchResult:
+def run_config(config: BenchConfig, *, cap_bytes: int | None = None, min_run_time: float = 0.2,
+               min_samples: int = MIN_SAMPLES, deadline: float | None = None, peak_gflops: float | None = None,
+               warm_up: bool = True) -> BenchResult:  # fmt: skip
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
     A configuration whose inputs plus predicted extra memory (:meth:`.Impl.guard_bytes`) exceed
