@@ -85,7 +85,7 @@ def test_score_matrix_bytes_and_the_theoretical_table():
     rows = memory_table("float32", free_bytes=2**30, cap_bytes=2**30)
     assert [r["n"] for r in rows] == [2**p for p in range(9, 18)]
     assert rows[0]["score matrix"] == "1.0 MiB" and rows[-1]["score matrix"] == "64.0 GiB"
-    assert [r["fits here"] for r in rows] == [r["score_matrix_bytes"] <= 2**30 for r in rows]
+    assert [r["fits here"] for r in rows] == [score_matrix_bytes(r["n"]) <= 2**30 for r in rows]
     assert largest_fitting_n(2**30) == 16384  # 16384² × 4 B = 1 GiB
     assert largest_fitting_n(2**30, copies=6) == 4096  # 6 × 8192² × 4 B = 1.5 GiB
 

@@ -131,20 +131,17 @@ def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: in
     here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
     textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
-    rows = []
-    for n in (2**p for p in range(9, 18)):  # 512 … 131072
-        size = score_matrix_bytes(n, dtype, batch, heads)
-        rows.append(
-            {
-                "n": n,
-                "score_matrix_bytes": size,
-                "score matrix": format_bytes(size),
-                "fits here": None if free_bytes is None else size <= free_bytes,
-                "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
-                "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
-            }
-        )
-    return rows
+    sizes = {n: score_matrix_bytes(n, dtype, batch, heads) for n in (2**p for p in range(9, 18))}  # 512 … 131072
+    return [
+        {
+            "n": n,
+            "score matrix": format_bytes(size),
+            "fits here": None if free_bytes is None else size <= free_bytes,
+            "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
+            "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
+        }
+        for n, size in sizes.items()
+    ]
 
 
 def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1,
@@ -376,12 +373,8 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
 
 
 def cpu_load_per_core() -> float | None:
-    """The 1-minute load average divided by the number of cores, or ``None`` where unknown.
-
-    Above about 1.5, other processes compete for the cores: a kernel made of many small
-    steps then waits at every thread barrier, and its timings say more about the
-    neighbours than about the kernel.
-    """
+    """The 1-minute load average divided by the number of cores, or ``None`` where unknown. Above about 1.5
+    a kernel of many small steps waits at every thread barrier: its timings are the neighbours'."""
     try:
         return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
     except (OSError, AttributeError):
