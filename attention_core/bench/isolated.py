@@ -36,15 +36,8 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
     """
     env = {**os.environ, **FRESH_PAGES_ENV, "ATTENTION_DEVICE": config.device}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, "-c", _WORKER, json.dumps(asdict(config))],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-        cwd=_ROOT,
-        env=env,
-    )
+    done = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(asdict(config))], capture_output=True, text=True,
+                          timeout=timeout_s, check=False, cwd=_ROOT, env=env)  # fmt: skip
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the memory worker failed: {last}")

@@ -152,19 +152,9 @@ def run_config(config: BenchConfig, *, cap_bytes: int | None = None, min_run_tim
         return _result(config, predicted, *failure)
     # An approximation skips most of exact attention's FLOPs: a rate counted on them would be fiction.
     gflops = config.flops() / timing.median / 1e9 if impl.exact else None
-    return _result(
-        config,
-        predicted,
-        "ok",
-        median_ms=timing.median * 1e3,
-        iqr_ms=timing.iqr * 1e3,
-        peak_bytes=peak,
-        gflops=gflops,
-        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
-        samples=len(timing.samples),
-        backend=backend,
-        memory_source=source,
-    )
+    return _result(config, predicted, "ok", median_ms=timing.median * 1e3, iqr_ms=timing.iqr * 1e3, peak_bytes=peak,
+                   gflops=gflops, pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
+                   samples=len(timing.samples), backend=backend, memory_source=source)  # fmt: skip
 
 
 # ---- output -------------------------------------------------------------------------------
