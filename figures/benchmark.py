@@ -44,9 +44,10 @@ def _line(fig: go.Figure, impl: str, rs: Sequence[Row], ys: Sequence[float], hov
 def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y_title: str, title: str, *,
             talk: bool, log_y: bool = True) -> go.Figure:  # fmt: skip
     """Log axes over n (ticks at the measured n), the y axis titled, the shared layout."""
-    ticks = sorted({r["n"] for rs in groups.values() for r in rs})
-    fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks])
-    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title)
+    ticks, size = sorted({r["n"] for rs in groups.values() for r in rs}), {"size": font_size(talk)}
+    fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks],
+                     tickfont=size, title_font=size)  # set here: Streamlit's theme would make them smaller
+    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, tickfont=size, title_font=size)
     positive = [y for y in ys if y and y > 0]
     if log_y and positive:
         # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps written in full (plotly's
