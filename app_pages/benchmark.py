@@ -7,8 +7,7 @@ import streamlit as st
 from attention_core import bench
 from ui import draw
 from ui.benchmark import controls, data, results, running, theory
-from ui.benchmark.cloud import ON_CLOUD
-from ui.benchmark.server import results as store
+from ui.benchmark.params import ON_CLOUD
 from ui.frame import talk
 from ui.page import heading
 
@@ -24,13 +23,6 @@ def benchmark() -> None:
         "every intermediate (scores, scaled, weights) for the walkthrough to show. "
         "Measure all of them on this machine."
     )
-    if not talk():
-        st.caption(
-            "On a GPU, **tiled** shows what a loop in plain torch can and cannot reach: it keeps memory linear "
-            "in n, but each tile costs a dozen kernel launches and a round trip of its scores through GPU memory, "
-            "so even with large tiles it stays tens of times slower than SDPA's fused kernel (H100, n = 16384, "
-            "fp16: 66 ms against 2.25 ms). Only a fused kernel, which keeps each tile on chip, reaches that speed."
-        )
     spec = controls.sweep_controls()
     try:
         cap = data.cap_and_free(spec.device)[0]
@@ -50,7 +42,7 @@ def benchmark() -> None:
         st.warning("Choose at least one implementation.")
     if pressed and spec.impls:
         try:
-            running.run(spec, budget, cap, page="bm", store=store(), min_run_time=bench.DEFAULT_MIN_RUN_TIME)
+            running.run(spec, budget, cap, page="bm", store=running.results(), min_run_time=bench.DEFAULT_MIN_RUN_TIME)
         except ValueError as exc:
             st.error(str(exc))
     results.show_results()

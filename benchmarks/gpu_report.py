@@ -99,7 +99,7 @@ def _accuracy(config: bench.BenchConfig, rows: int) -> AccuracyCheck | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+            out = torch.as_tensor(impl.run(impl.prepare(q, k, v), config.causal))
         return flash_rule(out, q, k, v, is_causal=config.causal, rows=_check_rows(config.n, rows, q.device))
     except (RuntimeError, MemoryError):
         return None  # it ran when timed; out of memory only now, beside the reference's tensors

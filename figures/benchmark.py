@@ -34,22 +34,20 @@ def _by_impl(rows: Sequence[Row], *, ok_only: bool = True) -> dict[str, list[Row
 
 
 def _line(fig: go.Figure, impl: str, rs: Sequence[Row], ys: Sequence[float], hover: str, **kw: Any) -> None:
-    """One implementation's measured points, joined, in its colour; ``hover`` follows "impl<br>n = …<br>"."""
-    fig.add_scatter(
-        x=[r["n"] for r in rs], y=ys, mode="lines+markers", name=kw.pop("name", impl), legendgroup=impl,
-        line={"color": _color(impl), "width": 3}, marker={"size": 9},
-        hovertemplate=f"{impl}<br>n = %{{x}}<br>{hover}<extra></extra>", **kw,
-    )  # fmt: skip
+    """One implementation's points in its colour, joined unless ``mode`` says otherwise; ``hover`` follows
+    "impl<br>n = …<br>"."""
+    style = {"mode": "lines+markers", "name": impl, "line": {"color": _color(impl), "width": 3}, "marker": {"size": 9}}
+    fig.add_scatter(x=[r["n"] for r in rs], y=ys, legendgroup=impl,
+                    hovertemplate=f"{impl}<br>n = %{{x}}<br>{hover}<extra></extra>", **(style | kw))  # fmt: skip
 
 
-def _finish(fig: go.Figure, rows: Sequence[Row], ys: Sequence[float], y_title: str, title: str, *, talk: bool,
-            log_y: bool = True) -> go.Figure:  # fmt: skip
+def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y_title: str, title: str, *,
+            talk: bool, log_y: bool = True) -> go.Figure:  # fmt: skip
     """Log axes over n (ticks at the measured n), the y axis titled, the shared layout."""
-    ticks, size = sorted({r["n"] for r in rows}), font_size(talk)
-    fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks])
-    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title)
-    fig.update_xaxes(tickfont={"size": size}, title_font={"size": size})
-    fig.update_yaxes(tickfont={"size": size}, title_font={"size": size})
+    ticks, size = sorted({r["n"] for rs in groups.values() for r in rs}), {"size": font_size(talk)}
+    fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks],
+                     tickfont=size, title_font=size)  # set here: Streamlit's theme would make them smaller
+    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, tickfont=size, title_font=size)
     positive = [y for y in ys if y and y > 0]
     if log_y and positive:
         # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps written in full (plotly's
@@ -100,9 +98,9 @@ def time_figure(
             fig.add_scatter(x=[lo, hi], y=[pow(x, slope) * math.exp(intercept) for x in (lo, hi)], mode="lines",
                             line={"color": _color(impl), "dash": "dot", "width": 2}, legendgroup=impl,
                             showlegend=False, hoverinfo="skip")  # fmt: skip
-    every = [r for rs in groups.values() for r in rs]
     title = f"Time per {what} call (log-log: slope 2 means n²)".replace("  ", " ")
-    return _finish(fig, every, [r["median_ms"] for r in every], "median time per call (ms)", title, talk=talk)
+    ys = [r["median_ms"] for rs in groups.values() for r in rs]
+    return _finish(fig, groups, ys, "median time per call (ms)", title, talk=talk)
 
 
 def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
@@ -112,27 +110,19 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
         return _empty("No measured configuration yet", "Peak extra memory", talk)
     fig = go.Figure()
     for impl, rs in groups.items():
-        fig.add_scatter(
-            x=[r["n"] for r in rs], y=[r["predicted_bytes"] / MIB for r in rs], mode="lines", name=f"{impl} predicted",
-            legendgroup=impl, line={"color": _color(impl), "dash": "dash", "width": 2},
-            hovertemplate=f"{impl} predicted<br>n = %{{x}}<br>%{{y:.3g}} MiB<extra></extra>",
-        )  # fmt: skip
+        _line(fig, impl, rs, [r["predicted_bytes"] / MIB for r in rs], "predicted %{y:.3g} MiB", mode="lines",
+              name=f"{impl} predicted", line={"color": _color(impl), "dash": "dash", "width": 2})  # fmt: skip
         measured = [r for r in rs if r.get("peak_bytes") not in (None, "") and r["peak_bytes"] > 0]
         if measured:
-            fig.add_scatter(
-                x=[r["n"] for r in measured], y=[r["peak_bytes"] / MIB for r in measured], mode="markers",
-                name=f"{impl} measured", legendgroup=impl, marker={"color": _color(impl), "size": 12},
-                hovertemplate=f"{impl} measured<br>n = %{{x}}<br>%{{y:.3g}} MiB<extra></extra>",
-            )  # fmt: skip
-    every = [r for rs in groups.values() for r in rs]
-    ys = [r["predicted_bytes"] / MIB for r in every] + [(r.get("peak_bytes") or 0) / MIB for r in every]
-    return _finish(fig, every, ys, "peak extra memory (MiB)",
+            _line(fig, impl, measured, [r["peak_bytes"] / MIB for r in measured], "measured %{y:.3g} MiB",
+                  mode="markers", name=f"{impl} measured", marker={"color": _color(impl), "size": 12})  # fmt: skip
+    ys = [b / MIB for rs in groups.values() for r in rs for b in (r["predicted_bytes"], r.get("peak_bytes") or 0)]
+    return _finish(fig, groups, ys, "peak extra memory (MiB)",
                    "Peak memory beyond the inputs: measured (dots) and predicted (dashes)", talk=talk)  # fmt: skip
 
 
-def rate_figure(
-    rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False, flops: str = "4·B·H·n²·d"
-) -> go.Figure:
+def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False,
+                flops: str = "4·B·H·n²·d") -> go.Figure:  # fmt: skip
     """Achieved GFLOP/s against n, with this device's measured matmul rate as a ceiling line; ``flops`` is
     the count per call the rates divide (the forward's 4·B·H·n²·d, 10 for the backward, 14 for both)."""
     groups = _by_impl(rows)
@@ -149,8 +139,7 @@ def rate_figure(
             annotation_font={"size": font_size(talk) - 2},
         )  # fmt: skip
     fig.update_yaxes(rangemode="tozero")
-    every = [r for rs in groups.values() for r in rs]
-    return _finish(fig, every, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
+    return _finish(fig, groups, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
 
 
 def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk: bool = False) -> go.Figure:
@@ -163,6 +152,6 @@ def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk:
     for impl, rs in groups.items():
         _line(fig, impl, rs, [r["speedup"] for r in rs], f"%{{y:.3g}}× faster than {baseline}")
     fig.add_hline(y=1.0, line={"color": _color(baseline), "dash": "dot", "width": 2})
-    every = [r for rs in groups.values() for r in rs]
-    return _finish(fig, every, [r["speedup"] for r in every], f"× faster than {baseline}",
+    ys = [r["speedup"] for rs in groups.values() for r in rs]
+    return _finish(fig, groups, ys, f"× faster than {baseline}",
                    f"Speed-up over {baseline} (above 1 = faster)", talk=talk)  # fmt: skip

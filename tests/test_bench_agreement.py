@@ -40,7 +40,7 @@ def _run_or_not_available(impl: Impl, config: BenchConfig, q, k, v):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch explains a refusal in warnings; run_config records them
-            return impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+            return torch.as_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         if not impl.forced:
             raise

@@ -38,7 +38,7 @@ def test_every_implementation_computes_gqa_like_torch(device, name, heads, kv_he
     q, k, v = make_inputs(config)
     assert q.shape == (2, heads, 48, 8) and k.shape == v.shape == (2, kv_heads, 48, 8)
     try:
-        out = impl.to_tensor(impl.run(impl.prepare(q, k, v), True))
+        out = torch.as_tensor(impl.run(impl.prepare(q, k, v), True))
     except RuntimeError as exc:  # a forced kernel that cannot share K/V heads refuses; run_config reports n/a
         assert impl.forced, exc
         row = run_config(config, min_run_time=0.0, cap_bytes=2**30)

@@ -45,7 +45,7 @@ def test_the_guard_refuses_an_over_cap_config_without_allocating(monkeypatch):
     def must_not_allocate(*args, **kwargs):
         raise AssertionError("the guard let an over-cap configuration allocate")
 
-    monkeypatch.setattr(run_mod, "make_inputs", must_not_allocate)
+    monkeypatch.setattr(run_mod, "config_call", must_not_allocate)
     config = BenchConfig("textbook", 1 << 17, d=64, heads=8)  # 6 × 512 GiB of scores
     row = run_config(config, cap_bytes=2**30)
     assert row.status == "skipped"
@@ -55,7 +55,7 @@ def test_the_guard_refuses_an_over_cap_config_without_allocating(monkeypatch):
 
 def test_the_guard_uses_the_default_cap_when_none_is_given(monkeypatch):
     monkeypatch.setenv("ATTENTION_BENCH_CAP_GB", "0.001")
-    monkeypatch.setattr(run_mod, "make_inputs", lambda *a, **k: pytest.fail("allocated"))
+    monkeypatch.setattr(run_mod, "config_call", lambda *a, **k: pytest.fail("allocated"))
     row = run_config(BenchConfig("textbook", 1024, d=64, heads=8))
     assert row.status == "skipped" and "cap 1.0 MiB" in row.note
 
@@ -85,7 +85,7 @@ def test_score_matrix_bytes_and_the_theoretical_table():
     rows = memory_table("float32", free_bytes=2**30, cap_bytes=2**30)
     assert [r["n"] for r in rows] == [2**p for p in range(9, 18)]
     assert rows[0]["score matrix"] == "1.0 MiB" and rows[-1]["score matrix"] == "64.0 GiB"
-    assert [r["fits here"] for r in rows] == [r["score_matrix_bytes"] <= 2**30 for r in rows]
+    assert [r["fits here"] for r in rows] == [score_matrix_bytes(r["n"]) <= 2**30 for r in rows]
     assert largest_fitting_n(2**30) == 16384  # 16384² × 4 B = 1 GiB
     assert largest_fitting_n(2**30, copies=6) == 4096  # 6 × 8192² × 4 B = 1.5 GiB
 

@@ -6,8 +6,8 @@ import threading
 
 from attention_core.bench import BenchConfig
 from attention_core.bench import run as run_mod
-from ui.benchmark import cloud
-from ui.benchmark.server import ResultStore
+from ui.benchmark import params
+from ui.benchmark.running import ResultStore
 from ui.runlock import RunLock
 
 # ---- one run at a time per server ---------------------------------------------------------
@@ -64,15 +64,15 @@ def test_a_grouped_query_row_is_kept_under_its_own_configuration():
 
 
 def test_cloud_detection(monkeypatch, tmp_path):
-    monkeypatch.setattr(cloud, "Path", lambda p: tmp_path / "absent" if p == "/mount/src" else p)
+    monkeypatch.setattr(params, "Path", lambda p: tmp_path / "absent" if p == "/mount/src" else p)
     monkeypatch.delenv("ATTENTION_CLOUD", raising=False)
     monkeypatch.setenv("HOSTNAME", "laptop")
-    assert not cloud.running_on_streamlit_cloud() and cloud.cap_ceiling("cpu") is None
+    assert not params.running_on_streamlit_cloud() and params.cap_ceiling("cpu") is None
     monkeypatch.setenv("HOSTNAME", "streamlit")
-    assert cloud.running_on_streamlit_cloud()
+    assert params.running_on_streamlit_cloud()
     monkeypatch.setenv("ATTENTION_CLOUD", "0")
-    assert not cloud.running_on_streamlit_cloud()
+    assert not params.running_on_streamlit_cloud()
     monkeypatch.setenv("HOSTNAME", "laptop")
     monkeypatch.setenv("ATTENTION_CLOUD", "1")
-    assert cloud.running_on_streamlit_cloud()
-    assert cloud.cap_ceiling("cpu") == cloud.CLOUD_CAP_BYTES and cloud.cap_ceiling("cuda:0") is None
+    assert params.running_on_streamlit_cloud()
+    assert params.cap_ceiling("cpu") == params.CLOUD_CAP_BYTES and params.cap_ceiling("cuda:0") is None

@@ -36,7 +36,7 @@ def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Ten
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = impl.to_tensor(impl.run(impl.prepare(q, k, v), config.causal))
+            out = torch.as_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         return None
     h = config.heads  # GQA: the reference sees every K/V head repeated for its query heads

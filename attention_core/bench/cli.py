@@ -45,52 +45,25 @@ def _impl_name(name: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     d = DEFAULT_SWEEP
-    p = argparse.ArgumentParser(
-        prog="python -m attention_core.bench",
-        description="Time and measure attention implementations on this machine.",
-    )
-    p.add_argument(
-        "--impl",
-        nargs="+",
-        type=_impl_name,
-        default=list(d.impls),
-        metavar="NAME",
-        help=f"one or more of: {', '.join(IMPLEMENTATIONS)}; a route with its knob, e.g. performer(64)",
-    )
-    p.add_argument(
-        "--n",
-        nargs="+",
-        type=int,
-        default=None,
-        help=f"sequence lengths (default {' '.join(map(str, d.ns))}); every one named runs unless --budget is given",
-    )
+    p = argparse.ArgumentParser(prog="python -m attention_core.bench",
+                                description="Time and measure attention implementations on this machine.")
+    p.add_argument("--impl", nargs="+", type=_impl_name, default=list(d.impls), metavar="NAME",
+                   help=f"one or more of: {', '.join(IMPLEMENTATIONS)}; a route with its knob, e.g. performer(64)")
+    p.add_argument("--n", nargs="+", type=int, default=None,
+                   help=f"sequence lengths (default {' '.join(map(str, d.ns))}); all run unless --budget is given")
     p.add_argument("--d", type=int, default=d.d, help="head dimension")
     p.add_argument("--heads", type=int, default=d.heads)
-    p.add_argument(
-        "--kv-heads",
-        type=int,
-        default=None,
-        help="K/V heads, dividing --heads (default: as many as --heads; fewer is GQA, 1 is MQA)",
-    )
+    p.add_argument("--kv-heads", type=int, default=None,
+                   help="K/V heads, dividing --heads (default: as many as --heads; fewer is GQA, 1 is MQA)")
     p.add_argument("--batch", type=int, default=d.batch)
     p.add_argument("--dtype", choices=list(DTYPES), default=d.dtype)
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N")
     p.add_argument("--causal", action="store_true", help="apply the causal mask")
-    p.add_argument(
-        "--mode",
-        choices=list(MODES),
-        default=d.mode,
-        help="the pass timed: fwd (default), bwd (the backward alone, the forward run outside the timing) or "
-        "fwd+bwd (one training step)",
-    )
+    p.add_argument("--mode", choices=list(MODES), default=d.mode, help="the pass timed: fwd (default), bwd "
+                   "(the backward alone, the forward run outside the timing) or fwd+bwd (one training step)")
     p.add_argument("--csv", metavar="PATH", help="also write the results as CSV")
-    p.add_argument(
-        "--budget",
-        type=float,
-        default=None,
-        help=f"seconds before the sweep stops; 0: none (default: {DEFAULT_BUDGET_S:g} s for the default sizes, "
-        "none when --n is given)",
-    )
+    p.add_argument("--budget", type=float, default=None, help="seconds before the sweep stops; 0: none "
+                   f"(default: {DEFAULT_BUDGET_S:g} s for the default sizes, none when --n is given)")
     p.add_argument("--cap-gb", type=float, default=None, help="memory cap per configuration, GiB")
     p.add_argument("--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME, help="seconds of timing per config")
     p.add_argument("--quiet", action="store_true", help="no per-configuration progress lines")
@@ -106,29 +79,16 @@ def format_table(rows: Sequence[BenchResult]) -> str:
     head = ["impl", "n", "mode", "median ms", "IQR ms", "samples", "GFLOP/s", "% peak", "peak mem", "predicted"]
     head += ["max err", "err dQ", "err dK", "err dV", "status"]
     lines = [
-        (
-            r.impl,
-            str(r.n),
-            r.mode,
-            _fmt(r.median_ms, ".3f"),
-            _fmt(r.iqr_ms, ".3f"),
-            (str(r.samples) + ("*" if r.samples < MIN_SAMPLES else "")) if r.status == "ok" else "–",
-            _fmt(r.gflops, ".1f"),
-            _fmt(r.pct_of_peak, ".0f"),
-            format_bytes(r.peak_bytes),
-            format_bytes(r.predicted_bytes),
-            _fmt(r.max_error, ".1e"),
-            _fmt(r.err_dq, ".1e"),
-            _fmt(r.err_dk, ".1e"),
-            _fmt(r.err_dv, ".1e"),
-            r.status + (f" ({r.note})" if r.note else ""),  # an ok row's note: an approximation's error
-        )
+        (r.impl, str(r.n), r.mode, _fmt(r.median_ms, ".3f"), _fmt(r.iqr_ms, ".3f"),
+         (str(r.samples) + ("*" if r.samples < MIN_SAMPLES else "")) if r.status == "ok" else "–",
+         _fmt(r.gflops, ".1f"), _fmt(r.pct_of_peak, ".0f"), format_bytes(r.peak_bytes), format_bytes(r.predicted_bytes),
+         *(_fmt(err, ".1e") for err in (r.max_error, r.err_dq, r.err_dk, r.err_dv)),
+         r.status + (f" ({r.note})" if r.note else ""))  # an ok row's note: an approximation's error
         for r in rows
-    ]
+    ]  # fmt: skip
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    table = [head, ["-" * w for w in widths], *lines]
+    out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table]
     if any(r.status == "ok" and r.samples < MIN_SAMPLES for r in rows):
         out.append(f"* fewer than {MIN_SAMPLES} timed samples: the time budget ran short; rerun without --budget")
     return "\n".join(out)

@@ -124,19 +124,13 @@ Inputs = tuple[Any, Any, Any]
 
 @dataclass(frozen=True)
 class Impl:
-    """An entry of the registry.
+    """An entry of the registry: ``run(inputs, causal)`` is the timed call, on what ``prepare`` made of torch
+    ``q, k, v`` outside the timing (numpy arrays for ``numpy``); ``backend`` names what actually ran;
+    ``extra_bytes`` predicts the forward's peak beyond its inputs (output included).
 
-    ``run(inputs, causal)`` is the timed call; ``prepare`` turns torch ``q, k, v`` into
-    what ``run`` takes (numpy arrays for ``numpy``), outside the timing. ``not_here``
-    gives the reason the entry cannot run on a device and dtype, or ``None``;
-    ``backend`` names what actually ran; ``extra_bytes`` predicts the peak memory a
-    forward call needs beyond its inputs (output included).
-
-    The backward: ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch
-    ops) unless ``no_backward`` says, in a sentence, why the entry has none; its ``bwd`` and
-    ``fwd+bwd`` rows are then ``n/a`` with that sentence. ``training_bytes`` predicts the peak of
-    those modes (:mod:`.memory_models`); an entry with a backward but no model gets a rough guess
-    (twice the forward's, plus dQ, dK and dV).
+    ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch ops) unless
+    ``no_backward`` says why the entry has none; its ``bwd`` and ``fwd+bwd`` rows are then ``n/a`` with that
+    sentence.
     """
 
     name: str
@@ -145,12 +139,11 @@ class Impl:
     extra_bytes: Callable[[BenchConfig], int]
     backend: Callable[[Inputs, bool], str]
     prepare: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Inputs] = lambda q, k, v: (q, k, v)
-    to_tensor: Callable[[Any], torch.Tensor] = lambda out: out
-    not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None
+    not_here: Callable[[torch.device, torch.dtype], str | None] = lambda device, dtype: None  # why not, or None
     forced: bool = False  # a forced kernel: an error on the first call means "cannot run here"
     exact: bool = True  # False: a route that approximates softmax attention (.routes): its error is said, not judged
     no_backward: str | None = None  # why there is no backward pass; None: it has one (its own or autograd's)
-    training_bytes: Callable[[BenchConfig], int] | None = None  # the peak in the bwd and fwd+bwd modes
+    training_bytes: Callable[[BenchConfig], int] | None = None  # the peak in the bwd and fwd+bwd modes, if modelled
 
     def predicted_bytes(self, config: BenchConfig) -> int:
         """The memory model for the config's mode: bytes beyond the inputs (and dO) at the peak."""

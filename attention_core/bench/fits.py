@@ -98,29 +98,20 @@ def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MI
         ok = list({r.n: r for r in ok}.values())  # one row per n
         if len(ok) < 2:
             continue
-        last = ok[-tail:]
-        ns = [r.n for r in last]
-        mem = [r.peak_bytes for r in last]
+        ns, mem = [r.n for r in ok[-tail:]], [r.peak_bytes for r in ok[-tail:]]
         m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
         if not all(r.median_ms for r in ok):
             fits[name] = ScalingFit(name, None, m_slope, ns[0], ns[-1])
             continue
         start = growth_start([r.n for r in ok], [r.median_ms for r in ok])
-        growing = ok[start:][-tail:]
         flat_to = ok[start - 1].n if start > 0 else None
         if start > 0 and len(ok) - start < MIN_POINTS_AFTER_KNEE:
             grows = len(ok) - start >= 2  # else not one step grows: every size is launch-bound
-            fits[name] = ScalingFit(
-                name,
-                None,
-                m_slope,
-                ok[0].n,
-                ok[-1].n,
-                launch_bound_below=ok[start].n if grows else None,
-                launch_bound_to=flat_to if grows else ok[-1].n,
-            )
+            below, upto = (ok[start].n, flat_to) if grows else (None, ok[-1].n)
+            fits[name] = ScalingFit(name, None, m_slope, ok[0].n, ok[-1].n, launch_bound_below=below,
+                                    launch_bound_to=upto)
             continue
-        g_ns = [r.n for r in growing]
-        t_slope, t_icpt = fit_loglog_slope(g_ns, [r.median_ms for r in growing])
-        fits[name] = ScalingFit(name, t_slope, m_slope, g_ns[0], g_ns[-1], t_icpt, launch_bound_to=flat_to)
+        growing = ok[start:][-tail:]
+        t_slope, t_icpt = fit_loglog_slope([r.n for r in growing], [r.median_ms for r in growing])
+        fits[name] = ScalingFit(name, t_slope, m_slope, growing[0].n, growing[-1].n, t_icpt, launch_bound_to=flat_to)
     return fits

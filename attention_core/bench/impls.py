@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -55,22 +54,14 @@ def _tiled_label(inputs: Inputs, causal: bool) -> str:
 
 # ---- the entries --------------------------------------------------------------------------
 
-_BACKEND_NAMES = {
-    SDPBackend.MATH: "math",
-    SDPBackend.FLASH_ATTENTION: "flash",
-    SDPBackend.EFFICIENT_ATTENTION: "efficient",
-    SDPBackend.CUDNN_ATTENTION: "cudnn",
+# torch SDPA's kernels: the forced entry's name and label, and the kernel as its description names it
+_KERNELS = {
+    SDPBackend.MATH: ("math", "math kernel (n×n scores)"),
+    SDPBackend.FLASH_ATTENTION: ("flash", "FlashAttention kernel"),
+    SDPBackend.EFFICIENT_ATTENTION: ("efficient", "memory-efficient kernel"),
+    SDPBackend.CUDNN_ATTENTION: ("cudnn", "cuDNN kernel"),
 }
-
-
-def _sdpa_runner(backend: SDPBackend | None) -> Callable[[Inputs, bool], torch.Tensor]:
-    def run(inputs: Inputs, causal: bool) -> torch.Tensor:
-        q, k, v = inputs
-        gqa = k.shape[-3] != q.shape[-3]  # torch shares each K/V head itself (or the kernel refuses)
-        with contextlib.nullcontext() if backend is None else sdpa_kernel(backend):  # forced: never a fallback
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-
-    return run
+_CUDA_ONLY = (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION)
 
 
 def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str:
@@ -80,7 +71,7 @@ def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool)
         index = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, enable_gqa=gqa)  # the dispatcher's own choice
     except (AttributeError, RuntimeError, TypeError):
         return "unknown"
-    for backend, name in _BACKEND_NAMES.items():
+    for backend, (name, _) in _KERNELS.items():
         if int(backend.value) == int(index):
             return _kernel_label(name, q.device)
     return "unknown"
@@ -90,49 +81,38 @@ def _kernel_label(name: str, device: torch.device) -> str:
     return f"{name} (CPU kernel)" if device.type == "cpu" and name == "flash" else name
 
 
-def _cuda_only(what: str) -> Callable[[torch.device, torch.dtype], str | None]:
-    def not_here(device: torch.device, dtype: torch.dtype) -> str | None:
-        if device.type != "cuda":
-            return f"torch has the {what} kernel only for CUDA GPUs; this device is the {device.type.upper()}"
-        return None
+def _sdpa_entry(backend: SDPBackend | None, description: str) -> Impl:
+    """``sdpa`` (``backend`` None: torch picks the kernel) or SDPA forced to one kernel, which never falls back."""
 
-    return not_here
+    def run(inputs: Inputs, causal: bool) -> torch.Tensor:
+        q, k, v = inputs
+        gqa = k.shape[-3] != q.shape[-3]  # torch shares each K/V head itself (or the kernel refuses)
+        with contextlib.nullcontext() if backend is None else sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
-
-def _sdpa_entry(name: str, backend: SDPBackend | None, description: str) -> Impl:
     def label(inputs: Inputs, causal: bool) -> str:
         if backend is None:
             return sdpa_choice(*inputs, causal)
-        return _kernel_label(_BACKEND_NAMES[backend], inputs[0].device)
+        return _kernel_label(_KERNELS[backend][0], inputs[0].device)
 
-    if backend is None:
-        extra = _sdpa_default(math_extra_bytes, fused_extra_bytes)
-        training = _sdpa_default(math_training_bytes, fused_training_bytes)
-    elif backend == SDPBackend.MATH:
-        extra, training = math_extra_bytes, math_training_bytes
-    else:
-        extra, training = fused_extra_bytes, fused_training_bytes
-    not_here = {
-        SDPBackend.EFFICIENT_ATTENTION: _cuda_only("memory-efficient"),
-        SDPBackend.CUDNN_ATTENTION: _cuda_only("cuDNN"),
-    }.get(backend, lambda device, dtype: None)
-    return Impl(name, description, _sdpa_runner(backend), extra, label, not_here=not_here, forced=backend is not None,
-                training_bytes=training)  # fmt: skip
+    def not_here(device: torch.device, dtype: torch.dtype) -> str | None:
+        if backend not in _CUDA_ONLY or device.type == "cuda":
+            return None
+        return f"torch has the {_KERNELS[backend][1]} only for CUDA GPUs; this device is the {device.type.upper()}"
 
-
-Model = Callable[[BenchConfig], int]
-
-
-def _sdpa_default(math: Model, fused: Model) -> Model:
-    """The model of what the default dispatch would use: the math path's if torch picks math."""
-
-    def model(c: BenchConfig) -> int:
+    def uses_math(c: BenchConfig) -> bool:
+        """Whether the math kernel runs: forced, or torch's pick for the config (probed on one-token tensors)."""
+        if backend is not None:
+            return backend == SDPBackend.MATH
         dev = torch.device(c.device)
         probe = torch.empty((1, c.heads, 1, c.d), dtype=c.torch_dtype, device=dev, requires_grad=c.backward)
         kv = torch.empty((1, c.kv_heads, 1, c.d), dtype=c.torch_dtype, device=dev, requires_grad=c.backward)
-        return (math if sdpa_choice(probe, kv, kv, c.causal) == "math" else fused)(c)
+        return sdpa_choice(probe, kv, kv, c.causal) == "math"
 
-    return model
+    name = "sdpa" if backend is None else f"sdpa-{_KERNELS[backend][0]}"
+    return Impl(name, description, run, lambda c: (math_extra_bytes if uses_math(c) else fused_extra_bytes)(c), label,
+                not_here=not_here, forced=backend is not None,
+                training_bytes=lambda c: (math_training_bytes if uses_math(c) else fused_training_bytes)(c))
 
 
 def _run_numpy(inputs: Inputs, causal: bool) -> np.ndarray:
@@ -159,10 +139,6 @@ def _numpy_not_here(device: torch.device, dtype: torch.dtype) -> str | None:
     return None
 
 
-def _to_numpy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
-    return (q.numpy(), k.numpy(), v.numpy())
-
-
 IMPLEMENTATIONS: dict[str, Impl] = {
     "textbook": Impl(
         "textbook",
@@ -181,15 +157,9 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         lambda inputs, causal: "attention_core.attention_trace" + gqa_note(inputs),
         training_bytes=trace_training_bytes,
     ),
-    "sdpa": _sdpa_entry("sdpa", None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
-    "sdpa-math": _sdpa_entry("sdpa-math", SDPBackend.MATH, "torch SDPA forced to its math kernel (n×n scores)."),
-    "sdpa-flash": _sdpa_entry(
-        "sdpa-flash", SDPBackend.FLASH_ATTENTION, "torch SDPA forced to its FlashAttention kernel."
-    ),
-    "sdpa-efficient": _sdpa_entry(
-        "sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION, "torch SDPA forced to its memory-efficient kernel."
-    ),
-    "sdpa-cudnn": _sdpa_entry("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION, "torch SDPA forced to its cuDNN kernel."),
+    "sdpa": _sdpa_entry(None, "torch's fused scaled_dot_product_attention; torch picks the kernel."),
+    **{f"sdpa-{name}": _sdpa_entry(backend, f"torch SDPA forced to its {kernel}.")
+       for backend, (name, kernel) in _KERNELS.items()},
     "tiled": Impl(
         "tiled",
         f"Online softmax in plain torch, in tiles ({DEFAULT_BLOCK_SIZE} on the CPU, up to {CUDA_MAX_BLOCK} on a "
@@ -205,8 +175,7 @@ IMPLEMENTATIONS: dict[str, Impl] = {
         _run_numpy,
         numpy_extra_bytes,
         lambda inputs, causal: f"numpy {np.__version__}" + gqa_note(inputs),
-        prepare=_to_numpy,
-        to_tensor=torch.from_numpy,
+        prepare=lambda q, k, v: (q.numpy(), k.numpy(), v.numpy()),
         not_here=_numpy_not_here,
         no_backward="numpy has no autograd, so there are no gradients to time",
     ),

@@ -36,15 +36,8 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
     """
     env = {**os.environ, **FRESH_PAGES_ENV, "ATTENTION_DEVICE": config.device}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, "-c", _WORKER, json.dumps(asdict(config))],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-        cwd=_ROOT,
-        env=env,
-    )
+    done = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(asdict(config))], capture_output=True, text=True,
+                          timeout=timeout_s, check=False, cwd=_ROOT, env=env)  # fmt: skip
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the memory worker failed: {last}")
@@ -55,8 +48,7 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
 def _worker() -> None:
     """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
     from . import measure
-    from .impls import get_impl, make_inputs
-    from .passes import grad_out, leaves, timed_pass
+    from .passes import config_call
 
     # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
     # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
@@ -66,12 +58,7 @@ def _worker() -> None:
         libc.mallopt(measure._M_MMAP_THRESHOLD, FRESH_PAGES)
 
     config = BenchConfig(**json.loads(sys.argv[1]))
-    impl = get_impl(config.impl)
-    inputs = impl.prepare(*make_inputs(config))
-    d_out = None
-    if config.backward:
-        inputs, d_out = leaves(inputs), grad_out(config)
-    step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
+    _inputs, step = config_call(config)  # bwd: the forward runs here
     step()  # warm-up: lazy initialisation is not the call's memory
     peak, source = measure.measure_peak_extra(step, config.device)
     print(json.dumps({"peak_bytes": peak, "source": source}))

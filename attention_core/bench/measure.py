@@ -125,42 +125,27 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
     return dtype if isinstance(dtype, torch.dtype) else DTYPES[check_choice("dtype", dtype, DTYPES)]
 
 
-TABLE_NS = tuple(2**p for p in range(9, 18))  # 512 … 131072
-
-
-def memory_table(
-    dtype: str | torch.dtype = "float32",
-    batch: int = 1,
-    heads: int = 1,
-    *,
-    free_bytes: int | None = None,
-    cap_bytes: int | None = None,
-    ns: tuple[int, ...] = TABLE_NS,
-    mode: str = "fwd",
-) -> list[dict[str, Any]]:
+def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, *, free_bytes: int | None = None,
+                 cap_bytes: int | None = None, mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
     """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
     here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
     :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
     textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
-    rows = []
-    for n in ns:
-        size = score_matrix_bytes(n, dtype, batch, heads)
-        rows.append(
-            {
-                "n": n,
-                "score_matrix_bytes": size,
-                "score matrix": format_bytes(size),
-                "fits here": None if free_bytes is None else size <= free_bytes,
-                "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
-                "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
-            }
-        )
-    return rows
+    sizes = {n: score_matrix_bytes(n, dtype, batch, heads) for n in (2**p for p in range(9, 18))}  # 512 … 131072
+    return [
+        {
+            "n": n,
+            "score matrix": format_bytes(size),
+            "fits here": None if free_bytes is None else size <= free_bytes,
+            "textbook ≤ cap": None if cap_bytes is None else textbook * size <= cap_bytes,
+            "trace ≤ cap": None if cap_bytes is None else trace * size <= cap_bytes,
+        }
+        for n, size in sizes.items()
+    ]
 
 
-def largest_fitting_n(
-    limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, copies: int = 1
-) -> int:
+def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1,
+                      copies: int = 1) -> int:  # fmt: skip
     """The largest power-of-two n whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
     best = 0
     n = 1
@@ -170,9 +155,8 @@ def largest_fitting_n(
     return best
 
 
-def flop_table(
-    n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False, mode: str = "fwd"
-) -> list[dict[str, Any]]:
+def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
+               mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
     """FLOPs of each step of attention in ``mode``'s passes, per the usual counting (a multiply-add is 2 FLOPs).
 
     Softmax is counted as 5 per score (max, subtract, exp, sum, divide). The backward is
@@ -234,15 +218,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_call(
-    fn: Callable[[], Any],
-    device: str | torch.device = "cpu",
-    *,
-    min_run_time: float = 0.2,
-    min_samples: int = 3,
-    deadline: float | None = None,
-    expected_s: float | None = None,
-) -> Timing:
+def time_call(fn: Callable[[], Any], device: str | torch.device = "cpu", *, min_run_time: float = 0.2,
+              min_samples: int = 3, deadline: float | None = None,
+              expected_s: float | None = None) -> Timing:  # fmt: skip
     """Time ``fn()`` (already warmed up) and return per-call seconds.
 
     CPU: ``Timer.blocked_autorange`` on the configured thread count, then single timed calls up to
@@ -276,9 +254,8 @@ def _one_call(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def _time_cuda(
-    fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int, deadline: float | None
-) -> Timing:
+def _time_cuda(fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int,
+               deadline: float | None) -> Timing:  # fmt: skip
     samples: list[float] = []
     with torch.cuda.device(dev):
         while len(samples) < min_samples or sum(samples) < min_run_time:
@@ -396,12 +373,8 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
 
 
 def cpu_load_per_core() -> float | None:
-    """The 1-minute load average divided by the number of cores, or ``None`` where unknown.
-
-    Above about 1.5, other processes compete for the cores: a kernel made of many small
-    steps then waits at every thread barrier, and its timings say more about the
-    neighbours than about the kernel.
-    """
+    """The 1-minute load average divided by the number of cores, or ``None`` where unknown. Above about 1.5
+    a kernel of many small steps waits at every thread barrier: its timings are the neighbours'."""
     try:
         return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
     except (OSError, AttributeError):

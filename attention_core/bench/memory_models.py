@@ -8,9 +8,6 @@ account; the benchmark's memory guard refuses a configuration from them before a
 (``config.mode``): for ``fwd+bwd`` the peak of the forward and backward beyond q, k, v and dO, which
 is what autograd keeps between the passes plus what the backward needs on top; for ``bwd`` only
 the second part, since the memory in use before the timed backward already holds what was kept.
-What is kept is the story: the textbook code keeps the n×n weights, and its backward holds them
-with their gradient and the scores' gradient (three n×n); FlashAttention's kernels and ``tiled``
-keep the output and one log-sum-exp per row, O(n), and rebuild the weights tile by tile.
 """
 
 from __future__ import annotations
@@ -205,8 +202,7 @@ def triton_config_bytes(c: BenchConfig) -> int:
 PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
-def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: int = 256,
-                      chunk: int = DEFAULT_CHUNK) -> int:  # fmt: skip
+def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: int = 256) -> int:
     """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls
     (the dense mask, Linformer's projections), which a measured peak of one call does not see:
 
@@ -227,11 +223,11 @@ def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: 
         # E and F (held between calls), E·K and F·V, then the (n, rank) scores and their softmax
         own = 2 * rank * n * item + 2 * bh * rank * d * item + 2 * bh * n * rank * item
     else:
-        own = _feature_bytes(c, d if route == "linear" else features, min(chunk, n), performer=route == "performer")
+        own = _feature_bytes(c, d if route == "linear" else features, performer=route == "performer")
     return own + _repeated_kv(c)
 
 
-def _feature_bytes(c: BenchConfig, width: int, chunk: int, *, performer: bool) -> int:
+def _feature_bytes(c: BenchConfig, width: int, *, performer: bool) -> int:
     bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
     rows = _output(c)
     maps = 2 * bh * n * width * item  # φ(q) and φ(k)
@@ -240,6 +236,7 @@ def _feature_bytes(c: BenchConfig, width: int, chunk: int, *, performer: bool) -
     build = 5 * maps // 2 + 2 * rows if performer else maps
     if not c.causal:
         return max(build, maps + 2 * rows + bh * width * d * item)  # + φ(q)·S, the output, S (width, d)
+    chunk = min(DEFAULT_CHUNK, n)  # linear_attention's causal chunks
     chunks = math.ceil(n / chunk)
     padded = 2 * bh * chunks * chunk * width * item + bh * chunks * chunk * d * item  # padded φ(q), φ(k), v
     states = 3 * bh * chunks * width * d * item  # each chunk's φ(k)ᵀv, their cumulative sum, shifted

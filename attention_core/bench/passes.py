@@ -22,6 +22,7 @@ import torch
 
 from ..validation import check_choice, check_int
 from .config import MAX_N, MODES, BenchConfig
+from .impls import get_impl, make_inputs
 
 Run = Callable[[Any, bool], Any]  # an implementation's run(inputs, causal)
 
@@ -40,12 +41,9 @@ def grad_out(config: BenchConfig, *, n: int | None = None, seed: int = 2) -> tor
 
 
 def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tensor | None = None) -> Callable[[], Any]:
-    """The call to time for ``mode``; for ``bwd`` the forward runs here, once.
-
-    ``inputs`` must be :func:`leaves` for a mode with a backward; ``d_out`` is then dO. The call
-    returns what is measured to the caller (the output, or dQ, dK, dV), so the peak memory counts it.
-    The forward's graph lives as long as the returned call does.
-    """
+    """The call to time for ``mode``; for ``bwd`` the forward runs here, once, and its graph lives as long as
+    the returned call does. ``inputs`` must be :func:`leaves` for a mode with a backward, and ``d_out`` dO. The
+    call returns what it computed (the output, or dQ, dK, dV), so a measured peak counts it."""
     mode = check_choice("mode", mode, MODES)
     if mode == "fwd":
         return lambda: run(inputs, causal)
@@ -65,3 +63,14 @@ def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tens
         return torch.autograd.grad(out, inputs, d_out, retain_graph=True)
 
     return backward
+
+
+def config_call(config: BenchConfig) -> tuple[Any, Callable[[], Any]]:
+    """The config's inputs, prepared for its entry (:func:`leaves` in a mode with a backward), and the call to
+    time (:func:`timed_pass`); for ``bwd`` the forward runs here, once."""
+    impl = get_impl(config.impl)
+    inputs = impl.prepare(*make_inputs(config))
+    if not config.backward:
+        return inputs, timed_pass(impl.run, inputs, config.causal, config.mode)
+    inputs = leaves(inputs)
+    return inputs, timed_pass(impl.run, inputs, config.causal, config.mode, grad_out(config))

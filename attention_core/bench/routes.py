@@ -1,24 +1,12 @@
 """The efficient-attention routes (:mod:`attention_core.efficient`) as entries of the benchmark's registry.
 
 Each route has one knob (:class:`RouteParams`), and its name with the knob's value names an entry:
-``"performer(64)"`` is FAVOR+ with 64 features, ``"performer"`` the default of 256
-(:func:`route_impl`; the registry resolves either form):
-
-- ``sdpa-masked(w)``: torch SDPA with the sliding window as a dense ``(n, n)`` bool mask: what people
-  write for a window before FlexAttention, all n² work;
-- ``flex-window(w)``: the same window under compiled FlexAttention, which skips the empty 128 × 128
-  tiles (n/a where ``torch.compile`` cannot run: no C++ compiler, say);
-- ``linear``: linear attention with elu + 1 features, O(n);
-- ``performer(m)``: FAVOR+ with m orthogonal positive random features (seed 0), O(n);
-- ``linformer(k)``: keys and values projected to k rows (n when smaller) by random Gaussian
-  matrices (seed 0); no causal form, so a causal configuration is n/a.
-
-None of them is exact softmax attention (``Impl.exact`` is False): FlashAttention's rule does not
-apply, and the benchmark says each one's relative error against the float64 reference in the row's
-note (:func:`attention_core.bench.checks.approximation_note`) instead of a max error. The dense mask,
-the random features and the projections are made in ``prepare``, outside the timing, as a model holds
-them between calls; FlexAttention's block mask and compile are made by the warm-up call, and its
-backend label says how long the compile took.
+``"performer(64)"`` is FAVOR+ with 64 features, ``"performer"`` the default of 256; each entry's
+``description`` says what it computes. None is exact softmax attention (``Impl.exact`` is False), so
+FlashAttention's rule does not apply: the row's note says its relative error against the float64 reference
+(:func:`.checks.approximation_note`). The dense mask, the random features and the projections are made in
+``prepare``, outside the timing, as a model holds them between calls; FlexAttention's block mask and compile
+are made by the warm-up call, and its backend label says how long the compile took.
 """
 
 from __future__ import annotations
@@ -73,9 +61,7 @@ def parse_route(name: str) -> tuple[str, RouteParams] | None:
     match = re.fullmatch(r"([a-z-]+)(?:\((\d+)\))?", name) if isinstance(name, str) else None
     if match is None or match[1] not in ROUTES or (match[2] is not None and match[1] not in KNOB):
         return None
-    if match[2] is None:
-        return match[1], DEFAULTS
-    return match[1], replace(DEFAULTS, **{KNOB[match[1]]: int(match[2])})
+    return match[1], DEFAULTS if match[2] is None else replace(DEFAULTS, **{KNOB[match[1]]: int(match[2])})
 
 
 def _pattern(window: int, is_causal: bool) -> Any:

@@ -27,9 +27,9 @@ import torch
 
 from ..validation import check_int
 from .config import BenchConfig
-from .impls import get_impl, make_inputs
+from .impls import get_impl
 from .measure import default_cap_bytes, guard_reason, measure_peak_extra, time_call
-from .passes import grad_out, leaves, timed_pass
+from .passes import config_call
 
 MIN_SAMPLES = 3  # timed calls per configuration; fewer only when the time budget runs out
 
@@ -87,16 +87,9 @@ def _torch_says(message: Warning | str) -> str:
     return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(message)).strip()
 
 
-def run_config(
-    config: BenchConfig,
-    *,
-    cap_bytes: int | None = None,
-    min_run_time: float = 0.2,
-    min_samples: int = MIN_SAMPLES,
-    deadline: float | None = None,
-    peak_gflops: float | None = None,
-    warm_up: bool = True,
-) -> BenchResult:
+def run_config(config: BenchConfig, *, cap_bytes: int | None = None, min_run_time: float = 0.2,
+               min_samples: int = MIN_SAMPLES, deadline: float | None = None, peak_gflops: float | None = None,
+               warm_up: bool = True) -> BenchResult:  # fmt: skip
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
     A configuration whose inputs plus predicted extra memory (:meth:`.Impl.guard_bytes`) exceed
@@ -121,10 +114,6 @@ def run_config(
     step: Any = None
     failure: tuple[str, str] | None = None
     try:
-        inputs = impl.prepare(*make_inputs(config))
-        d_out = None
-        if config.backward:
-            inputs, d_out = leaves(inputs), grad_out(config)
         first_s = 0.0
 
         def timed_call() -> Any:  # the call alone, without the memory bookkeeping around it
@@ -137,7 +126,7 @@ def run_config(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                step = timed_pass(impl.run, inputs, config.causal, config.mode, d_out)  # bwd: the forward runs here
+                inputs, step = config_call(config)  # bwd: the forward runs here
                 if warm_up or dev.type == "cuda":
                     step()  # warm-up: kernels chosen, caches filled, lazy initialisation done
                     if dev.type == "cuda":
@@ -163,35 +152,20 @@ def run_config(
         return _result(config, predicted, *failure)
     # An approximation skips most of exact attention's FLOPs: a rate counted on them would be fiction.
     gflops = config.flops() / timing.median / 1e9 if impl.exact else None
-    return _result(
-        config,
-        predicted,
-        "ok",
-        median_ms=timing.median * 1e3,
-        iqr_ms=timing.iqr * 1e3,
-        peak_bytes=peak,
-        gflops=gflops,
-        pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
-        samples=len(timing.samples),
-        backend=backend,
-        memory_source=source,
-    )
+    return _result(config, predicted, "ok", median_ms=timing.median * 1e3, iqr_ms=timing.iqr * 1e3, peak_bytes=peak,
+                   gflops=gflops, pct_of_peak=100.0 * gflops / peak_gflops if peak_gflops and gflops else None,
+                   samples=len(timing.samples), backend=backend, memory_source=source)  # fmt: skip
 
 
 # ---- output -------------------------------------------------------------------------------
-
-
-def result_dicts(rows: Sequence[BenchResult]) -> list[dict[str, Any]]:
-    """Rows as plain dicts with the CSV's columns, in order."""
-    return [asdict(r) for r in rows]
 
 
 def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
     """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
     writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for row in result_dicts(rows):
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    for r in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
 
 
 def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:

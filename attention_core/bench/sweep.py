@@ -69,17 +69,11 @@ class SweepResult:
         return self.load_per_core is not None and self.load_per_core > DISTURBED_LOAD_PER_CORE
 
 
-def run_sweep(
-    spec: SweepSpec = DEFAULT_SWEEP,
-    *,
-    cap_bytes: int | None = None,
-    budget_s: float | None = DEFAULT_BUDGET_S,
-    min_run_time: float = DEFAULT_MIN_RUN_TIME,
-    should_stop: Callable[[], bool] | None = None,
-    progress: Callable[[SweepProgress], None] | None = None,
-    check_correctness: bool = True,
-    cached: Callable[[BenchConfig], BenchResult | None] | None = None,
-) -> SweepResult:
+def run_sweep(spec: SweepSpec = DEFAULT_SWEEP, *, cap_bytes: int | None = None,
+              budget_s: float | None = DEFAULT_BUDGET_S, min_run_time: float = DEFAULT_MIN_RUN_TIME,
+              should_stop: Callable[[], bool] | None = None, progress: Callable[[SweepProgress], None] | None = None,
+              check_correctness: bool = True,
+              cached: Callable[[BenchConfig], BenchResult | None] | None = None) -> SweepResult:  # fmt: skip
     """Run every configuration of ``spec`` in order and return the rows.
 
     Stops cleanly when ``should_stop()`` turns true or when ``budget_s`` seconds are used
@@ -134,13 +128,8 @@ def run_sweep(
     return SweepResult(rows, time.perf_counter() - start, peak, stopped, env, load)
 
 
-def _over_budget(
-    config: BenchConfig,
-    last_ok: dict[str, tuple[int, float]],
-    deadline: float | None,
-    budget_s: float | None,
-    min_run_time: float,
-) -> str | None:
+def _over_budget(config: BenchConfig, last_ok: dict[str, tuple[int, float]], deadline: float | None,
+                 budget_s: float | None, min_run_time: float) -> str | None:  # fmt: skip
     if deadline is None:
         return None
     left = deadline - time.perf_counter()

@@ -8,7 +8,6 @@ from attention_core import bench
 from ui import links
 from ui.benchmark import running
 from ui.benchmark.params import BUDGET_MAX, D_OPTIONS, DEFAULT, DEFAULT_DEVICE, DEVICES, N_OPTIONS
-from ui.benchmark.server import results
 
 
 def _old_impls(old: str) -> str | list[str] | None:
@@ -62,5 +61,5 @@ def run_controls(spec: bench.SweepSpec) -> tuple[int, bool]:
     budget = c[0].slider("Time budget (s)", 5, BUDGET_MAX, 20, step=5, key="bm_budget", bind="query-params")
     pressed = running.run_buttons(c[1], c[2], "bm", disabled=not spec.impls, what="benchmark")
     c[3].button("Forget measurements", key="bm_forget", help="Measure every configuration again on the next run.",
-                on_click=results().forget)
+                on_click=running.results().forget)
     return budget, pressed

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import bench
-from ui.benchmark.cloud import ON_CLOUD, cap_ceiling
+from ui.benchmark.params import ON_CLOUD, cap_ceiling
 
 
 def cap_and_free(device: str) -> tuple[int, int | None]:
@@ -17,8 +17,7 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 @st.cache_data(show_spinner=False)
 def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> pd.DataFrame:
     """One row per n: one score matrix's size, and whether it and each baseline's peak fit."""
-    rows = bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
-    return pd.DataFrame(rows).drop(columns="score_matrix_bytes")
+    return pd.DataFrame(bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode))
 
 
 @st.cache_data(show_spinner=False)

@@ -1,17 +1,37 @@
-"""The benchmark page's choices: the sweep's ranges and their defaults (the controls name them in the URL)."""
+"""The benchmark page's choices: the sweep's ranges and their defaults (the controls name them in the URL), and
+the smaller limits Streamlit Community Cloud needs (a deployment concern, so it lives with the page: the core
+takes the memory ceiling as a number)."""
 
 from __future__ import annotations
 
-import math
+import os
+from pathlib import Path
 
 from attention_core import bench
 from attention_core.device import available_devices
-from ui.benchmark.cloud import ON_CLOUD
 from ui.device import DEVICE
 
-N_MIN = 128
-N_MAX = 8192 if ON_CLOUD else 32768
-N_OPTIONS = tuple(2**p for p in range(int(math.log2(N_MIN)), int(math.log2(N_MAX)) + 1))
+CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and the app itself needs ≈ 1 GB
+
+
+def running_on_streamlit_cloud() -> bool:
+    """``$ATTENTION_CLOUD`` (1/0) decides when set; otherwise two public markers of Community Cloud's
+    containers: the host name ``streamlit`` and the repository mounted under ``/mount/src``."""
+    override = os.environ.get("ATTENTION_CLOUD", "").strip().lower()
+    if override in ("1", "true", "yes", "on"):
+        return True
+    if override in ("0", "false", "no", "off"):
+        return False
+    return os.environ.get("HOSTNAME", "") == "streamlit" or Path("/mount/src").is_dir()
+
+
+def cap_ceiling(device: str) -> int | None:
+    """The most one configuration may use on ``device``: 640 MiB of the CPU on Community Cloud, else no limit."""
+    return CLOUD_CAP_BYTES if device == "cpu" and running_on_streamlit_cloud() else None
+
+
+ON_CLOUD = running_on_streamlit_cloud()
+N_OPTIONS = tuple(2**p for p in range(7, 14 if ON_CLOUD else 16))  # 128 … 8192 on Community Cloud, else … 32768
 D_OPTIONS = (16, 32, 64, 128)
 DEVICES = tuple(available_devices())
 DEFAULT_DEVICE = DEVICE if DEVICE in DEVICES else "cpu"  # a device with an index (cuda:1) is not a choice

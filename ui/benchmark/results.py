@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import asdict
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -37,15 +38,15 @@ def time_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], what: str = 
     """Time against n, each implementation's fitted power law (slope, intercept, n_from, n_to) drawn over it."""
     fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
             if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
-    return figs.time_figure(bench.result_dicts(rows), fits, talk=is_talk, what=what)
+    return figs.time_figure([asdict(r) for r in rows], fits, talk=is_talk, what=what)
 
 
 def memory_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> go.Figure:
-    return figs.memory_figure(bench.result_dicts(rows), talk=is_talk)
+    return figs.memory_figure([asdict(r) for r in rows], talk=is_talk)
 
 
 def rate_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], peak: float | None, mode: str) -> go.Figure:
-    return figs.rate_figure(bench.result_dicts(rows), peak, talk=is_talk, flops=bench.flop_formula(mode))
+    return figs.rate_figure([asdict(r) for r in rows], peak, talk=is_talk, flops=bench.flop_formula(mode))
 
 
 def speedup_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...]) -> go.Figure:

@@ -1,16 +1,43 @@
 """Running a sweep, for the benchmark and for Beyond n²'s cost tab: the Run and Cancel buttons, the queue for the
-server's lock, a line per configuration as it lands, and the last run kept in the session."""
+server's lock (:mod:`ui.runlock`), a line per configuration as it lands, the last run kept in the session, and the
+rows this server has measured, shared by every session so that a sweep asked for again returns at once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import bench
-from ui.benchmark.server import ResultStore
 from ui.runlock import Holding, server_lock, wait_turn
+
+KEPT_STATUSES = ("ok", "n/a", "oom")  # a skip depends on the cap and the budget, a cancel on the viewer
+
+
+@dataclass
+class ResultStore:
+    """Finished rows by configuration, and the matmul peak per (device, dtype)."""
+
+    rows: dict[bench.BenchConfig, bench.BenchResult] = field(default_factory=dict)
+    peaks: dict[tuple[str, str], float] = field(default_factory=dict)  # (device, dtype) -> matmul GFLOP/s
+
+    def remember(self, row: bench.BenchResult) -> None:
+        """Keep a finished row for reuse, unless it only says the run was cut short."""
+        if row.status in KEPT_STATUSES:
+            self.rows[bench.BenchConfig(row.impl, row.n, **row.shape())] = row
+
+    def lookup(self, config: bench.BenchConfig) -> bench.BenchResult | None:
+        return self.rows.get(config)
+
+    def forget(self) -> None:
+        self.rows.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def results() -> ResultStore:
+    """This server's store, shared by every session."""
+    return ResultStore()
 
 
 @dataclass(frozen=True)
@@ -55,11 +82,12 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
     (``<page>_result``, a :class:`Measured`). With ``store`` rows measured earlier on this server are reused."""
     st.session_state.pop(f"{page}_result", None)
     server, configs = server_lock(), spec.configs()
+    peak_key = (configs[0].device, spec.dtype)
     rows: list[bench.BenchResult] = []
     st.session_state[f"{page}_partial"] = rows
-    lookup = store.lookup if store is not None else lambda config: None
-    if store is not None and all(lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
-        earlier = bench.SweepResult([lookup(c) for c in configs], 0.0, store.peaks.get((configs[0].device, spec.dtype)))
+    store = ResultStore() if store is None else store  # without one, an empty store of this run's own: no reuse
+    if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
+        earlier = bench.SweepResult([store.lookup(c) for c in configs], 0.0, store.peaks.get(peak_key))
         return _keep(page, Measured(spec, earlier, reused_all=True))
     holding = Holding()
     try:
@@ -73,17 +101,16 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
                 if p.result is None:  # said before each configuration: which one is next
                     bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
                     return
-                reused = lookup(p.config) is p.result
-                if store is not None:
-                    store.remember(p.result)
+                reused = store.lookup(p.config) is p.result
+                store.remember(p.result)
                 rows.append(p.result)
                 st.markdown(_line(p.result, reused))
                 bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
 
-            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress,
-                                     cached=lookup if store is not None else None, **sweep)  # type: ignore[arg-type]
-            if store is not None and result.peak_gflops:
-                store.peaks[(configs[0].device, spec.dtype)] = result.peak_gflops
+            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress, cached=store.lookup,
+                                     **sweep)  # type: ignore[arg-type]
+            if result.peak_gflops:
+                store.peaks[peak_key] = result.peak_gflops
             ended = {"budget": "stopped: time budget used up", "cancelled": "cancelled"}.get(result.stopped or "")
             status.update(label=f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else ""),
                           state="complete", expanded=False)  # fmt: skip

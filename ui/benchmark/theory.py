@@ -11,9 +11,8 @@ from attention_core import bench
 from attention_core.bench.memory_models import PEAK_SQUARES
 from attention_core.tiled_triton import triton_available, triton_kernel_sources
 from ui import draw
-from ui.benchmark import data
+from ui.benchmark import data, running
 from ui.benchmark.params import DEFAULT
-from ui.benchmark.server import results
 from ui.frame import talk
 
 TICK = st.column_config.CheckboxColumn
@@ -118,7 +117,7 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
 
 def environment_card(spec: bench.SweepSpec) -> None:
     """torch, the device, threads, CUDA and cuDNN, TF32, the cap: what to quote next to a number."""
-    peak = results().peaks.get((spec.device, spec.dtype))
+    peak = running.results().peaks.get((spec.device, spec.dtype))
     items = [*data.environment(spec.device),
              (f"matmul peak ({spec.dtype})", f"{peak:.1f} GFLOP/s" if peak else "measured at the first run")]
     with st.container(border=True):
@@ -137,10 +136,11 @@ def show_triton_kernel(device: str) -> None:
     """tiled.py's loop beside the Triton kernel that runs the same recurrence in one launch."""
     st.subheader("The same recurrence as one GPU kernel")
     draw.prose(
-        "`tiled` runs the online softmax as a Python loop: every tile is a few separate torch calls, "
-        "and each score tile makes a round trip through the device's main memory. **`tiled-triton`** "
-        "is the same recurrence, the same names, written as one Triton kernel. What it does that the "
-        "loop cannot:"
+        "`tiled` runs the online softmax as a Python loop: its memory grows as n, but every tile is a dozen "
+        "kernel launches and a round trip of its scores through the device's main memory, so on a GPU it stays "
+        "tens of times slower than SDPA's fused kernel (H100, n = 16384, fp16: 66 ms against 2.25 ms). "
+        "**`tiled-triton`** is the same recurrence, the same names, written as one Triton kernel. What it does "
+        "that the loop cannot:"
     )
     st.markdown(
         "- **one launch** for the whole call, instead of several kernel launches per tile;\n"
