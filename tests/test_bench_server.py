@@ -16,12 +16,13 @@ from ui.runlock import RunLock
 def test_the_run_lock_lets_one_run_at_a_time():
     lock = RunLock()
     assert lock.try_acquire() and lock.busy
-    lock.describe("8 configurations on cpu")
+    lock.running = "8 configurations on cpu"
     seen = []
-    other = threading.Thread(target=lambda: seen.append(lock.try_acquire(timeout=0.05)))
+    other = threading.Thread(target=lambda: seen.append((lock.try_acquire(timeout=0.05), lock.release())))
     other.start()
     other.join()
-    assert seen == [False] and lock.running == "8 configurations on cpu"  # a second viewer waits in line
+    assert seen == [(False, None)] and lock.running == "8 configurations on cpu"  # a second viewer waits in line
+    assert lock.busy  # and its release (in a ``finally``, whether or not it got a turn) leaves our lock alone
     lock.release()
     assert not lock.busy and lock.running == "" and lock.busy_for() == 0.0
     assert lock.try_acquire()

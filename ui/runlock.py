@@ -1,10 +1,12 @@
 """One heavy run at a time per server (two timed runs at once would both report nonsense): every page that
-measures holds the server's :class:`RunLock` while it runs; a second viewer waits in line (:func:`wait_turn`)."""
+measures holds the server's :class:`RunLock` while it runs (:func:`turn`); a second viewer waits in line."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -26,21 +28,19 @@ class RunLock:
         owner thread ended without releasing it is freed, so a server never stays blocked."""
         owner = self._owner
         if self._lock.locked() and owner is not None and not owner.is_alive():
-            self.release()
+            self._owner = None
+            self._lock.release()
         got = self._lock.acquire(timeout=timeout) if timeout > 0 else self._lock.acquire(blocking=False)
-        if got:
+        if got:  # set before any Streamlit call a rerun could interrupt, so a ``finally`` knows the lock is ours
             self._owner = threading.current_thread()
             self.running, self.since = "a run", time.perf_counter()
         return got
 
-    def describe(self, what: str) -> None:
-        """Say what the current run does, for the viewers in line."""
-        self.running = what
-
     def release(self) -> None:
-        self.running = ""
-        self._owner = None
-        self._lock.release()
+        """Free the lock if this thread holds it; a no-op otherwise, so a ``finally`` may call it either way."""
+        if self._owner is threading.current_thread():
+            self.running, self._owner = "", None
+            self._lock.release()
 
     @property
     def busy(self) -> bool:
@@ -56,23 +56,27 @@ def server_lock() -> RunLock:
     return RunLock()
 
 
-class Holding:
-    """Set the moment the lock is ours, before any Streamlit call that a rerun could interrupt: the
-    caller's ``finally`` releases the lock only if ``ours``."""
+@contextlib.contextmanager
+def turn(what: str) -> Iterator[bool]:
+    """Hold the server's lock for a run described as ``what``, queued behind another session's run; yields False
+    when the wait ran out. The lock is released however the block ends, Cancel (a rerun) included."""
+    server = server_lock()
+    try:
+        ours = _wait(server)
+        if ours:
+            server.running = what
+        yield ours
+    finally:
+        server.release()
 
-    ours = False
 
-
-def wait_turn(server: RunLock, holding: Holding) -> bool:
-    """Queue behind another session's run; True once the lock is ours. Cancel (a rerun) ends the wait."""
+def _wait(server: RunLock) -> bool:
     if server.try_acquire():
-        holding.ours = True
         return True
     start = time.perf_counter()
     with st.status("Busy, queued: another viewer's measurement is running…", state="running") as status:
         while time.perf_counter() - start < server.wait_s:
             if server.try_acquire(timeout=0.5):
-                holding.ours = True
                 status.update(label="Our turn: starting.", state="complete", expanded=False)
                 return True
             status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")

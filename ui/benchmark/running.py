@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import bench
-from ui.runlock import Holding, server_lock, wait_turn
+from ui.runlock import turn
 
 KEPT_STATUSES = ("ok", "n/a", "oom")  # a skip depends on the cap and the budget, a cancel on the viewer
 
@@ -81,7 +81,7 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
     session (``<page>_partial``) as it lands, in case a rerun cuts the loop, and the run at its end
     (``<page>_result``, a :class:`Measured`). With ``store`` rows measured earlier on this server are reused."""
     st.session_state.pop(f"{page}_result", None)
-    server, configs = server_lock(), spec.configs()
+    configs = spec.configs()
     peak_key = (configs[0].device, spec.dtype)
     rows: list[bench.BenchResult] = []
     st.session_state[f"{page}_partial"] = rows
@@ -89,11 +89,9 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
     if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
         earlier = bench.SweepResult([store.lookup(c) for c in configs], 0.0, store.peaks.get(peak_key))
         return _keep(page, Measured(spec, earlier, reused_all=True))
-    holding = Holding()
-    try:
-        if not wait_turn(server, holding):
+    with turn(f"{len(configs)} configurations on {configs[0].device}") as ours:
+        if not ours:
             return
-        server.describe(f"{len(configs)} configurations on {configs[0].device}")
         with st.status(f"Measuring {len(configs)} configurations…", expanded=True) as status:
             bar = st.progress(0.0, text="warming up")
 
@@ -115,9 +113,6 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
             status.update(label=f"Done in {result.wall_s:.1f} s" + (f" ({ended})" if ended else ""),
                           state="complete", expanded=False)  # fmt: skip
         _keep(page, Measured(spec, result, fallback=fallback))
-    finally:
-        if holding.ours:  # also when Cancel (a rerun) interrupted the loop at a Streamlit call
-            server.release()
 
 
 def _keep(page: str, measured: Measured) -> None:

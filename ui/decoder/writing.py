@@ -18,7 +18,7 @@ from figures.decoder import generation_figure, step_times_figure
 from figures.model import head_label
 from ui import draw
 from ui.frame import talk
-from ui.runlock import Holding, server_lock, wait_turn
+from ui.runlock import turn
 
 from .controls import head_control, layer_control, temperature_control
 from .data import prompt_data
@@ -81,11 +81,9 @@ def run_generation(text: str, temperature: float, seed: int, n_new: int, layer: 
     model = decoder()
     g = Generation(text, temperature, seed, model.tokenizer.token_strings(model.tokenizer.encode(text)))
     st.session_state[RESULT] = g  # kept as it grows: Stop (a rerun) leaves what was written
-    server, holding = server_lock(), Holding()
-    try:
-        if not wait_turn(server, holding):
+    with turn(f"gemma-3-270m writing {n_new} tokens") as ours:
+        if not ours:
             return
-        server.describe(f"gemma-3-270m writing {n_new} tokens")
         with st.status(f"Writing {n_new} tokens…", expanded=True) as status:
             line, chart = st.empty(), st.empty()
             for step in generate(model, text, n_new, temperature=temperature, seed=seed):
@@ -100,9 +98,6 @@ def run_generation(text: str, temperature: float, seed: int, n_new: int, layer: 
             g.done = True
             status.update(label=f"Wrote {len(g.tokens)} tokens in {sum(g.seconds):.2f} s", state="complete",
                           expanded=False)  # fmt: skip
-    finally:
-        if holding.ours:  # also when Stop (a rerun) interrupted the loop at a Streamlit call
-            server.release()
 
 
 def shown(s: str) -> str:

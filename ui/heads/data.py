@@ -65,7 +65,7 @@ def timing_data(t_max: int, d_model: int, run: int) -> Timing:
         raise ValueError(f"another viewer's measurement kept the server busy for {RunLock.wait_s:.0f} s; "
                          "press Measure again later")  # fmt: skip
     try:
-        server.describe("a decoding-time measurement")
+        server.running = "a decoding-time measurement"
         return Timing(time_decode_steps(contexts, d_model=d_model, n_heads=4), time.strftime("%H:%M:%S"))
     finally:
         server.release()

@@ -20,7 +20,7 @@ from figures.induction import head_name, loss_figure, patterns_figure, scores_fi
 from ui import draw
 from ui.frame import talk
 from ui.induction import runs
-from ui.runlock import Holding, server_lock, wait_turn
+from ui.runlock import turn
 
 STEP_CHOICES = (200, 300, 500, 800, 1000, 1200, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
@@ -203,37 +203,35 @@ def _train_live(variant: str, seed: int, steps: int, bar: DeltaGenerator, loss_s
     also when Stop (a rerun) ends it early. True once a run has finished."""
     kw = {k: v for k, v in RUNS[variant].items() if k != "steps"}
     settings = {"seed": seed, "every": EVERY, "steps": steps, **kw}
-    server, holding, records = server_lock(), Holding(), []
+    records: list[Progress] = []
     kept, shelf = runs.session_runs(), runs.store()  # fetched now: the finally below must not call Streamlit
     done = st.session_state[TRAINING] = threading.Event()  # set once the run is kept (see train_tab)
     try:
-        if not wait_turn(server, holding):
-            return False
-        server.describe(f"an induction model's training ({steps} steps)")
-        device = default_device()
-        gen = train(seed=seed, steps=steps, every=EVERY, device=device, **kw)
-        first = next(gen)
-        records.append(first)
-        cfg = first.weights.config
-        settings["config"] = asdict(cfg)
-        tokens = eval_tokens(cfg, seed, device)[:1]  # (1, 2·half): the sequence the heads are drawn on
-        live = _Live(cfg.vocab, steps, tokens, kw["causal"])
-        drawn_curve = drawn_heads = 0.0
-        for p in gen:
-            records.append(p)
-            now = time.perf_counter()
-            if now - drawn_curve >= CURVE_EVERY_S or p.step == steps:
-                drawn_curve = now
-                bar.progress(p.step / steps, text=f"step {p.step} of {steps} · {p.seconds:.1f} s · repeated half "
-                             f"{p.loss_repeat:.2f} nats · induction score {p.induction_score:.2f}")  # fmt: skip
-                loss_slot.plotly_chart(live.loss(records), width="stretch", config=draw.PLOTLY_CONFIG)
-            if now - drawn_heads >= HEADS_EVERY_S or p.step == steps:
-                drawn_heads = now
-                heads_slot.plotly_chart(live.heads(p), width="stretch", config=draw.PLOTLY_CONFIG)
-        return True
-    finally:
-        if holding.ours:  # also when Stop (a rerun) interrupted the loop at a Streamlit call
-            server.release()
+        with turn(f"an induction model's training ({steps} steps)") as ours:
+            if not ours:
+                return False
+            device = default_device()
+            gen = train(seed=seed, steps=steps, every=EVERY, device=device, **kw)
+            first = next(gen)
+            records.append(first)
+            cfg = first.weights.config
+            settings["config"] = asdict(cfg)
+            tokens = eval_tokens(cfg, seed, device)[:1]  # (1, 2·half): the sequence the heads are drawn on
+            live = _Live(cfg.vocab, steps, tokens, kw["causal"])
+            drawn_curve = drawn_heads = 0.0
+            for p in gen:
+                records.append(p)
+                now = time.perf_counter()
+                if now - drawn_curve >= CURVE_EVERY_S or p.step == steps:
+                    drawn_curve = now
+                    bar.progress(p.step / steps, text=f"step {p.step} of {steps} · {p.seconds:.1f} s · repeated half "
+                                 f"{p.loss_repeat:.2f} nats · induction score {p.induction_score:.2f}")  # fmt: skip
+                    loss_slot.plotly_chart(live.loss(records), width="stretch", config=draw.PLOTLY_CONFIG)
+                if now - drawn_heads >= HEADS_EVERY_S or p.step == steps:
+                    drawn_heads = now
+                    heads_slot.plotly_chart(live.heads(p), width="stretch", config=draw.PLOTLY_CONFIG)
+            return True
+    finally:  # the lock is released by now
         try:
             if len(records) > 1:  # no Streamlit call here: after Stop, the next one would raise again
                 kept[variant] = shelf.put(runs.run_from(records, settings))

@@ -28,7 +28,7 @@ from attention_core.scaling import (
     variance_table,
 )
 from ui.device import DEVICE
-from ui.runlock import Holding, server_lock, wait_turn
+from ui.runlock import turn
 from ui.scaling.settings import DIMS, MAG_CHOICES, TAU_CHOICES, THRESHOLD, TOY_D_MODEL, VECTORS, toy_batch
 
 
@@ -212,11 +212,9 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
     A miss waits for the server's run lock first, so a room of viewers trying settings trains one at a time
     (those who only look are not held up). Nothing is cached if the wait ends without a turn.
     """
-    server, holding = server_lock(), Holding()
-    try:
-        if not wait_turn(server, holding):
+    with turn("a training run") as ours:
+        if not ours:
             st.stop()
-        server.describe("a training run")
         bar, every, runs = st.progress(0.0, text="Training…"), max(1, steps // 40), {}
         for i, name in enumerate(("scaled", "unscaled")):
 
@@ -233,6 +231,3 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
         read = [RunSummary(*(float(r[c]) for c in ("start_loss", "end_loss", "steps_to_threshold", "start_logit_std")))
                 for _, r in t.set_index("run").loc[["scaled", "unscaled"]].iterrows()]  # fmt: skip
         return Training(runs, t, *read)
-    finally:
-        if holding.ours:
-            server.release()
