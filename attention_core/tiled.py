@@ -12,9 +12,7 @@ multiplied by ``exp(m − m')`` before the block is added; after the last, ``o /
 Extra memory is one ``Bq × Bk`` tile and the ``Bq × Ev`` accumulator. With ``is_causal`` key blocks wholly
 above the diagonal are skipped; a row whose keys are all masked ends with ``l = 0`` and gives zeros.
 
-The backward (FlashAttention-2, Algorithm 2, :class:`TiledAttentionFunction`) needs the weights P again
-without storing them: softmax's backward needs only P and ``D = rowsum(dO ∘ O)`` (:mod:`.backward`), so the
-forward keeps each row's log-sum-exp ``lse = m + log l`` and the backward rebuilds ``P = exp(score − lse)``.
+The backward (:class:`TiledAttentionFunction`) rebuilds the weights from each row's ``lse = m + log l``.
 """
 
 from __future__ import annotations
@@ -94,7 +92,7 @@ def tiled_attention(
         return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, s, block)  # runs this loop, no grad
 
     acc_dtype = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
-    mask = _full_size(attn_mask, L, S)
+    mask = None if attn_mask is None else attn_mask.expand(*attn_mask.shape[:-2], L, S)  # (..., L, S), a view
     out_dtype = acc_dtype if return_lse else q.dtype  # the backward's rowsum(dO ∘ O) must not see 16-bit rounding
     out = torch.empty((*lead, L, Ev), dtype=out_dtype, device=q.device)  # (N, ..., L, Ev)
     lse = torch.empty((*lead, L), dtype=acc_dtype, device=q.device) if return_lse else None  # (N, ..., L)
@@ -155,7 +153,7 @@ def _mask_tile(
         cols = torch.arange(j0, j1, device=tile.device)  # (Bk,)
         tile.masked_fill_(cols > rows, float("-inf"))  # (N, ..., Bq, Bk)
     elif mask is not None:
-        block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk), broadcasts
+        block_mask = mask[..., i0:i1, j0:j1]  # (..., Bq, Bk); mask expanded to (..., L, S): a size-1 axis slices empty
         if block_mask.dtype == torch.bool:
             tile.masked_fill_(block_mask.logical_not(), float("-inf"))
         else:
@@ -194,13 +192,8 @@ def _backward(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, d_out: torch.Tensor,
     attn_mask: torch.Tensor | None, is_causal: bool, s: float, block: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
-    """dQ, dK, dV in the shapes and dtypes of ``q, k, v``, FlashAttention-2's Algorithm 2.
-
-    With ``P = softmax(scores)`` and ``D = rowsum(dO ∘ O)`` (equal to rowsum(P ∘ dP), so it needs
-    no tile), each tile gives ``dV += Pᵀ dO``, ``dP = dO Vᵀ``, ``dS = P ∘ (dP − D)``, ``dQ += dS K``
-    and ``dK += dSᵀ Q``, both times ``scale``. The outer loop walks key blocks, so dK and dV of a
-    block are finished before the next; dQ gathers from every key block.
-    """
+    """dQ, dK, dV in the shapes and dtypes of ``q, k, v``: :mod:`.backward`'s steps tile by tile, the outer loop
+    over key blocks, so dK and dV of a block are finished before the next; dQ gathers from every key block."""
     L, S, E, Ev = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     lead = out.shape[:-2]
     B = math.prod(lead)  # spelt out, not −1: a reshape cannot infer it when L or S is 0
@@ -218,7 +211,7 @@ def _backward(
     d_out = batches(d_out).to(acc_dtype)  # (B, L, Ev)
     delta = (d_out * batches(out).to(acc_dtype)).sum(dim=-1, keepdim=True)  # (B, L, 1): D = rowsum(dO ∘ O)
     lse = lse.reshape(B, L, 1)  # (B, L, 1)
-    mask = _full_size(attn_mask, L, S)
+    mask = None if attn_mask is None else attn_mask.expand(*attn_mask.shape[:-2], L, S)  # (..., L, S), a view
     dq = torch.zeros((B, L, E), dtype=acc_dtype, device=q.device)  # (B, L, E), times scale at the end
     dk = torch.empty((B, S, E), dtype=acc_dtype, device=q.device)  # (B, S, E)
     dv = torch.empty((B, S, Ev), dtype=acc_dtype, device=q.device)  # (B, S, Ev)
@@ -257,16 +250,6 @@ def _backward(
     if holds_data(dq) and not all(all_finite(g) for g in grads):
         raise ValueError(f"a gradient of tiled_attention overflowed {q.dtype}; use a wider dtype or smaller inputs")
     return grads
-
-
-def _full_size(mask: torch.Tensor | None, n_q: int, n_k: int) -> torch.Tensor | None:
-    """The mask as a view of shape ``(..., L, S)``, so a tile can be sliced from it (a size-1 query or key
-    axis, as a padding mask's ``(N, 1, 1, S)``, would give nothing when sliced)."""
-    if mask is None:
-        return None
-    while mask.dim() < 2:
-        mask = mask.unsqueeze(0)
-    return mask.expand(*mask.shape[:-2], n_q, n_k)  # (..., L, S), a view
 
 
 def tiled_extra_bytes(
