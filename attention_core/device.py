@@ -136,8 +136,7 @@ def format_bytes(n: float | None) -> str:
 # during a one-thread section restores it.
 
 _THREADS_LOCK = threading.Lock()
-_few_users = 0
-_measurements = 0
+_open = {"one": 0, "measure": 0}  # the sections of each kind running now
 _configured = torch.get_num_threads()
 
 
@@ -151,39 +150,28 @@ def busy_cpu() -> bool:
 
 
 @contextlib.contextmanager
-def one_thread(device: torch.device) -> Iterator[None]:
-    """Run many tiny CPU ops on one intra-op thread (no-op on CUDA or during a measurement)."""
-    global _few_users, _configured
-    if device.type != "cpu":
-        yield
-        return
+def _threads(kind: str) -> Iterator[int]:
+    """A section of ``kind`` ("one" or "measure"), the count set as the note above says; yields the configured count."""
+    global _configured
     with _THREADS_LOCK:
-        if _few_users == 0 and _measurements == 0:
+        if not any(_open.values()):
             _configured = torch.get_num_threads()
-        _few_users += 1
-        if _measurements == 0:
-            torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        with _THREADS_LOCK:
-            _few_users -= 1
-            if _few_users == 0:
-                torch.set_num_threads(_configured)
-
-
-@contextlib.contextmanager
-def measuring_threads() -> Iterator[int]:
-    """Hold the configured thread count for a timing; yields that count."""
-    global _measurements, _configured
-    with _THREADS_LOCK:
-        if _few_users == 0 and _measurements == 0:
-            _configured = torch.get_num_threads()
-        _measurements += 1
-        torch.set_num_threads(_configured)
+        _open[kind] += 1
+        torch.set_num_threads(_configured if _open["measure"] else 1)
         count = _configured
     try:
         yield count
     finally:
         with _THREADS_LOCK:
-            _measurements -= 1
+            _open[kind] -= 1
+            torch.set_num_threads(1 if _open["one"] and not _open["measure"] else _configured)
+
+
+def one_thread(device: torch.device) -> contextlib.AbstractContextManager[int | None]:
+    """Run many tiny CPU ops on one intra-op thread (no-op on CUDA or during a measurement)."""
+    return _threads("one") if device.type == "cpu" else contextlib.nullcontext()
+
+
+def measuring_threads() -> contextlib.AbstractContextManager[int]:
+    """Hold the configured thread count for a timing; yields that count."""
+    return _threads("measure")

@@ -151,6 +151,7 @@ def test_a_measurement_keeps_the_configured_threads_while_tiny_work_runs_on_one(
                 assert threads == 2 and torch.get_num_threads() == 2
                 with one_thread(torch.device("cpu")):  # and nothing drops them while it times
                     assert torch.get_num_threads() == 2
+            assert torch.get_num_threads() == 1  # once it ends, the tiny work still running is on one again
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
