@@ -1,14 +1,6 @@
-"""The backward pass of attention, written out in its steps (FlashAttention-2's notation).
-
-Given the forward's weights ``P`` (after the mask, and after dropout if it ran), its output
-``O = P V`` and the gradient ``dO`` of some loss with respect to ``O``:
-
-    dV = Pᵀ dO                      (..., S, Ev)
-    dP = dO Vᵀ                      (..., L, S)
-    D  = rowsum(dO ∘ O)             (..., L, 1)
-    dS = P ∘ (dP − D)               (..., L, S)   the gradient of the scaled, masked scores
-    dQ = dS K · scale               (..., L, E)
-    dK = dSᵀ Q · scale              (..., S, E)
+"""The backward pass of attention, written out in its steps (FlashAttention-2's notation, listed with their shapes in
+:class:`BackwardTrace`), from the forward's weights ``P`` (after the mask, and after dropout if it ran), its output
+``O = P V`` and the gradient ``dO`` of some loss with respect to ``O``.
 
 Softmax's Jacobian is diag(p) − p pᵀ for each row, so a row's dS is p ∘ (dp − p·dp): it needs
 only the weights P and one number per row, p·dp, which equals rowsum(dO ∘ O) because O = P V.
@@ -28,15 +20,15 @@ from .validation import check_tensor
 
 @dataclass(frozen=True)
 class BackwardTrace:
-    """Every step of the backward pass, named; shapes as in the module docstring."""
+    """Every step of the backward pass, named."""
 
-    grad_output: torch.Tensor  # dO
-    grad_v: torch.Tensor  # dV = Pᵀ dO
-    grad_weights: torch.Tensor  # dP = dO Vᵀ
-    row_dot: torch.Tensor  # D = rowsum(dO ∘ O), one number per query
-    grad_scores: torch.Tensor  # dS = P ∘ (dP − D)
-    grad_q: torch.Tensor  # dQ = dS K · scale
-    grad_k: torch.Tensor  # dK = dSᵀ Q · scale
+    grad_output: torch.Tensor  # dO                 (..., L, Ev)
+    grad_v: torch.Tensor  # dV = Pᵀ dO              (..., S, Ev)
+    grad_weights: torch.Tensor  # dP = dO Vᵀ        (..., L, S)
+    row_dot: torch.Tensor  # D = rowsum(dO ∘ O)     (..., L, 1)
+    grad_scores: torch.Tensor  # dS = P ∘ (dP − D)  (..., L, S), the gradient of the scaled, masked scores
+    grad_q: torch.Tensor  # dQ = dS K · scale       (..., L, E)
+    grad_k: torch.Tensor  # dK = dSᵀ Q · scale      (..., S, E)
 
 
 def attention_backward(

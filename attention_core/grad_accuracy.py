@@ -1,10 +1,7 @@
-"""FlashAttention's acceptance rule for gradients: each of dQ, dK, dV judged as :mod:`.accuracy` judges an output,
-
-    error(impl's dX) ≤ 2 × error(textbook attention's dX),
-
-the errors being the largest |dX − float64 dX| by autograd through textbook attention on the same inputs and dO.
-The ulp floor is taken at the scale of all three gradients: with a single key dQ and dK are exactly 0, which the
-textbook backward gets exactly while FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a tiny rounding error.
+"""FlashAttention's acceptance rule (:mod:`.accuracy`) for gradients: each of dQ, dK, dV within 2 × textbook
+attention's error against float64, both by autograd on the same inputs and dO. The ulp floor is taken at the scale
+of all three: with a single key dQ and dK are exactly 0, which the textbook backward gets exactly while
+FlashAttention-2's ``D = rowsum(dO ∘ O)`` leaves a tiny rounding error.
 
 One exception, in float32 (:meth:`GradientCheck.passes_beside`): on nearly one-hot rows (the first causal
 queries) the textbook backward cancels exactly while a fused backward's D leaves a few ulps of dP, so torch's
@@ -18,7 +15,7 @@ textbook attention a NaN gradient; block such rows with a bool mask.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -50,9 +47,8 @@ def attention_grads(
     return dq, dk, dv
 
 
-@dataclass(frozen=True)
-class GradientCheck:
-    """FlashAttention's rule applied to each of dQ, dK and dV."""
+class GradientCheck(NamedTuple):
+    """FlashAttention's rule applied to each of dQ, dK and dV (iterating gives the three checks)."""
 
     dq: AccuracyCheck
     dk: AccuracyCheck
@@ -60,16 +56,12 @@ class GradientCheck:
 
     @property
     def passes(self) -> bool:
-        return all(check.passes for check in self.checks)
+        return all(check.passes for check in self)
 
     @property
     def errors(self) -> dict[str, float]:
         """The max abs errors against float64, keyed as the benchmark's columns."""
         return {"err_dq": self.dq.error, "err_dk": self.dk.error, "err_dv": self.dv.error}
-
-    @property
-    def checks(self) -> tuple[AccuracyCheck, AccuracyCheck, AccuracyCheck]:
-        return self.dq, self.dk, self.dv
 
     def passes_beside(self, fused: GradientCheck) -> bool:
         """The rule, or in float32 its exception (module note): each error within ``factor`` × the larger
@@ -78,12 +70,12 @@ class GradientCheck:
             return True
         if self.dq.dtype != "float32":
             return False
-        pairs = zip(self.checks, fused.checks, strict=True)
+        pairs = zip(self, fused, strict=True)
         return all(mine.error <= mine.factor * max(mine.baseline_error, theirs.error) + mine.floor
                    for mine, theirs in pairs)  # fmt: skip
 
     def describe(self) -> str:
-        named = zip(("dQ", "dK", "dV"), self.checks, strict=True)
+        named = zip(("dQ", "dK", "dV"), self, strict=True)
         return "; ".join(f"{name} {check.describe()}" for name, check in named)
 
 

@@ -158,7 +158,7 @@ def _gradients() -> list[tuple[str, str, str, bool]]:
                 check = bench.gradient_check(bench.BenchConfig(name, bench.CHECK_N, **shape))
                 if check is None:  # cannot run here (a CUDA-only kernel): nothing to judge
                     continue
-                worst = max(check.checks, key=lambda c: c.ratio)
+                worst = max(check, key=lambda c: c.ratio)
                 what = f"{name} gradients, {dtype}, {'causal' if causal else 'no mask'} (worst {worst.ratio:.2f}×)"
                 errors = " ".join(f"{e:.1e}" for e in check.errors.values())
                 rows.append((f"  {what}: dQ dK dV {errors}", "pass" if check.passes else "fp32 rule",
