@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from streamlit.delta_generator import DeltaGenerator
 
-from ui import links
+from ui import draw, links
 from ui.heads.calculator import CONTEXTS, calculator_tab
 from ui.heads.decode import decode_tab
 from ui.heads.examples import D_MODELS, HeadSettings
 from ui.heads.gqa import gqa_tab
 from ui.heads.side_by_side import heads_tab
 from ui.heads.split import split_tab
-from ui.page import columns, tabbed_page
+from ui.page import tabbed_page
 
 TABS = {
     "Split": split_tab, "Heads side by side": heads_tab, "MHA → GQA → MQA": gqa_tab,
@@ -27,7 +27,7 @@ INTRO = (
 def shared_controls(box: DeltaGenerator, tab: str) -> HeadSettings:
     """d_model, query heads, seed and the causal mask above the tabs; unused on the calculator."""
     off = tab == "KV-cache calculator"
-    c = columns(box, [2, 2, 1, 1.3])
+    (c,) = draw.settings([2, 2, 1, 1.3], box=box)
     return HeadSettings(
         c[0].select_slider("Model width d_model", D_MODELS, 32, key="hd_dm", bind="query-params", disabled=off,
                            help="The width of each token vector, and of Q, K and V before the split."),

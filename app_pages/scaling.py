@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from streamlit.delta_generator import DeltaGenerator
 
-from ui import links
+from ui import draw, links
 from ui.frame import talk
-from ui.page import columns, tabbed_page
+from ui.page import tabbed_page
 from ui.scaling.gradients import gradients_tab
 from ui.scaling.initialisation import init_tab
 from ui.scaling.saturation import saturation_tab
@@ -47,7 +47,7 @@ def short_number(old: str) -> str | None:
 
 def shared_controls(box: DeltaGenerator, tab: str) -> Shared:
     """d_k, keys and seed above the tabs; disabled where the open tab does not use them."""
-    c = columns(box, [3, 2, 1])
+    (c,) = draw.settings([3, 2, 1], box=box)
     return Shared(
         c[0].select_slider("Key width d_k", DIMS, 512, key="sc_dk", bind="query-params", disabled=tab not in USES_DK,
                            help="The length of each query and key vector."),

@@ -95,10 +95,11 @@ def numbers(rows: Any, columns: dict[str, Any], caption: str | None = None, *, k
             st.dataframe(rows[list(columns)], hide_index=True, width="stretch", column_config=columns)
 
 
-def settings(*rows: int | Sequence[float]) -> list[list[Any]]:
-    """Rows of columns for a tab's controls; in talk mode one "Settings" popover holds them all, so the
-    figure starts high on a projector. ``rows``: each row's column count or widths."""
+def settings(*rows: int | Sequence[float], box: Any = None) -> list[list[Any]]:
+    """Rows of columns for a tab's controls (in ``box`` when given); in talk mode they stack in one popover, so the
+    figure starts high on a projector: ``box`` (a page's shared popover) or a "Settings" one. ``rows``: each row's
+    column count or widths."""
     if talk():
-        box = st.popover("Settings", icon=":material/tune:")
+        box = box or st.popover("Settings", icon=":material/tune:")
         return [[box] * (r if isinstance(r, int) else len(r)) for r in rows]
-    return [st.columns(r, vertical_alignment="bottom") for r in rows]
+    return [(box or st).columns(r, vertical_alignment="bottom") for r in rows]

@@ -36,11 +36,6 @@ def example_or_own(examples: Mapping[str, str], own: str, picker: str, box: str)
     return picked, typed
 
 
-def columns(box: DeltaGenerator, widths: list[float]) -> list[DeltaGenerator]:
-    """``widths`` columns in ``box``; in talk mode (a narrow popover) the controls stack in it instead."""
-    return [box] * len(widths) if talk() else box.columns(widths)
-
-
 def tabbed_page(
     tabs: Mapping[str, Callable[..., None]],
     *,
