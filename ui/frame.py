@@ -58,7 +58,7 @@ def page_config() -> None:
     """``st.set_page_config`` for every page; a link in talk mode opens with the sidebar collapsed, others with
     Streamlit's "auto" (closed on a phone, where it would cover the page)."""
     links.remember()
-    opened_in_talk = st.session_state.get(TALK, st.query_params.get(TALK, "").lower() in ("true", "1", "on", "yes"))
+    opened_in_talk = st.session_state.get(TALK, links.on_off(st.query_params.get(TALK, "")) == "true")
     st.set_page_config(
         page_title="Attention, step by step",
         page_icon=":material/blur_on:",
@@ -78,15 +78,11 @@ def first_run_alone(page: StreamlitPage) -> Iterator[None]:
     Two script threads importing overlapping modules at once made Python's import machinery fail one of them
     (``_DeadlockError``, or a numpy without ``ndarray``; found by ``benchmarks/audience.py`` with three viewers).
     """
-    key = page.url_path
-    if key in _HAS_RUN:
-        yield
-        return
-    with _FIRST_RUN:
+    with contextlib.nullcontext() if page.url_path in _HAS_RUN else _FIRST_RUN:
         try:
             yield
         finally:
-            _HAS_RUN.add(key)
+            _HAS_RUN.add(page.url_path)
 
 
 def _ask_for_chart_code(page: StreamlitPage) -> DeltaGenerator | None:

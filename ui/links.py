@@ -25,8 +25,9 @@ _FORMS = "_link_forms"  # {key: its old form's upgrade}: also how the link write
 
 
 def on_off(old: str) -> str | None:
-    """An old on/off value (1/0, yes/no, on/off) as a toggle's "true"/"false"."""
-    return {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false", "off": "false"}.get(old.lower())
+    """An on/off value in any form links have used (1/0, yes/no, on/off, true/false) as a toggle's "true"/"false"."""
+    low = old.lower()
+    return "true" if low in ("1", "yes", "on", "true") else "false" if low in ("0", "no", "off", "false") else None
 
 
 def upgrade(**old_forms: Upgrade) -> None:
@@ -35,13 +36,14 @@ def upgrade(**old_forms: Upgrade) -> None:
     A mapping translates old values (others are left alone); a function returns the new value, or ``None``. The
     forms are kept: they also tell the label the link writes for a choice (:func:`_url_form`).
     """
-    st.session_state.setdefault(_FORMS, {}).update(old_forms)
+    forms = {key: form.get if isinstance(form, Mapping) else form for key, form in old_forms.items()}
+    st.session_state.setdefault(_FORMS, {}).update(forms)
     if _SETTLED in st.session_state:
         return
     new: dict[str, str | list[str]] = {}
-    for key, form in old_forms.items():
+    for key, form in forms.items():
         values = st.query_params.get_all(key)  # a repeated parameter (a list) too: each value in today's form
-        each = [_apply(form, v) or v for v in values]
+        each = [form(v) or v for v in values]
         flat = [x for v in each for x in (v if isinstance(v, list) else [v])]
         if flat != values:
             new[key] = flat
@@ -83,16 +85,12 @@ def report(box: DeltaGenerator) -> None:
         )
 
 
-def _apply(form: Upgrade, old: str) -> str | list[str] | None:
-    return form.get(old) if isinstance(form, Mapping) else form(old)
-
-
 def _url_form(key: str, value: Any) -> list[str]:
     """How the URL writes ``value``, to tell a default (dropped from the URL) from a rejected value."""
     form = st.session_state.get(_FORMS, {}).get(key)
     out = []
     for v in value if isinstance(value, list | tuple) else [value]:
-        label = _apply(form, str(v)) if form is not None else None
+        label = form(str(v)) if form is not None else None
         if isinstance(label, str):  # a choice written by its label
             out.append(label)
         elif isinstance(v, bool):
