@@ -53,10 +53,8 @@ class AttentionTrace:
 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax with the row maximum subtracted first, so ``exp`` never overflows.
-
-    A slice that is entirely −inf (every key masked) gives zeros, not NaN.
-    """
+    """Softmax with the row maximum subtracted first, so ``exp`` never overflows; an all −inf slice (every key
+    masked) gives zeros, not NaN."""
     check_tensor("x", x, min_dim=1, finite=False)
     if any_true(torch.isnan(x)) or any_true(torch.isposinf(x)):
         raise ValueError("x must not contain NaN or +inf; −inf (a masked entry) is allowed")
@@ -151,13 +149,8 @@ def attention_trace(
     attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
     *, scale: float | None = None, generator: torch.Generator | None = None,
 ) -> AttentionTrace:  # fmt: skip
-    """Run attention step by step and keep every intermediate.
-
-    ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``; ``attn_mask`` bool (``True`` = may attend)
-    or float (added), broadcastable to ``(N, ..., L, S)``; ``dropout_p`` in [0, 1] (dropout runs only when > 0);
-    ``is_causal``: query ``i`` sees keys ``0..i``, exclusive with ``attn_mask``; ``scale`` any finite number,
-    default ``1/√E``; ``generator`` seeds the dropout pattern, for reproducible pictures.
-    """
+    """Run attention step by step and keep every intermediate: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
+    ``v (N, ..., S, Ev)`` and the rest as torch SDPA's (module note); ``generator`` seeds the dropout pattern."""
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
     mask = causal_mask(L, S, device=q.device) if is_causal else attn_mask  # (L, S) or user's

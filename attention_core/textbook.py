@@ -3,10 +3,9 @@
 :func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on
 their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule (:mod:`.accuracy`).
 :func:`reference_attention` is the same in float64, the answer every implementation is checked against.
-
-Arguments as :mod:`.attention` (torch SDPA's), without dropout: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``,
-``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``. A fully masked row gives zeros, as the fused kernels do
-(``torch.softmax`` alone gives NaN); scores that overflow the dtype raise a ``ValueError``.
+Arguments, shapes and the two departures from torch (a fully masked row gives zeros, an overflow raises) as
+:mod:`.attention`'s, without dropout: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` →
+``(N, ..., L, Ev)``.
 """
 
 from __future__ import annotations

@@ -67,8 +67,7 @@ def tiled_attention(
     ``return_softmax_lse``, with the output unrounded in the accumulators' dtype.
 
     Returns ``(N, ..., L, Ev)`` in ``q``'s dtype; 16-bit inputs are multiplied in float32 tile by tile and
-    rounded once at the end, as FlashAttention does. With an input that requires grad the call goes through
-    :class:`TiledAttentionFunction`; otherwise it is the plain loop below, without autograd bookkeeping.
+    rounded once at the end, as FlashAttention does.
     """
     s, p = check_attention_args(q, k, v, attn_mask, dropout_p, is_causal, scale)
     if p > 0.0:
@@ -184,8 +183,7 @@ class TiledAttentionFunction(torch.autograd.Function):
     def backward(ctx: torch.autograd.function.FunctionCtx, d_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         q, k, v, out, lse, attn_mask = ctx.saved_tensors
         dq, dk, dv = _backward(q, k, v, out, lse, d_out, attn_mask, ctx.is_causal, ctx.scale, ctx.block)
-        need_q, need_k, need_v = ctx.needs_input_grad[:3]
-        return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None, None, None
+        return dq, dk, dv, None, None, None, None  # autograd drops a gradient that an input does not need
 
 
 def _backward(

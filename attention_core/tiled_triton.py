@@ -115,22 +115,14 @@ def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: 
 
 
 def triton_kernel_sources() -> dict[str, str]:
-    """The recurrence's two implementations as source to show side by side, by file name, docstrings left out;
-    cut from the files with :mod:`ast`, so no Triton is needed."""
-    here = Path(__file__).parent
-    wanted = {"tiled.py": "tiled_attention", "tiled_triton_kernel.py": "attention_forward_kernel"}
-    return {file: _function_source(here / file, name) for file, name in wanted.items()}
-
-
-def _function_source(path: Path, name: str) -> str:
-    """Function ``name`` of the file, decorators included and its docstring left out."""
-    text = path.read_text(encoding="utf-8")
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            lines = text.splitlines()[first - 1 : node.end_lineno]
-            doc = node.body[0]
-            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
-                del lines[doc.lineno - first : doc.end_lineno - first + 1]
-            return "\n".join(lines)
-    raise ValueError(f"{path.name} defines no function {name!r}")
+    """The recurrence's two implementations as source to show side by side, by file name, decorators kept and
+    docstrings left out; cut from the files with :mod:`ast`, so no Triton is needed."""
+    sources = {}
+    for file, name in (("tiled.py", "tiled_attention"), ("tiled_triton_kernel.py", "attention_forward_kernel")):
+        text = (Path(__file__).parent / file).read_text(encoding="utf-8")
+        node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        doc = range(node.body[0].lineno, node.body[0].end_lineno + 1) if ast.get_docstring(node) else range(0)
+        lines = text.splitlines()[first - 1 : node.end_lineno]
+        sources[file] = "\n".join(line for i, line in enumerate(lines, first) if i not in doc)
+    return sources

@@ -30,10 +30,8 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
 
 
 def holds_data(x: torch.Tensor) -> bool:
-    """Whether ``x``'s values can be read: ``False`` for meta tensors and ``FakeTensorMode``'s fakes (which
-    ``torch.compile`` traces with, and the device tests use to run on a "cuda" that is not there). Value
-    checks skip them; shape, dtype and device checks still run. Every value check goes through this seam.
-    """
+    """Whether ``x``'s values can be read: not for meta tensors and ``FakeTensorMode``'s fakes (``torch.compile``'s,
+    and the device tests' "cuda" that is not there). Every value check goes through this seam; shape checks run."""
     return x.device.type != "meta" and not is_fake(x)
 
 
@@ -43,15 +41,13 @@ def any_true(x: torch.Tensor) -> bool:
 
 
 def all_finite(x: torch.Tensor) -> bool:
-    """Whether ``x`` holds no NaN or ±inf (``True`` when empty or without data, :func:`holds_data`).
-
-    ``aminmax`` propagates NaN and ±inf, so two scalars answer: one read of ``x`` and no bool copy of its size.
-    """
+    """Whether ``x`` holds no NaN or ±inf (``True`` when empty or without data, :func:`holds_data`)."""
     return not holds_data(x) or bool(finite_flag(x))
 
 
 def finite_flag(x: torch.Tensor) -> torch.Tensor:
-    """:func:`all_finite` as a 0-d bool tensor on ``x``'s device, not read back (no device sync)."""
+    """:func:`all_finite` as a 0-d bool tensor on ``x``'s device, not read back (no device sync). ``aminmax``
+    propagates NaN and ±inf, so two scalars answer: one read of ``x`` and no bool copy of its size."""
     if x.numel() == 0:
         return torch.ones((), dtype=torch.bool, device=x.device)
     lo, hi = torch.aminmax(x.detach())  # a check, not a step of the caller's graph: autograd saves nothing
@@ -70,8 +66,7 @@ def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None)
 
 
 def check_same_device(**tensors: torch.Tensor | None) -> None:
-    """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` that says which argument
-    is where and how to fix it (torch's own message arrives from deep inside a kernel)."""
+    """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` that says how to fix it."""
     named = [(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
     if not named:
         return
