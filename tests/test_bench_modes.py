@@ -15,6 +15,7 @@ import torch
 from bench_fixtures import _no_matmul_probe  # noqa: F401  (autouse: the sweeps here skip the matmul-rate probe)
 
 from attention_core import bench
+from attention_core.accuracy import attention_grads
 from attention_core.bench import (
     CSV_COLUMNS,
     IMPLEMENTATIONS,
@@ -34,7 +35,6 @@ from attention_core.bench import (
 )
 from attention_core.bench import measure as measure_mod
 from attention_core.bench.cli import main
-from attention_core.grad_accuracy import attention_grads
 from attention_core.textbook import textbook_attention
 
 TINY = dict(d=8, heads=2)

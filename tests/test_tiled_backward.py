@@ -15,7 +15,7 @@ from attention_checks import tile_cases
 from hypothesis import given, settings
 
 from attention_core import padding_mask, tiled_attention
-from attention_core.grad_accuracy import GradientCheck, attention_grads, gradient_rule
+from attention_core.accuracy import GradientCheck, attention_grads, gradient_rule
 from attention_core.textbook import textbook_attention
 from attention_core.tiled import tiled_saved_bytes
 
@@ -43,7 +43,7 @@ def _assert_flash_rule(block: int, q, k, v, d_out, attn_mask=None, is_causal=Fal
     """Tiled's dQ, dK, dV within FlashAttention's rule; returns the check.
 
     float32 gets a second baseline, torch's own fused SDPA backward (the exception explained in
-    attention_core/grad_accuracy.py: on nearly one-hot rows both fused backwards' D = rowsum(dO ∘ O)
+    attention_core/accuracy.py: on nearly one-hot rows both fused backwards' D = rowsum(dO ∘ O)
     leave a few ulps that textbook attention's softmax backward cancels exactly).
     """
     tiled = functools.partial(tiled_attention, block_size=block)

@@ -1,7 +1,7 @@
 """Each implementation against float64 at a small n: its output, and its gradients dQ, dK and dV.
 
-Both are judged as FlashAttention's tests judge them (:mod:`attention_core.accuracy`,
-:mod:`attention_core.grad_accuracy`): the largest absolute error against a float64 reference, beside
+Both are judged as FlashAttention's tests judge them (:mod:`attention_core.accuracy`, outputs and
+gradients alike): the largest absolute error against a float64 reference, beside
 that of textbook attention (plain torch ops) in the same dtype. The benchmark shows the errors
 (``max_error``; ``err_dq``, ``err_dk``, ``err_dv``); ``benchmarks/report.py`` prints the verdicts.
 The check runs at ``n = 128`` whatever the sweep's n: the float64 reference builds the n×n weights.
@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import torch
 
+from ..accuracy import GradientCheck, attention_grads, gradient_rule
 from ..efficient.accuracy import relative_error
-from ..grad_accuracy import GradientCheck, attention_grads, gradient_rule
 from ..heads import repeat_kv
 from ..textbook import reference_attention, textbook_attention
 from .config import BenchConfig
