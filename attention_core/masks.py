@@ -38,18 +38,15 @@ def padding_mask(
             raise ValueError(
                 f"lengths must be a 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}"
             )
-        if not holds_data(lengths):  # a fake or meta tensor: compare on its device, nothing to read
-            if lengths.numel() == 0:
-                raise ValueError("lengths must be a non-empty sequence of integers")
-            keys = torch.arange(n_k, device=lengths.device)  # (n_k,)
-            return (keys < lengths.unsqueeze(-1)).unsqueeze(1).to(new_tensor_device(device or lengths.device))
-        if device is None:
-            device = lengths.device  # a function that takes a tensor computes on its device
-        lengths = lengths.tolist()
-    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
-        raise ValueError(f"lengths must be a non-empty sequence of integers, got {lengths!r}")
-    lens = [check_int(f"lengths[{i}]", n, low=0, high=n_k) for i, n in enumerate(lengths)]
+        device = lengths.device if device is None else device  # a function that takes a tensor computes on its device
+        if holds_data(lengths):  # checked as a list's values; a fake or meta tensor has none to read
+            lengths = lengths.tolist()
+    if not isinstance(lengths, torch.Tensor):
+        if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
+            raise ValueError(f"lengths must be a non-empty sequence of integers, got {lengths!r}")
+        lens = [check_int(f"lengths[{i}]", n, low=0, high=n_k) for i, n in enumerate(lengths)]
+        lengths = torch.tensor(lens, device="cpu")  # (B,): made on the CPU, then moved
+    elif lengths.numel() == 0:
+        raise ValueError("lengths must be a non-empty sequence of integers")
     dev = new_tensor_device(device)
-    keys = torch.arange(n_k, device=dev)  # (n_k,)
-    lens_t = torch.tensor(lens, device="cpu").to(dev).unsqueeze(-1)  # (B, 1): made on the CPU, then moved
-    return (keys < lens_t).unsqueeze(1)  # (B, 1, n_k)
+    return (torch.arange(n_k, device=dev) < lengths.to(dev).unsqueeze(-1)).unsqueeze(1)  # (B, 1, n_k)
