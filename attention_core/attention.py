@@ -29,11 +29,9 @@ from .validation import all_finite, any_true, broadcast_shapes, check_float, che
 
 @dataclass(frozen=True)
 class AttentionTrace:
-    """Every intermediate of one attention call, named: ``scores``, ``scaled``, ``masked``, ``weights``
-    ``(N, ..., L, S)``, ``output`` ``(N, ..., L, Ev)``; ``mask`` the mask applied (the causal one when
-    ``is_causal``) or ``None``; ``dropout_keep`` the bool keep-pattern when dropout ran, else ``None``;
-    ``dropped`` the weights after dropout and its 1/(1−p) rescaling (``weights`` itself without dropout).
-    """
+    """Every intermediate of one attention call, named and shaped as in the module note; ``mask`` the mask applied
+    (the causal one when ``is_causal``) or ``None``; ``dropout_keep`` the bool keep-pattern when dropout ran, else
+    ``None``; ``dropped`` the weights after dropout and its 1/(1−p) rescaling (``weights`` itself without dropout)."""
 
     scores: torch.Tensor
     scaled: torch.Tensor

@@ -3,7 +3,7 @@
 Talk mode fits a page's main figure to the window with CSS alone (``height: min(natural, 100vh − the room
 above it)``), so the browser sizes it on every resize with no round trip to Python. The room above each
 fitted figure is in :data:`TALK_ABOVE`, read off screenshots at 1280×720 (``benchmarks/rehearsal.py``
-flags a figure that no longer fits); figures are laid out for that smallest talk screen.
+flags a figure that no longer fits); figures are laid out for that, the smallest talk screen.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from figures.style import PLOTLY_CONFIG
 
 from .frame import talk
 
-# px from the window's top to each fitted figure's top in talk mode, at 1280×720 (a projector's 720p mode, the
-# smallest screen talk mode is designed for).
-TALK_ABOVE = {
+TALK_ABOVE = {  # px from the window's top to each fitted figure's top, talk mode at 1280×720 (a projector's 720p)
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
     "scaling.Variance": 400, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
     "scaling.Initialisation": 352, "scaling.Numerical stability": 384, "scaling.Training": 385,

@@ -1,11 +1,8 @@
 """The view's link: what ``bind="query-params"`` (the link seeds each control; a change is written back; a
-default drops out; an invalid value is discarded) does not do by itself.
-
-- **Notices.** Streamlit discards a link's value it cannot use without a word. The frame keeps the values
-  the session was opened with (:func:`remember`) and after each run names, in a short notice, those a
-  control drawn so far did not take (:func:`report`), so a presenter knows the bookmark was off.
-- **Older bookmarks.** Links once wrote on/off as ``1``/``0``, lists with commas and choices by their code
-  (``mask=causal``); :func:`upgrade` rewrites such a value on the session's first run and reruns once.
+default drops out; an invalid value is discarded) does not do by itself. Streamlit drops a value it cannot use
+without a word: a notice names it (:func:`remember`, :func:`report`), so a presenter knows the bookmark was off.
+Links once wrote on/off as ``1``/``0``, lists with commas and choices by their code (``mask=causal``):
+:func:`upgrade` rewrites such a value on the session's first run and reruns once.
 """
 
 from __future__ import annotations

@@ -36,11 +36,10 @@ def walkthrough_snippet(result: WalkthroughResult) -> str:
     if result.mask is None:
         lines.append("masked = scaled                                  # step 3: no mask")
     else:
-        n_q, n_k = inp.n_q, inp.n_k
         if result.mask_kind == "causal":
-            lines.append(f"allowed = torch.ones({n_q}, {n_k}, dtype=torch.bool).tril()")
+            lines.append(f"allowed = torch.ones({inp.n_q}, {inp.n_k}, dtype=torch.bool).tril()")
         else:
-            lines.append(f"allowed = (torch.arange({n_k}) < {result.valid_keys}).expand({n_q}, {n_k})")
+            lines.append(f"allowed = (torch.arange({inp.n_k}) < {result.valid_keys}).expand({inp.n_q}, {inp.n_k})")
         lines.append("masked = scaled.masked_fill(~allowed, float('-inf'))  # step 3")
     lines += [
         "m = masked.amax(-1, keepdim=True).clamp_min(-1e30)  # a fully masked row has max −inf",
