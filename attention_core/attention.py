@@ -84,7 +84,7 @@ def check_attention_args(
     check_tensor("v", v, min_dim=2)
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    check_same_device(q=q, k=k, v=v, attn_mask=attn_mask if isinstance(attn_mask, torch.Tensor) else None)
+    check_same_device(q=q, k=k, v=v, attn_mask=attn_mask)  # a mask that is no tensor is refused below
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same feature size E: q is (..., L, E={q.shape[-1]}), "
