@@ -50,12 +50,9 @@ def _worker() -> None:
     from . import measure
     from .passes import config_call
 
-    # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
-    # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
-    measure._fix_mmap_threshold()  # cached: it will not run again inside measure_peak_extra
-    libc = measure._libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(measure._M_MMAP_THRESHOLD, FRESH_PAGES)
+    # measure_peak_extra sets the mmap threshold at 4 MiB (a compromise for the long-lived server); here every
+    # block of 64 KiB or more keeps pages of its own.
+    measure.MMAP_THRESHOLD_BYTES = FRESH_PAGES
 
     config = BenchConfig(**json.loads(sys.argv[1]))
     _inputs, step = config_call(config)  # bwd: the forward runs here

@@ -17,6 +17,7 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import math
 import os
 import re
 import time
@@ -146,13 +147,10 @@ def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: in
 
 def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1,
                       copies: int = 1) -> int:  # fmt: skip
-    """The largest power-of-two n whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
-    best = 0
-    n = 1
-    while n <= (1 << 22) and copies * score_matrix_bytes(n, dtype, batch, heads) <= limit_bytes:
-        best = n
-        n *= 2
-    return best
+    """The largest power-of-two n (up to 2²²) whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
+    per = check_int("copies", copies, low=1) * score_matrix_bytes(1, dtype, batch, heads)
+    side = min(math.isqrt(max(limit_bytes, 0) // per), 1 << 22)
+    return 1 << (side.bit_length() - 1) if side else 0
 
 
 def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,

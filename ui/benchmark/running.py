@@ -27,12 +27,6 @@ class ResultStore:
         if row.status in KEPT_STATUSES:
             self.rows[bench.BenchConfig(row.impl, row.n, **row.shape())] = row
 
-    def lookup(self, config: bench.BenchConfig) -> bench.BenchResult | None:
-        return self.rows.get(config)
-
-    def forget(self) -> None:
-        self.rows.clear()
-
 
 @st.cache_resource(show_spinner=False)
 def results() -> ResultStore:
@@ -86,8 +80,8 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
     rows: list[bench.BenchResult] = []
     st.session_state[f"{page}_partial"] = rows
     store = ResultStore() if store is None else store  # without one, an empty store of this run's own: no reuse
-    if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
-        earlier = bench.SweepResult([store.lookup(c) for c in configs], 0.0, store.peaks.get(peak_key))
+    if all(c in store.rows for c in configs):  # nothing to measure: no lock, no timing
+        earlier = bench.SweepResult([store.rows[c] for c in configs], 0.0, store.peaks.get(peak_key))
         return _keep(page, Measured(spec, earlier, reused_all=True))
     holding = Holding()
     try:
@@ -101,13 +95,13 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
                 if p.result is None:  # said before each configuration: which one is next
                     bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
                     return
-                reused = store.lookup(p.config) is p.result
+                reused = store.rows.get(p.config) is p.result
                 store.remember(p.result)
                 rows.append(p.result)
                 st.markdown(_line(p.result, reused))
                 bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
 
-            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress, cached=store.lookup,
+            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress, cached=store.rows.get,
                                      **sweep)  # type: ignore[arg-type]
             if result.peak_gflops:
                 store.peaks[peak_key] = result.peak_gflops
