@@ -1,13 +1,9 @@
 """How the benchmark measures: time, peak memory, FLOP rates, and the memory it may use.
 
-Timing follows torch's own advice: ``torch.utils.benchmark.Timer.blocked_autorange`` on
-the CPU (with the thread count set and reported), CUDA events on a GPU, a warm-up call
-first, and the median and inter-quartile range of the samples, never a single run.
-
-Peak memory is the growth over the memory in use before the call: on CUDA from the
-caching allocator's peak counter, on Linux CPUs from the process's peak resident set
-(``VmHWM``, reset by writing ``5`` to ``/proc/self/clear_refs``). Elsewhere it is not
-measured and only the prediction is shown.
+Timing follows torch's advice: ``Timer.blocked_autorange`` on the CPU (thread count set), CUDA events on a GPU,
+after a warm-up, reported as the median and inter-quartile range. Peak memory is the growth over the memory in use
+before the call: the CUDA allocator's peak, or on Linux the peak resident set (``VmHWM``, reset through
+``/proc/self/clear_refs``); elsewhere it is not measured.
 """
 
 from __future__ import annotations
@@ -81,12 +77,8 @@ def _cgroup_headroom() -> int | None:
 
 
 def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
-    """How much memory one configuration may ask for.
-
-    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the free memory
-    (half of the RAM, 80 % of a GPU), and no more than ``ceiling`` bytes when one is given (the
-    app passes Streamlit Community Cloud's).
-    """
+    """How much memory one configuration may ask for: ``$ATTENTION_BENCH_CAP_GB`` when set, else half the free
+    RAM or 80 % of a GPU's free memory, and no more than ``ceiling`` bytes (the app passes Community Cloud's)."""
     override = os.environ.get(CAP_ENV, "").strip()
     if override:
         try:
@@ -128,9 +120,8 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, *, free_bytes: int | None = None,
                  cap_bytes: int | None = None, mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
-    """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
-    here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
-    :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
+    """One row per n: one score matrix's size, whether it fits in ``free_bytes``, and whether the textbook code's
+    and the traced path's peaks (:data:`PEAK_SQUARES` score matrices) fit under ``cap_bytes``."""
     textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     sizes = {n: score_matrix_bytes(n, dtype, batch, heads) for n in (2**p for p in range(9, 18))}  # 512 … 131072
     return [
@@ -155,13 +146,10 @@ def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", ba
 
 def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
-    """FLOPs of each step of attention in ``mode``'s passes, per the usual counting (a multiply-add is 2 FLOPs).
+    """FLOPs of each step of ``mode``'s passes (a multiply-add is 2 FLOPs), halved under the causal mask.
 
-    Softmax is counted as 5 per score (max, subtract, exp, sum, divide). The backward is
-    FlashAttention-2's: QKᵀ recomputed and P rebuilt from each row's log-sum-exp, then four
-    matmuls and softmax's backward; its matmuls are 2.5× the forward's, as the benchmarks count.
-    Under the causal mask only about half of the scores are needed, so everything is halved.
-    Each row says its ``pass`` ("forward" or "backward").
+    Softmax counts 5 per score (max, subtract, exp, sum, divide). The backward is FlashAttention-2's: QKᵀ
+    recomputed, P rebuilt from each row's log-sum-exp, four matmuls and softmax's backward.
     """
     n = check_int("n", n, low=1)
     d = check_int("d", d, low=1)
@@ -219,13 +207,9 @@ def _sync(device: torch.device) -> None:
 def time_call(fn: Callable[[], Any], device: str | torch.device = "cpu", *, min_run_time: float = 0.2,
               min_samples: int = 3, deadline: float | None = None,
               expected_s: float | None = None) -> Timing:  # fmt: skip
-    """Time ``fn()`` (already warmed up) and return per-call seconds.
-
-    CPU: ``Timer.blocked_autorange`` on the configured thread count, then single timed calls up to
-    ``min_samples`` unless ``deadline`` (``time.perf_counter()``) passes; a call already known
-    (``expected_s``) to fill ``min_run_time`` is timed alone, sparing blocked_autorange's trial call.
-    CUDA: CUDA events around each call, at least ``min_samples`` calls and ``min_run_time`` seconds.
-    """
+    """Per-call seconds of ``fn()`` (already warmed up): at least ``min_samples`` calls and ``min_run_time``
+    seconds unless ``deadline`` (``time.perf_counter()``) passes. On the CPU a call known (``expected_s``) to fill
+    ``min_run_time`` is timed alone, sparing ``blocked_autorange``'s trial call."""
     dev = resolve_device(device)
     min_run_time = check_float("min_run_time", min_run_time, low=0.0)
     min_samples = check_int("min_samples", min_samples, low=1)
@@ -287,26 +271,15 @@ _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 MMAP_THRESHOLD_BYTES = 4 * 2**20
 
 
-@functools.cache
-def _fix_mmap_threshold() -> None:
-    """Serve every block of 4 MiB or more with its own mmap, from now on.
-
-    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), so after a
-    big tensor has come and gone, blocks of a few MiB come from the heap instead, where freed
-    space lingers and a later call's peak RSS reads megabytes too high. Setting the threshold
-    fixes it for the process: large tensors map and unmap, and the peak RSS follows the tensors.
-    """
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-
-
 def _release_free_heap() -> None:
-    """Hand freed heap pages back to the OS, so reusing them shows up as growth again."""
-    _fix_mmap_threshold()
+    """Hand freed heap pages back to the OS, so reusing them shows up as growth again, and serve every block of
+    ``MMAP_THRESHOLD_BYTES`` or more with its own mmap: glibc raises its threshold each time a large block is
+    freed, so blocks of a few MiB would come from the heap, where freed space lingers and a later peak RSS reads
+    megabytes too high."""
     gc.collect()
     libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):
+    if libc is not None and hasattr(libc, "mallopt"):  # glibc
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
         libc.malloc_trim(0)
 
 
@@ -323,11 +296,8 @@ def cpu_peak_supported() -> bool:
 
 
 def measure_peak_extra(fn: Callable[[], Any], device: str | torch.device = "cpu") -> tuple[int | None, str]:
-    """Call ``fn()`` once and return (bytes its peak added to the memory in use before, how measured).
-
-    The result of ``fn`` is held until the peak is read, so the output counts.
-    Returns ``(None, "not measured")`` where the platform gives no way to measure.
-    """
+    """Call ``fn()`` once: (bytes its peak added to the memory in use before, output included; how measured),
+    or ``(None, "not measured")`` where the platform cannot measure."""
     dev = resolve_device(device)
     if dev.type == "cuda":
         _sync(dev)

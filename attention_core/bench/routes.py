@@ -1,12 +1,9 @@
 """The efficient-attention routes (:mod:`attention_core.efficient`) as entries of the benchmark's registry.
 
-Each route has one knob (:class:`RouteParams`), and its name with the knob's value names an entry:
-``"performer(64)"`` is FAVOR+ with 64 features, ``"performer"`` the default of 256; each entry's
-``description`` says what it computes. None is exact softmax attention (``Impl.exact`` is False), so
-FlashAttention's rule does not apply: the row's note says its relative error against the float64 reference
-(:func:`.checks.approximation_note`). The dense mask, the random features and the projections are made in
-``prepare``, outside the timing, as a model holds them between calls; FlexAttention's block mask and compile
-are made by the warm-up call, and its backend label says how long the compile took.
+A route's name with its knob's value (:class:`RouteParams`) names an entry: ``"performer(64)"`` is FAVOR+ with 64
+features, ``"performer"`` the default of 256. None is exact (``Impl.exact`` is False): the row's note says its
+relative error against float64 (:func:`.checks.approximation_note`). Masks, random features and projections are made
+in ``prepare``, outside the timing, as a model holds them; FlexAttention's block mask and compile by the warm-up call.
 """
 
 from __future__ import annotations
