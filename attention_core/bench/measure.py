@@ -213,11 +213,21 @@ def time_call(fn: Callable[[], Any], device: str | torch.device = "cpu", *, min_
     dev = resolve_device(device)
     min_run_time = check_float("min_run_time", min_run_time, low=0.0)
     min_samples = check_int("min_samples", min_samples, low=1)
+    samples: list[float] = []
     if dev.type == "cuda":
-        return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
-    slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
+        with torch.cuda.device(dev):
+            while len(samples) < min_samples or sum(samples) < min_run_time:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) / 1000.0)
+                if len(samples) >= 1000 or (deadline is not None and time.perf_counter() > deadline):
+                    break
+        return Timing(tuple(samples))
     with measuring_threads() as threads:  # the configured thread count, whatever else the process runs
-        if slow:
+        if expected_s is not None and expected_s >= max(min_run_time, 1e-3):
             samples = [_one_call(fn)]
         else:
             timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label="attention")
@@ -234,22 +244,6 @@ def _one_call(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
-
-
-def _time_cuda(fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int,
-               deadline: float | None) -> Timing:  # fmt: skip
-    samples: list[float] = []
-    with torch.cuda.device(dev):
-        while len(samples) < min_samples or sum(samples) < min_run_time:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1000.0)
-            if len(samples) >= 1000 or (deadline is not None and time.perf_counter() > deadline):
-                break
-    return Timing(tuple(samples))
 
 
 # ---- memory -------------------------------------------------------------------------------

@@ -1,13 +1,9 @@
-"""Memory models: the bytes each implementation needs beyond its inputs at the peak of one call.
+"""Memory models: the bytes each implementation needs beyond its inputs at the peak of one call, following its code
+tensor by tensor, so that a measured peak (the CUDA allocator's, or a fresh worker's: :mod:`.isolated`) holds it to
+account; the memory guard refuses a configuration from them before allocating.
 
-Each model follows the code it describes tensor by tensor, so a measured peak (the CUDA
-allocator's, or the resident set of a fresh worker process: :mod:`.isolated`) can hold it to
-account; the benchmark's memory guard refuses a configuration from them before allocating.
-
-``*_extra_bytes`` model the forward pass. ``*_training_bytes`` model the two modes with a backward
-(``config.mode``): for ``fwd+bwd`` the peak of the forward and backward beyond q, k, v and dO, which
-is what autograd keeps between the passes plus what the backward needs on top; for ``bwd`` only
-the second part, since the memory in use before the timed backward already holds what was kept.
+``*_extra_bytes`` model the forward. ``*_training_bytes`` model ``fwd+bwd`` (what autograd keeps between the passes
+plus what the backward needs on top, beyond q, k, v and dO) and ``bwd`` (only the second part: the rest was there).
 """
 
 from __future__ import annotations
@@ -38,10 +34,9 @@ def _repeated_kv(c: BenchConfig) -> int:
 
 
 def _kept_copies(c: BenchConfig, copies: int) -> int:
-    """With GQA, the repeated K and V a path keeps at its backward's peak (fwd+bwd only): the textbook
-    graph still holds K's copy (V's goes once W·V's backward has run), tiled's autograd node both. In
-    bwd mode they were there before the timed call, and the gradients summed back into the shared
-    heads come after the peak. 0 without GQA. Measured in fresh processes (8 query, 2 K/V heads)."""
+    """With GQA in fwd+bwd, the repeated K and V a path keeps at its backward's peak: the textbook graph holds K's
+    copy (V's goes once W·V's backward has run), tiled's autograd node both. Measured in fresh processes (8 query,
+    2 K/V heads)."""
     return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 

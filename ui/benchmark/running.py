@@ -1,6 +1,6 @@
-"""Running a sweep, for the benchmark and for Beyond n²'s cost tab: the Run and Cancel buttons, the queue for the
-server's lock (:mod:`ui.runlock`), a line per configuration as it lands, the last run kept in the session, and the
-rows this server has measured, shared by every session so that a sweep asked for again returns at once."""
+"""Running a sweep, for the benchmark and Beyond n²'s cost tab: Run and Cancel, the server's lock (:mod:`ui.runlock`),
+a line per configuration, the last run kept in the session, and the rows this server measured, shared by every
+session so that a sweep asked for again returns at once."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def results() -> ResultStore:
 
 @dataclass(frozen=True)
 class Measured:
-    """The last finished run a session keeps (``<page>_result``): what was asked, what came back, whether every
-    row had been measured earlier on this server, and the route that stood in for one this machine lacks."""
+    """The last finished run a session keeps (``<page>_result``), and the route that stood in for one this machine
+    lacks."""
 
     spec: bench.SweepSpec
     result: bench.SweepResult
@@ -71,9 +71,8 @@ def _line(row: bench.BenchResult, reused: bool) -> str:
 
 def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: ResultStore | None = None,
         fallback: str | None = None, **sweep: object) -> None:  # fmt: skip
-    """The sweep under the server lock, a line per configuration and a progress bar; each row is kept in the
-    session (``<page>_partial``) as it lands, in case a rerun cuts the loop, and the run at its end
-    (``<page>_result``, a :class:`Measured`). With ``store`` rows measured earlier on this server are reused."""
+    """The sweep under the server lock, a line per configuration and a progress bar; each row kept in the session
+    as it lands (``<page>_partial``, in case a rerun cuts the loop), the run at its end (``<page>_result``)."""
     st.session_state.pop(f"{page}_result", None)
     server, configs = server_lock(), spec.configs()
     peak_key = (configs[0].device, spec.dtype)
