@@ -1,9 +1,7 @@
 """Figures of the benchmark page: time, memory, FLOP rate and speed-up against n.
 
-Each builder takes the benchmark's rows as plain dicts (the CSV's columns: ``impl``,
-``n``, ``median_ms``, ``iqr_ms``, ``peak_bytes``, ``predicted_bytes``, ``gflops``,
-``status`` …) and returns a ``go.Figure``. Only rows with status ``ok`` are drawn.
-Every implementation keeps its colour from ``IMPL_COLORS`` on every figure.
+Each builder takes the benchmark's rows as plain dicts (the CSV's columns) and draws those with status ``ok``, each
+implementation in its colour from ``IMPL_COLORS``.
 """
 
 from __future__ import annotations
@@ -71,12 +69,8 @@ def time_figure(
     rows: Sequence[Row], fits: Mapping[str, tuple[float, float, int, int]] | None = None, *, talk: bool = False,
     what: str = "",
 ) -> go.Figure:  # fmt: skip
-    """Median time per call against n on log-log axes, the IQR as error bars.
-
-    ``fits[impl] = (slope, intercept, n_from, n_to)`` of log(ms) = slope·log(n) + intercept
-    draws the fitted line over its range and puts "impl ∝ n^slope" in the legend. ``what`` names
-    the pass timed ("backward": "Time per backward call").
-    """
+    """Median time per call against n on log-log axes, the IQR as error bars; ``fits[impl] = (slope, intercept,
+    n_from, n_to)`` of log(ms) draws the fitted line, "impl ∝ n^slope" in the legend. ``what`` names the pass timed."""
     groups, fits, fig = _by_impl(rows), fits or {}, go.Figure()
     for impl, rs in groups.items():
         fit = fits.get(impl)

@@ -198,16 +198,8 @@ PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
 def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: int = 256) -> int:
-    """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls
-    (the dense mask, Linformer's projections), which a measured peak of one call does not see:
-
-    - ``sdpa-masked``: the ``(n, n)`` bool mask, which torch turns into a float mask of the inputs' dtype;
-    - ``flex-window``: the output, a row statistic and a block mask of (n/128)² tile indices;
-    - ``linear``, ``performer``: feature maps of n × d (linear) or n × m (Performer) per head; the
-      causal forms add a chunk × chunk square per chunk and a (d or m) × d state per chunk;
-    - ``linformer``: the projections ``(rank, n)``, the projected keys and values, and an ``(n, rank)``
-      score matrix and its softmax.
-    """
+    """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls (the dense
+    mask, Linformer's projections), which a measured peak of one call does not see."""
     bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
     rows = _output(c)  # one (B, H, n, d) tensor: the output's size
     if route == "sdpa-masked":

@@ -161,8 +161,7 @@ def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
     """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
     writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for r in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
+    writer.writerows({k: ("" if v is None else v) for k, v in asdict(r).items()} for r in rows)
 
 
 def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:

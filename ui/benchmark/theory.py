@@ -127,9 +127,7 @@ def environment_card(spec: bench.SweepSpec) -> None:
             col.markdown("  \n".join(f"{k}: `{v}`" for k, v in items[i * per : (i + 1) * per]))
 
 
-@st.cache_data(show_spinner=False)
-def _kernel_sources() -> dict[str, str]:
-    return triton_kernel_sources()
+_kernel_sources = st.cache_data(show_spinner=False)(triton_kernel_sources)  # two files, parsed once
 
 
 def show_triton_kernel(device: str) -> None:
