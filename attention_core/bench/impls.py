@@ -67,10 +67,8 @@ def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool)
         index = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, enable_gqa=gqa)  # the dispatcher's own choice
     except (AttributeError, RuntimeError, TypeError):
         return "unknown"
-    for backend, (name, _) in _KERNELS.items():
-        if int(backend.value) == int(index):
-            return _kernel_label(name, q.device)
-    return "unknown"
+    kernel = _KERNELS.get(SDPBackend(int(index)))
+    return "unknown" if kernel is None else _kernel_label(kernel[0], q.device)
 
 
 def _kernel_label(name: str, device: torch.device) -> str:
