@@ -46,11 +46,8 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
         free, _total = torch.cuda.mem_get_info(dev)
         return int(free)
     available = _proc_kib("/proc/meminfo", "MemAvailable")
-    avail = available * 1024 if available is not None else None
-    limit = _cgroup_headroom()
-    if limit is not None:
-        avail = limit if avail is None else min(avail, limit)
-    return avail
+    known = [b for b in (None if available is None else available * 1024, _cgroup_headroom()) if b is not None]
+    return min(known) if known else None
 
 
 def _proc_kib(path: str, field: str) -> int | None:
@@ -325,8 +322,7 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
     dt = _dtype(dtype)
     side = 4096 if dev.type == "cuda" else 1024
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
-    b = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
+    a, b = torch.randn(2, side, side, generator=gen).to(device=dev, dtype=dt)  # (side, side) each
     fn = lambda: a @ b  # noqa: E731
     fn()
     _sync(dev)
