@@ -91,9 +91,6 @@ def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MI
             continue
         ns, mem = [r.n for r in ok[-tail:]], [r.peak_bytes for r in ok[-tail:]]
         m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
-        if not all(r.median_ms for r in ok):
-            fits[name] = ScalingFit(name, None, m_slope, ns[0], ns[-1])
-            continue
         start = growth_start([r.n for r in ok], [r.median_ms for r in ok])
         flat_to = ok[start - 1].n if start > 0 else None
         if start > 0 and len(ok) - start < MIN_POINTS_AFTER_KNEE:

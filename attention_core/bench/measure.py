@@ -276,14 +276,11 @@ def _release_free_heap() -> None:
 
 def cpu_peak_supported() -> bool:
     """Whether this process can reset and read its peak resident set (Linux ``/proc``)."""
-    if _proc_kib(_STATUS, "VmHWM") is None:
-        return False
     try:
-        with _CLEAR_REFS.open("w") as fh:
-            fh.write("5")
+        _CLEAR_REFS.write_text("5")
     except OSError:
         return False
-    return True
+    return _proc_kib(_STATUS, "VmHWM") is not None
 
 
 def measure_peak_extra(fn: Callable[[], Any], device: str | torch.device = "cpu") -> tuple[int | None, str]:

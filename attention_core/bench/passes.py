@@ -50,11 +50,7 @@ def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tens
         return forward_backward
     with torch.enable_grad():
         out = run(inputs, causal)  # the forward, outside the timed calls; its graph is kept for them
-
-    def backward() -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(out, inputs, d_out, retain_graph=True)
-
-    return backward
+    return lambda: torch.autograd.grad(out, inputs, d_out, retain_graph=True)
 
 
 def config_call(config: BenchConfig) -> tuple[Any, Callable[[], Any]]:
