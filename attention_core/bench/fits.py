@@ -26,14 +26,13 @@ def crossover_n(rows: Sequence[BenchResult], impl: str, baseline: str = "sdpa") 
     return found
 
 
-MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth in time is fixed cost per call
+MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth is a fixed cost per call (launches)
 MIN_POINTS_AFTER_KNEE = 3  # past a launch-bound stretch, an exponent needs three sizes that grow
 
 
 def growth_start(ns: Sequence[float], times: Sequence[float]) -> int:
     """Index (into ``ns``, ascending) of the first size of the longest tail in which every step grows the time at
-    least as fast as n; ``len(ns) − 1`` when none does. Attention's work grows at least as n, so slower growth is a
-    fixed cost per call (kernel launches, Python): "launch-bound"."""
+    least as fast as n (:data:`MIN_GROWTH_SLOPE`); ``len(ns) − 1`` when none does. The sizes before are launch-bound."""
     x = np.asarray(ns, dtype=float)
     y = np.asarray(times, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size == 0:
@@ -48,12 +47,9 @@ def growth_start(ns: Sequence[float], times: Sequence[float]) -> int:
 
 @dataclass(frozen=True)
 class ScalingFit:
-    """log(ms) = time_slope·log(n) + time_intercept over n_from…n_to, and the slope of measured memory.
-
-    ``time_slope`` is ``None`` where the times do not grow over enough sizes to mean a law; then
-    ``launch_bound_below`` is the first n whose time grows (``None`` if none does). ``launch_bound_to``
-    is the largest n still launch-bound when smaller sizes were dropped from the fit.
-    """
+    """log(ms) = time_slope·log(n) + time_intercept over n_from…n_to, and the slope of measured memory. ``time_slope``
+    is ``None`` where the times do not grow over enough sizes; then ``launch_bound_below`` is the first n whose time
+    grows (if any). ``launch_bound_to``: the largest n still launch-bound when smaller sizes were dropped."""
 
     impl: str
     time_slope: float | None
