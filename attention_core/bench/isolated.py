@@ -33,8 +33,7 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the memory worker failed: {last}")
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer["peak_bytes"]
+    return json.loads(done.stdout.strip().splitlines()[-1])["peak_bytes"]
 
 
 def _worker() -> None:
