@@ -1,9 +1,7 @@
 """Figures of the benchmark page: time, memory, FLOP rate and speed-up against n.
 
-Each builder takes the benchmark's rows as plain dicts (the CSV's columns: ``impl``,
-``n``, ``median_ms``, ``iqr_ms``, ``peak_bytes``, ``predicted_bytes``, ``gflops``,
-``status`` …) and returns a ``go.Figure``. Only rows with status ``ok`` are drawn.
-Every implementation keeps its colour from ``IMPL_COLORS`` on every figure.
+Each builder takes the benchmark's rows as plain dicts (the CSV's columns) and draws those with status ``ok``, each
+implementation in its colour from ``IMPL_COLORS``.
 """
 
 from __future__ import annotations
@@ -42,8 +40,13 @@ def _line(fig: go.Figure, impl: str, rs: Sequence[Row], ys: Sequence[float], hov
 
 
 def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y_title: str, title: str, *,
-            talk: bool, log_y: bool = True) -> go.Figure:  # fmt: skip
-    """Log axes over n (ticks at the measured n), the y axis titled, the shared layout."""
+            talk: bool, empty: str, log_y: bool = True) -> go.Figure:  # fmt: skip
+    """Log axes over n (ticks at the measured n), the y axis titled, the shared layout; without rows, ``empty``
+    says why there is nothing to draw."""
+    if not groups:
+        fig.add_annotation(text=empty, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                           font={"size": font_size(talk)})  # fmt: skip
+        return base_layout(fig.update_xaxes(visible=False).update_yaxes(visible=False), title=title, talk=talk)
     ticks, size = sorted({r["n"] for rs in groups.values() for r in rs}), {"size": font_size(talk)}
     fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks],
                      tickfont=size, title_font=size)  # set here: Streamlit's theme would make them smaller
@@ -62,30 +65,13 @@ def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y
     return base_layout(fig, title=title, talk=talk)
 
 
-def _empty(text: str, title: str, talk: bool) -> go.Figure:
-    """A figure that says why it has nothing to draw."""
-    fig = go.Figure()
-    fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                       font={"size": font_size(talk)})  # fmt: skip
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return base_layout(fig, title=title, talk=talk)
-
-
 def time_figure(
     rows: Sequence[Row], fits: Mapping[str, tuple[float, float, int, int]] | None = None, *, talk: bool = False,
     what: str = "",
 ) -> go.Figure:  # fmt: skip
-    """Median time per call against n on log-log axes, the IQR as error bars.
-
-    ``fits[impl] = (slope, intercept, n_from, n_to)`` of log(ms) = slope·log(n) + intercept
-    draws the fitted line over its range and puts "impl ∝ n^slope" in the legend. ``what`` names
-    the pass timed ("backward": "Time per backward call").
-    """
-    groups, fits = _by_impl(rows), fits or {}
-    if not groups:
-        return _empty("No timed configuration yet", "Time per call", talk)
-    fig = go.Figure()
+    """Median time per call against n on log-log axes, the IQR as error bars; ``fits[impl] = (slope, intercept,
+    n_from, n_to)`` of log(ms) draws the fitted line, "impl ∝ n^slope" in the legend. ``what`` names the pass timed."""
+    groups, fits, fig = _by_impl(rows), fits or {}, go.Figure()
     for impl, rs in groups.items():
         fit = fits.get(impl)
         _line(fig, impl, rs, [r["median_ms"] for r in rs],
@@ -100,15 +86,12 @@ def time_figure(
                             showlegend=False, hoverinfo="skip")  # fmt: skip
     title = f"Time per {what} call (log-log: slope 2 means n²)".replace("  ", " ")
     ys = [r["median_ms"] for rs in groups.values() for r in rs]
-    return _finish(fig, groups, ys, "median time per call (ms)", title, talk=talk)
+    return _finish(fig, groups, ys, "median time per call (ms)", title, talk=talk, empty="No timed configuration yet")
 
 
 def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
     """Peak extra memory against n: measured as points, the analytic prediction as a dashed line."""
-    groups = _by_impl(rows)
-    if not groups:
-        return _empty("No measured configuration yet", "Peak extra memory", talk)
-    fig = go.Figure()
+    groups, fig = _by_impl(rows), go.Figure()
     for impl, rs in groups.items():
         _line(fig, impl, rs, [r["predicted_bytes"] / MIB for r in rs], "predicted %{y:.3g} MiB", mode="lines",
               name=f"{impl} predicted", line={"color": _color(impl), "dash": "dash", "width": 2})  # fmt: skip
@@ -117,41 +100,36 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
             _line(fig, impl, measured, [r["peak_bytes"] / MIB for r in measured], "measured %{y:.3g} MiB",
                   mode="markers", name=f"{impl} measured", marker={"color": _color(impl), "size": 12})  # fmt: skip
     ys = [b / MIB for rs in groups.values() for r in rs for b in (r["predicted_bytes"], r.get("peak_bytes") or 0)]
-    return _finish(fig, groups, ys, "peak extra memory (MiB)",
-                   "Peak memory beyond the inputs: measured (dots) and predicted (dashes)", talk=talk)  # fmt: skip
+    return _finish(fig, groups, ys, "peak extra memory (MiB)", "Peak memory beyond the inputs: measured (dots) and "
+                   "predicted (dashes)", talk=talk, empty="No measured configuration yet")  # fmt: skip
 
 
 def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: bool = False,
                 flops: str = "4·B·H·n²·d") -> go.Figure:  # fmt: skip
     """Achieved GFLOP/s against n, with this device's measured matmul rate as a ceiling line; ``flops`` is
     the count per call the rates divide (the forward's 4·B·H·n²·d, 10 for the backward, 14 for both)."""
-    groups = _by_impl(rows)
-    if not groups:
-        return _empty("No timed configuration yet", "FLOP rate", talk)
-    fig = go.Figure()
+    groups, fig = _by_impl(rows), go.Figure()
     for impl, rs in groups.items():
         _line(fig, impl, rs, [r["gflops"] for r in rs], "%{y:.3g} GFLOP/s<br>%{customdata[0]:.0f} % of the matmul peak",
               customdata=[[math.nan if r.get("pct_of_peak") is None else r["pct_of_peak"]] for r in rs])  # fmt: skip
-    if peak_gflops:
+    if peak_gflops and groups:
         fig.add_hline(
             y=peak_gflops, line={"color": THEORY, "dash": "dash", "width": 2}, annotation_position="top left",
             annotation_text=f"matmul peak {peak_gflops:.0f} GFLOP/s = 100 %",
             annotation_font={"size": font_size(talk) - 2},
         )  # fmt: skip
     fig.update_yaxes(rangemode="tozero")
-    return _finish(fig, groups, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate", talk=talk, log_y=False)
+    return _finish(fig, groups, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate",
+                   talk=talk, empty="No timed configuration yet", log_y=False)  # fmt: skip
 
 
 def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk: bool = False) -> go.Figure:
     """Baseline time ÷ each implementation's time, against n (rows: ``impl``, ``n``, ``speedup``)."""
-    groups = _by_impl(speedups, ok_only=False)
-    if not groups:
-        return _empty(f"Include {baseline} and another implementation to see speed-ups",
-                      f"Speed-up over {baseline}", talk)  # fmt: skip
-    fig = go.Figure()
+    groups, fig = _by_impl(speedups, ok_only=False), go.Figure()
     for impl, rs in groups.items():
         _line(fig, impl, rs, [r["speedup"] for r in rs], f"%{{y:.3g}}× faster than {baseline}")
-    fig.add_hline(y=1.0, line={"color": _color(baseline), "dash": "dot", "width": 2})
+    if groups:
+        fig.add_hline(y=1.0, line={"color": _color(baseline), "dash": "dot", "width": 2})
     ys = [r["speedup"] for rs in groups.values() for r in rs]
-    return _finish(fig, groups, ys, f"× faster than {baseline}",
-                   f"Speed-up over {baseline} (above 1 = faster)", talk=talk)  # fmt: skip
+    return _finish(fig, groups, ys, f"× faster than {baseline}", f"Speed-up over {baseline} (above 1 = faster)",
+                   talk=talk, empty=f"Include {baseline} and another implementation to see speed-ups")  # fmt: skip

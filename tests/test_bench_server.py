@@ -48,9 +48,9 @@ def test_the_store_keeps_finished_rows_but_not_skips_or_cancels():
     for status, kept in (("skipped", False), ("cancelled", False), ("oom", True), ("ok", True)):
         row = run_mod._result(config, 1, status)
         store.remember(row)
-        assert (store.lookup(config) is row) == kept, status
-    store.forget()
-    assert store.lookup(config) is None
+        assert (store.rows.get(config) is row) == kept, status
+    store.rows.clear()
+    assert store.rows.get(config) is None
 
 
 def test_a_grouped_query_row_is_kept_under_its_own_configuration():
@@ -58,7 +58,7 @@ def test_a_grouped_query_row_is_kept_under_its_own_configuration():
     gqa, mha = BenchConfig("tiled", 16, d=4, heads=4, kv_heads=2), BenchConfig("tiled", 16, d=4, heads=4)
     row = run_mod._result(gqa, 1, "ok")
     store.remember(row)
-    assert store.lookup(gqa) is row and store.lookup(mha) is None
+    assert store.rows.get(gqa) is row and store.rows.get(mha) is None
 
 
 # ---- Streamlit Community Cloud --------------------------------------------------------------

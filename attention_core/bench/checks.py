@@ -1,10 +1,8 @@
 """Each implementation against float64 at a small n: its output, and its gradients dQ, dK and dV.
 
-Both are judged as FlashAttention's tests judge them (:mod:`attention_core.accuracy`, outputs and
-gradients alike): the largest absolute error against a float64 reference, beside
-that of textbook attention (plain torch ops) in the same dtype. The benchmark shows the errors
-(``max_error``; ``err_dq``, ``err_dk``, ``err_dv``); ``benchmarks/report.py`` prints the verdicts.
-The check runs at ``n = 128`` whatever the sweep's n: the float64 reference builds the n×n weights.
+The largest absolute error against a float64 reference, judged (by ``benchmarks/report.py``) by FlashAttention's rule
+beside textbook attention's in the same dtype (:mod:`attention_core.accuracy`). It runs at ``n = 128`` whatever
+the sweep's n: the float64 reference builds the n×n weights.
 """
 
 from __future__ import annotations
@@ -45,11 +43,8 @@ def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
-    """Max |output − float64 reference| of the config's implementation at a small ``n``.
-
-    ``None`` when the implementation cannot run there, and for a route that is not exact attention:
-    its difference is no rounding error, and :func:`approximation_note` says it.
-    """
+    """Max |output − float64 reference| of the config's implementation at a small ``n``; ``None`` where it cannot
+    run, and for a route that is not exact attention (:func:`approximation_note` says its difference)."""
     if not get_impl(config.impl).exact:
         return None
     pair = _check_outputs(config, min(n, config.n))
@@ -68,13 +63,9 @@ def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
 
 
 def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | None:
-    """dQ, dK, dV of the config's implementation at a small ``n``, against float64 autograd, by FlashAttention's rule.
-
-    ``None`` when the implementation has no backward or cannot run there, and for a route that is not
-    exact attention (its gradients are not an approximation of softmax attention's to be held to the rule).
-    With fewer K/V heads than query heads, textbook attention repeats K and V, so dK and dV are sums over
-    each group, as the implementation's own.
-    """
+    """dQ, dK, dV of the config's implementation at a small ``n``, against float64 autograd, by FlashAttention's rule;
+    ``None`` where it has no backward or cannot run, and for a route that is not exact attention. With GQA the textbook
+    baseline repeats K and V, so its dK and dV are sums over each group, as the implementation's own."""
     impl = get_impl(config.impl)
     if not impl.exact or impl.cannot_run(replace(config, mode="fwd+bwd")):
         return None

@@ -1,7 +1,5 @@
-"""The benchmark's shared words: what one measurement is (:class:`BenchConfig`), what an entry of the
-registry is (:class:`Impl`), the dtypes and modes, and the repeat of shared K/V heads the entries use.
-
-A leaf: every other module of the package imports it, and it imports none of them.
+"""The benchmark's shared words: one measurement (:class:`BenchConfig`), an entry of the registry (:class:`Impl`),
+the dtypes and modes. A leaf: every other module of the package imports it, and it imports none of them.
 """
 
 from __future__ import annotations
@@ -40,12 +38,9 @@ def flop_formula(mode: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Shape:
-    """What a measurement runs on, beside its implementation and n: ``(batch, heads, n, d)`` inputs,
-    self-attention (L = S = n). A sweep (:class:`.sweep.SweepSpec`) shares one shape over its configurations.
-
-    ``kv_heads`` (default: ``heads``) is the number of K/V heads: fewer than ``heads`` and dividing
-    it gives grouped-query attention (1: multi-query), K and V of shape ``(batch, kv_heads, n, d)``.
-    ``mode`` is the pass timed: ``"fwd"``, ``"bwd"`` or ``"fwd+bwd"``. ``device`` may be ``"auto"``.
+    """What a measurement runs on beside its implementation and n, shared by a sweep's configurations: ``(batch,
+    heads, n, d)`` queries, self-attention; K and V ``(batch, kv_heads, n, d)``, ``kv_heads`` (default ``heads``)
+    dividing ``heads`` (GQA; 1: MQA). ``mode`` is the pass timed; ``device`` may be ``"auto"``.
     """
 
     d: int = 64
@@ -125,12 +120,8 @@ Inputs = tuple[Any, Any, Any]
 @dataclass(frozen=True)
 class Impl:
     """An entry of the registry: ``run(inputs, causal)`` is the timed call, on what ``prepare`` made of torch
-    ``q, k, v`` outside the timing (numpy arrays for ``numpy``); ``backend`` names what actually ran;
-    ``extra_bytes`` predicts the forward's peak beyond its inputs (output included).
-
-    ``run`` must be differentiable by autograd (its own ``autograd.Function`` or torch ops) unless
-    ``no_backward`` says why the entry has none; its ``bwd`` and ``fwd+bwd`` rows are then ``n/a`` with that
-    sentence.
+    ``q, k, v`` outside the timing; ``backend`` names what actually ran; ``extra_bytes`` predicts the forward's peak
+    beyond its inputs (output included). ``run`` is differentiable by autograd unless ``no_backward`` says why not.
     """
 
     name: str

@@ -26,19 +26,13 @@ def crossover_n(rows: Sequence[BenchResult], impl: str, baseline: str = "sdpa") 
     return found
 
 
-MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth in time is fixed cost per call
+MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth is a fixed cost per call (launches)
 MIN_POINTS_AFTER_KNEE = 3  # past a launch-bound stretch, an exponent needs three sizes that grow
 
 
-def growth_start(ns: Sequence[float], times: Sequence[float], min_slope: float = MIN_GROWTH_SLOPE) -> int:
-    """Index (into ``ns`` sorted ascending) of the first size from which the time grows.
-
-    Every implementation of attention does at least n (in fact n²) work, so where doubling n
-    multiplies the time by less than 2^``min_slope`` the time is set by a fixed cost per call
-    (kernel launches, Python, thread wake-ups), not by the algorithm: "launch-bound". The
-    growing range is the longest tail of sizes in which every step grows at least that fast;
-    the sizes before it are launch-bound. Returns ``len(ns) − 1`` when no step grows.
-    """
+def growth_start(ns: Sequence[float], times: Sequence[float]) -> int:
+    """Index (into ``ns``, ascending) of the first size of the longest tail in which every step grows the time at
+    least as fast as n (:data:`MIN_GROWTH_SLOPE`); ``len(ns) − 1`` when none does. The sizes before are launch-bound."""
     x = np.asarray(ns, dtype=float)
     y = np.asarray(times, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size == 0:
@@ -46,19 +40,16 @@ def growth_start(ns: Sequence[float], times: Sequence[float], min_slope: float =
     if not (np.all(np.diff(x) > 0) and np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(y))):
         raise ValueError("ns must increase and every n and time must be positive and finite")
     start = x.size - 1
-    while start > 0 and np.log(y[start] / y[start - 1]) / np.log(x[start] / x[start - 1]) >= min_slope:
+    while start > 0 and np.log(y[start] / y[start - 1]) / np.log(x[start] / x[start - 1]) >= MIN_GROWTH_SLOPE:
         start -= 1
     return start
 
 
 @dataclass(frozen=True)
 class ScalingFit:
-    """log(ms) = time_slope·log(n) + time_intercept over n_from…n_to, and the slope of measured memory.
-
-    ``time_slope`` is ``None`` where the times do not grow over enough sizes to mean a law; then
-    ``launch_bound_below`` is the first n whose time grows (``None`` if none does). ``launch_bound_to``
-    is the largest n still launch-bound when smaller sizes were dropped from the fit.
-    """
+    """log(ms) = time_slope·log(n) + time_intercept over n_from…n_to, and the slope of measured memory. ``time_slope``
+    is ``None`` where the times do not grow over enough sizes; then ``launch_bound_below`` is the first n whose time
+    grows (if any). ``launch_bound_to``: the largest n still launch-bound when smaller sizes were dropped."""
 
     impl: str
     time_slope: float | None
@@ -83,13 +74,9 @@ class ScalingFit:
 
 
 def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MIN_N) -> dict[str, ScalingFit]:
-    """Per implementation, the log-log slopes of time and of measured memory against n.
-
-    Time is fitted only where it grows (:func:`growth_start`), over the ``tail`` largest such n
-    that are at least ``min_n``. If launch-bound sizes had to be dropped and fewer than three
-    growing sizes remain, no exponent is given: the fit says "launch-bound below n = …" instead.
-    Memory is fitted over the ``tail`` largest ok n ≥ ``min_n``.
-    """
+    """Per implementation, the log-log slopes of time and measured memory against n, over the ``tail`` largest ok
+    n ≥ ``min_n``; time only where it grows (:func:`growth_start`), and with no exponent when launch-bound sizes
+    were dropped and fewer than three growing sizes remain."""
     tail = check_int("tail", tail, low=2)
     min_n = check_int("min_n", min_n, low=1)
     fits: dict[str, ScalingFit] = {}
@@ -100,9 +87,6 @@ def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MI
             continue
         ns, mem = [r.n for r in ok[-tail:]], [r.peak_bytes for r in ok[-tail:]]
         m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
-        if not all(r.median_ms for r in ok):
-            fits[name] = ScalingFit(name, None, m_slope, ns[0], ns[-1])
-            continue
         start = growth_start([r.n for r in ok], [r.median_ms for r in ok])
         flat_to = ok[start - 1].n if start > 0 else None
         if start > 0 and len(ok) - start < MIN_POINTS_AFTER_KNEE:

@@ -1,13 +1,9 @@
-"""The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each with a name, a
-sentence, a memory model (:mod:`.memory_models`) and the reason it cannot run somewhere.
+"""The implementations the benchmark can run (:data:`IMPLEMENTATIONS`), each computing softmax(Q Kᵀ/√d) V for
+``(B, H, n, d)`` inputs, except the routes of :mod:`.routes`, which approximate it.
 
-Every entry computes softmax(Q Kᵀ/√d) V for inputs of shape ``(B, H, n, d)``, except the efficient
-routes of :mod:`.routes` (``exact=False``), which approximate it and say by how much. A forced SDPA kernel
-(``sdpa-math``, ``-flash``, ``-efficient``, ``-cudnn``, through ``torch.nn.attention.sdpa_kernel``)
-can fail but never falls back. With fewer K/V heads than query heads (``kv_heads``: GQA, or MQA at 1)
-the SDPA entries pass ``enable_gqa=True`` and torch shares each K/V head itself; the others repeat K
-and V to every query head inside the timed call (as Llama's reference code does), and their memory
-models count the copies.
+A forced SDPA kernel (``sdpa-math``, ``-flash``, ``-efficient``, ``-cudnn``) can fail but never falls back. With
+fewer K/V heads than query heads (GQA, or MQA at 1) the SDPA entries pass ``enable_gqa=True``; the others repeat K
+and V to every query head inside the timed call (as Llama's reference code does), and their memory models count it.
 """
 
 from __future__ import annotations
@@ -71,10 +67,8 @@ def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool)
         index = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, enable_gqa=gqa)  # the dispatcher's own choice
     except (AttributeError, RuntimeError, TypeError):
         return "unknown"
-    for backend, (name, _) in _KERNELS.items():
-        if int(backend.value) == int(index):
-            return _kernel_label(name, q.device)
-    return "unknown"
+    kernel = _KERNELS.get(SDPBackend(int(index)))
+    return "unknown" if kernel is None else _kernel_label(kernel[0], q.device)
 
 
 def _kernel_label(name: str, device: torch.device) -> str:

@@ -1,11 +1,8 @@
 """Peak memory of one configuration, measured in a fresh worker process.
 
-In a long-lived process glibc may serve an n×n block from memory freed earlier, or keep freed
-memory resident, so the same call's peak resident set can differ by a whole n×n matrix from run
-to run. A fresh process with ``MALLOC_MMAP_THRESHOLD_`` set gives every block of 64 KiB or more
-pages of its own, so its peak follows the live tensors. It costs a Python and torch start-up, so
-the page measures in its own process; the tests and ``benchmarks/report.py`` check the memory
-models with this.
+In a long-lived process glibc may reuse or keep freed memory, so one call's peak resident set can differ by an n×n
+matrix from run to run. A fresh process whose blocks of 64 KiB or more get pages of their own has a peak that
+follows the live tensors; the tests and ``benchmarks/report.py`` check the memory models with it.
 """
 
 from __future__ import annotations
@@ -26,14 +23,9 @@ _WORKER = "from attention_core.bench.isolated import _worker; _worker()"
 
 
 def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int | None:
-    """Bytes the config's call adds at its peak (output included), measured in a fresh process.
-
-    The call is the config's mode's (:func:`.passes.timed_pass`): in ``bwd`` mode the forward's
-    graph is already held, so the peak is what the backward adds to it.
-
-    ``None`` where the platform cannot measure a CPU peak. Raises ``RuntimeError`` with the
-    worker's last line when the worker fails.
-    """
+    """Bytes the config's call (:func:`.passes.timed_pass`; in ``bwd`` mode beyond the forward's kept graph) adds
+    at its peak, output included, measured in a fresh process; ``None`` where no CPU peak can be measured.
+    Raises ``RuntimeError`` with the worker's last line when the worker fails."""
     env = {**os.environ, **FRESH_PAGES_ENV, "ATTENTION_DEVICE": config.device}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(asdict(config))], capture_output=True, text=True,
@@ -41,8 +33,7 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the memory worker failed: {last}")
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer["peak_bytes"]
+    return json.loads(done.stdout.strip().splitlines()[-1])["peak_bytes"]
 
 
 def _worker() -> None:
@@ -50,12 +41,7 @@ def _worker() -> None:
     from . import measure
     from .passes import config_call
 
-    # measure_peak_extra fixes the process's mmap threshold at 4 MiB the first time (a compromise
-    # for the long-lived server); here every block of 64 KiB or more keeps pages of its own.
-    measure._fix_mmap_threshold()  # cached: it will not run again inside measure_peak_extra
-    libc = measure._libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(measure._M_MMAP_THRESHOLD, FRESH_PAGES)
+    measure.MMAP_THRESHOLD_BYTES = FRESH_PAGES  # the server's 4 MiB is a compromise for a long-lived process
 
     config = BenchConfig(**json.loads(sys.argv[1]))
     _inputs, step = config_call(config)  # bwd: the forward runs here

@@ -1,13 +1,9 @@
 """How the benchmark measures: time, peak memory, FLOP rates, and the memory it may use.
 
-Timing follows torch's own advice: ``torch.utils.benchmark.Timer.blocked_autorange`` on
-the CPU (with the thread count set and reported), CUDA events on a GPU, a warm-up call
-first, and the median and inter-quartile range of the samples, never a single run.
-
-Peak memory is the growth over the memory in use before the call: on CUDA from the
-caching allocator's peak counter, on Linux CPUs from the process's peak resident set
-(``VmHWM``, reset by writing ``5`` to ``/proc/self/clear_refs``). Elsewhere it is not
-measured and only the prediction is shown.
+Timing follows torch's advice: ``Timer.blocked_autorange`` on the CPU (thread count set), CUDA events on a GPU,
+after a warm-up, reported as the median and inter-quartile range. Peak memory is the growth over the memory in use
+before the call: the CUDA allocator's peak, or on Linux the peak resident set (``VmHWM``, reset through
+``/proc/self/clear_refs``); elsewhere it is not measured.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import math
 import os
 import re
 import time
@@ -49,11 +46,8 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
         free, _total = torch.cuda.mem_get_info(dev)
         return int(free)
     available = _proc_kib("/proc/meminfo", "MemAvailable")
-    avail = available * 1024 if available is not None else None
-    limit = _cgroup_headroom()
-    if limit is not None:
-        avail = limit if avail is None else min(avail, limit)
-    return avail
+    known = [b for b in (None if available is None else available * 1024, _cgroup_headroom()) if b is not None]
+    return min(known) if known else None
 
 
 def _proc_kib(path: str, field: str) -> int | None:
@@ -80,12 +74,8 @@ def _cgroup_headroom() -> int | None:
 
 
 def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
-    """How much memory one configuration may ask for.
-
-    ``$ATTENTION_BENCH_CAP_GB`` decides when set. Otherwise a safe fraction of the free memory
-    (half of the RAM, 80 % of a GPU), and no more than ``ceiling`` bytes when one is given (the
-    app passes Streamlit Community Cloud's).
-    """
+    """How much memory one configuration may ask for: ``$ATTENTION_BENCH_CAP_GB`` when set, else half the free
+    RAM or 80 % of a GPU's free memory, and no more than ``ceiling`` bytes (the app passes Community Cloud's)."""
     override = os.environ.get(CAP_ENV, "").strip()
     if override:
         try:
@@ -127,9 +117,8 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1, *, free_bytes: int | None = None,
                  cap_bytes: int | None = None, mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
-    """One row per n: the size of one score matrix, whether it fits in ``free_bytes`` ("fits
-    here"), and whether the peak of the textbook code and of the traced path fits under ``cap_bytes``:
-    :data:`PEAK_SQUARES` of them, two and six in the forward, three and seven when it trains."""
+    """One row per n: one score matrix's size, whether it fits in ``free_bytes``, and whether the textbook code's
+    and the traced path's peaks (:data:`PEAK_SQUARES` score matrices) fit under ``cap_bytes``."""
     textbook, trace = PEAK_SQUARES[check_choice("mode", mode, MODES)]
     sizes = {n: score_matrix_bytes(n, dtype, batch, heads) for n in (2**p for p in range(9, 18))}  # 512 … 131072
     return [
@@ -146,24 +135,18 @@ def memory_table(dtype: str | torch.dtype = "float32", batch: int = 1, heads: in
 
 def largest_fitting_n(limit_bytes: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1,
                       copies: int = 1) -> int:  # fmt: skip
-    """The largest power-of-two n whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
-    best = 0
-    n = 1
-    while n <= (1 << 22) and copies * score_matrix_bytes(n, dtype, batch, heads) <= limit_bytes:
-        best = n
-        n *= 2
-    return best
+    """The largest power-of-two n (up to 2²²) whose ``copies`` score matrices fit in ``limit_bytes`` (0 if none)."""
+    per = check_int("copies", copies, low=1) * score_matrix_bytes(1, dtype, batch, heads)
+    side = min(math.isqrt(max(limit_bytes, 0) // per), 1 << 22)
+    return 1 << (side.bit_length() - 1) if side else 0
 
 
 def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                mode: str = "fwd") -> list[dict[str, Any]]:  # fmt: skip
-    """FLOPs of each step of attention in ``mode``'s passes, per the usual counting (a multiply-add is 2 FLOPs).
+    """FLOPs of each step of ``mode``'s passes (a multiply-add is 2 FLOPs), halved under the causal mask.
 
-    Softmax is counted as 5 per score (max, subtract, exp, sum, divide). The backward is
-    FlashAttention-2's: QKᵀ recomputed and P rebuilt from each row's log-sum-exp, then four
-    matmuls and softmax's backward; its matmuls are 2.5× the forward's, as the benchmarks count.
-    Under the causal mask only about half of the scores are needed, so everything is halved.
-    Each row says its ``pass`` ("forward" or "backward").
+    Softmax counts 5 per score (max, subtract, exp, sum, divide). The backward is FlashAttention-2's: QKᵀ
+    recomputed, P rebuilt from each row's log-sum-exp, four matmuls and softmax's backward.
     """
     n = check_int("n", n, low=1)
     d = check_int("d", d, low=1)
@@ -221,21 +204,27 @@ def _sync(device: torch.device) -> None:
 def time_call(fn: Callable[[], Any], device: str | torch.device = "cpu", *, min_run_time: float = 0.2,
               min_samples: int = 3, deadline: float | None = None,
               expected_s: float | None = None) -> Timing:  # fmt: skip
-    """Time ``fn()`` (already warmed up) and return per-call seconds.
-
-    CPU: ``Timer.blocked_autorange`` on the configured thread count, then single timed calls up to
-    ``min_samples`` unless ``deadline`` (``time.perf_counter()``) passes; a call already known
-    (``expected_s``) to fill ``min_run_time`` is timed alone, sparing blocked_autorange's trial call.
-    CUDA: CUDA events around each call, at least ``min_samples`` calls and ``min_run_time`` seconds.
-    """
+    """Per-call seconds of ``fn()`` (already warmed up): at least ``min_samples`` calls and ``min_run_time``
+    seconds unless ``deadline`` (``time.perf_counter()``) passes. On the CPU a call known (``expected_s``) to fill
+    ``min_run_time`` is timed alone, sparing ``blocked_autorange``'s trial call."""
     dev = resolve_device(device)
     min_run_time = check_float("min_run_time", min_run_time, low=0.0)
     min_samples = check_int("min_samples", min_samples, low=1)
+    samples: list[float] = []
     if dev.type == "cuda":
-        return _time_cuda(fn, dev, min_run_time, min_samples, deadline)
-    slow = expected_s is not None and expected_s >= max(min_run_time, 1e-3)
+        with torch.cuda.device(dev):
+            while len(samples) < min_samples or sum(samples) < min_run_time:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) / 1000.0)
+                if len(samples) >= 1000 or (deadline is not None and time.perf_counter() > deadline):
+                    break
+        return Timing(tuple(samples))
     with measuring_threads() as threads:  # the configured thread count, whatever else the process runs
-        if slow:
+        if expected_s is not None and expected_s >= max(min_run_time, 1e-3):
             samples = [_one_call(fn)]
         else:
             timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label="attention")
@@ -252,22 +241,6 @@ def _one_call(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
-
-
-def _time_cuda(fn: Callable[[], Any], dev: torch.device, min_run_time: float, min_samples: int,
-               deadline: float | None) -> Timing:  # fmt: skip
-    samples: list[float] = []
-    with torch.cuda.device(dev):
-        while len(samples) < min_samples or sum(samples) < min_run_time:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1000.0)
-            if len(samples) >= 1000 or (deadline is not None and time.perf_counter() > deadline):
-                break
-    return Timing(tuple(samples))
 
 
 # ---- memory -------------------------------------------------------------------------------
@@ -289,47 +262,30 @@ _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 MMAP_THRESHOLD_BYTES = 4 * 2**20
 
 
-@functools.cache
-def _fix_mmap_threshold() -> None:
-    """Serve every block of 4 MiB or more with its own mmap, from now on.
-
-    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), so after a
-    big tensor has come and gone, blocks of a few MiB come from the heap instead, where freed
-    space lingers and a later call's peak RSS reads megabytes too high. Setting the threshold
-    fixes it for the process: large tensors map and unmap, and the peak RSS follows the tensors.
-    """
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-
-
 def _release_free_heap() -> None:
-    """Hand freed heap pages back to the OS, so reusing them shows up as growth again."""
-    _fix_mmap_threshold()
+    """Hand freed heap pages back to the OS, so reusing them shows up as growth again, and serve every block of
+    ``MMAP_THRESHOLD_BYTES`` or more with its own mmap: glibc raises its threshold each time a large block is
+    freed, so blocks of a few MiB would come from the heap, where freed space lingers and a later peak RSS reads
+    megabytes too high."""
     gc.collect()
     libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):
+    if libc is not None and hasattr(libc, "mallopt"):  # glibc
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
         libc.malloc_trim(0)
 
 
 def cpu_peak_supported() -> bool:
     """Whether this process can reset and read its peak resident set (Linux ``/proc``)."""
-    if _proc_kib(_STATUS, "VmHWM") is None:
-        return False
     try:
-        with _CLEAR_REFS.open("w") as fh:
-            fh.write("5")
+        _CLEAR_REFS.write_text("5")
     except OSError:
         return False
-    return True
+    return _proc_kib(_STATUS, "VmHWM") is not None
 
 
 def measure_peak_extra(fn: Callable[[], Any], device: str | torch.device = "cpu") -> tuple[int | None, str]:
-    """Call ``fn()`` once and return (bytes its peak added to the memory in use before, how measured).
-
-    The result of ``fn`` is held until the peak is read, so the output counts.
-    Returns ``(None, "not measured")`` where the platform gives no way to measure.
-    """
+    """Call ``fn()`` once: (bytes its peak added to the memory in use before, output included; how measured),
+    or ``(None, "not measured")`` where the platform cannot measure."""
     dev = resolve_device(device)
     if dev.type == "cuda":
         _sync(dev)
@@ -363,8 +319,7 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
     dt = _dtype(dtype)
     side = 4096 if dev.type == "cuda" else 1024
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
-    b = torch.randn(side, side, generator=gen).to(device=dev, dtype=dt)
+    a, b = torch.randn(2, side, side, generator=gen).to(device=dev, dtype=dt)  # (side, side) each
     fn = lambda: a @ b  # noqa: E731
     fn()
     _sync(dev)

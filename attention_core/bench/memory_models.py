@@ -1,13 +1,9 @@
-"""Memory models: the bytes each implementation needs beyond its inputs at the peak of one call.
+"""Memory models: the bytes each implementation needs beyond its inputs at the peak of one call, following its code
+tensor by tensor, so that a measured peak (the CUDA allocator's, or a fresh worker's: :mod:`.isolated`) holds it to
+account; the memory guard refuses a configuration from them before allocating.
 
-Each model follows the code it describes tensor by tensor, so a measured peak (the CUDA
-allocator's, or the resident set of a fresh worker process: :mod:`.isolated`) can hold it to
-account; the benchmark's memory guard refuses a configuration from them before allocating.
-
-``*_extra_bytes`` model the forward pass. ``*_training_bytes`` model the two modes with a backward
-(``config.mode``): for ``fwd+bwd`` the peak of the forward and backward beyond q, k, v and dO, which
-is what autograd keeps between the passes plus what the backward needs on top; for ``bwd`` only
-the second part, since the memory in use before the timed backward already holds what was kept.
+``*_extra_bytes`` model the forward. ``*_training_bytes`` model ``fwd+bwd`` (what autograd keeps between the passes
+plus what the backward needs on top, beyond q, k, v and dO) and ``bwd`` (only the second part: the rest was there).
 """
 
 from __future__ import annotations
@@ -38,10 +34,9 @@ def _repeated_kv(c: BenchConfig) -> int:
 
 
 def _kept_copies(c: BenchConfig, copies: int) -> int:
-    """With GQA, the repeated K and V a path keeps at its backward's peak (fwd+bwd only): the textbook
-    graph still holds K's copy (V's goes once W·V's backward has run), tiled's autograd node both. In
-    bwd mode they were there before the timed call, and the gradients summed back into the shared
-    heads come after the peak. 0 without GQA. Measured in fresh processes (8 query, 2 K/V heads)."""
+    """With GQA in fwd+bwd, the repeated K and V a path keeps at its backward's peak: the textbook graph holds K's
+    copy (V's goes once W·V's backward has run), tiled's autograd node both. Measured in fresh processes (8 query,
+    2 K/V heads)."""
     return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 
@@ -203,16 +198,8 @@ PEAK_SQUARES = {"fwd": (2, 6), "bwd": (3, 7), "fwd+bwd": (3, 7)}
 
 
 def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: int = 256) -> int:
-    """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls
-    (the dense mask, Linformer's projections), which a measured peak of one call does not see:
-
-    - ``sdpa-masked``: the ``(n, n)`` bool mask, which torch turns into a float mask of the inputs' dtype;
-    - ``flex-window``: the output, a row statistic and a block mask of (n/128)² tile indices;
-    - ``linear``, ``performer``: feature maps of n × d (linear) or n × m (Performer) per head; the
-      causal forms add a chunk × chunk square per chunk and a (d or m) × d state per chunk;
-    - ``linformer``: the projections ``(rank, n)``, the projected keys and values, and an ``(n, rank)``
-      score matrix and its softmax.
-    """
+    """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls (the dense
+    mask, Linformer's projections), which a measured peak of one call does not see."""
     bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
     rows = _output(c)  # one (B, H, n, d) tensor: the output's size
     if route == "sdpa-masked":

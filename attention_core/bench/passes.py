@@ -1,16 +1,9 @@
-"""The call each mode times: the forward pass, the backward pass on its own, or both.
+"""The call each mode times: the forward, the backward alone, or both.
 
-``bwd`` times the backward alone, as FlashAttention's and Triton's benchmarks do: the forward runs
-once, outside the timed region, and every timed call runs autograd's backward again over the graph
-it kept (``retain_graph=True``), returning dQ, dK and dV. ``fwd+bwd`` times one training step of
-attention: the forward, then the backward. ``fwd`` calls the implementation on inputs that do not
-require grad, so autograd records nothing.
-
-The benchmark makes its own leaf tensors that require grad (:func:`leaves`), so the inputs it is
-given need not, and it asks for the gradients with ``torch.autograd.grad`` rather than ``.backward()``:
-nothing accumulates in ``.grad`` between calls. The upstream gradient dO is random, of the output's
-shape (:func:`grad_out`): all ones, the gradient of ``out.sum()``, would make ``D = rowsum(dO ∘ O)``
-a plain row sum.
+``bwd`` times the backward alone, as FlashAttention's and Triton's benchmarks do: the forward runs once, outside
+the timing, and each timed call runs autograd's backward again over its kept graph (``retain_graph=True``).
+Gradients come from ``torch.autograd.grad`` on the benchmark's own leaves, so nothing accumulates in ``.grad``.
+dO is random (:func:`grad_out`): all ones would make ``D = rowsum(dO ∘ O)`` a plain row sum.
 """
 
 from __future__ import annotations
@@ -41,9 +34,8 @@ def grad_out(config: BenchConfig, *, n: int | None = None, seed: int = 2) -> tor
 
 
 def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tensor | None = None) -> Callable[[], Any]:
-    """The call to time for ``mode``; for ``bwd`` the forward runs here, once, and its graph lives as long as
-    the returned call does. ``inputs`` must be :func:`leaves` for a mode with a backward, and ``d_out`` dO. The
-    call returns what it computed (the output, or dQ, dK, dV), so a measured peak counts it."""
+    """The call to time for ``mode``; for ``bwd`` the forward runs here, once, its graph kept by the call.
+    ``inputs`` are :func:`leaves` in a mode with a backward. The call returns what it computed, so a peak counts it."""
     mode = check_choice("mode", mode, MODES)
     if mode == "fwd":
         return lambda: run(inputs, causal)
@@ -58,16 +50,11 @@ def timed_pass(run: Run, inputs: Any, causal: bool, mode: str, d_out: torch.Tens
         return forward_backward
     with torch.enable_grad():
         out = run(inputs, causal)  # the forward, outside the timed calls; its graph is kept for them
-
-    def backward() -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(out, inputs, d_out, retain_graph=True)
-
-    return backward
+    return lambda: torch.autograd.grad(out, inputs, d_out, retain_graph=True)
 
 
 def config_call(config: BenchConfig) -> tuple[Any, Callable[[], Any]]:
-    """The config's inputs, prepared for its entry (:func:`leaves` in a mode with a backward), and the call to
-    time (:func:`timed_pass`); for ``bwd`` the forward runs here, once."""
+    """The config's inputs, prepared for its entry, and the call to time (:func:`timed_pass`)."""
     impl = get_impl(config.impl)
     inputs = impl.prepare(*make_inputs(config))
     if not config.backward:

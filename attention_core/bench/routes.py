@@ -1,12 +1,9 @@
 """The efficient-attention routes (:mod:`attention_core.efficient`) as entries of the benchmark's registry.
 
-Each route has one knob (:class:`RouteParams`), and its name with the knob's value names an entry:
-``"performer(64)"`` is FAVOR+ with 64 features, ``"performer"`` the default of 256; each entry's
-``description`` says what it computes. None is exact softmax attention (``Impl.exact`` is False), so
-FlashAttention's rule does not apply: the row's note says its relative error against the float64 reference
-(:func:`.checks.approximation_note`). The dense mask, the random features and the projections are made in
-``prepare``, outside the timing, as a model holds them between calls; FlexAttention's block mask and compile
-are made by the warm-up call, and its backend label says how long the compile took.
+A route's name with its knob's value (:class:`RouteParams`) names an entry: ``"performer(64)"`` is FAVOR+ with 64
+features, ``"performer"`` the default of 256. None is exact (``Impl.exact`` is False): the row's note says its
+relative error against float64 (:func:`.checks.approximation_note`). Masks, random features and projections are made
+in ``prepare``, outside the timing, as a model holds them; FlexAttention's block mask and compile by the warm-up call.
 """
 
 from __future__ import annotations
@@ -74,6 +71,13 @@ def _with(extra: Any) -> Any:
     return lambda q, k, v: (q, k, v, extra(q))
 
 
+def _route(route: str, params: RouteParams, description: str, run: Any, backend: Any, **kw: Any) -> Impl:
+    """An entry named by its knob (:meth:`RouteParams.label`), with its memory model; never exact."""
+    return Impl(params.label(route), description, run,
+                lambda c: route_extra_bytes(route, c, features=params.features, rank=min(params.rank, c.n)),
+                backend, exact=False, **kw)  # fmt: skip
+
+
 def _masked(params: RouteParams) -> Impl:
     def run(inputs: Inputs, is_causal: bool) -> torch.Tensor:
         q, k, v = shared_kv(inputs[:3])
@@ -82,15 +86,13 @@ def _masked(params: RouteParams) -> Impl:
             masks[is_causal] = dense_mask(_pattern(params.window, is_causal), q.shape[-2], k.shape[-2], device=q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=masks[is_causal])  # mask (n, n) bool
 
-    return Impl(
-        params.label("sdpa-masked"),
+    return _route(
+        "sdpa-masked", params,
         f"Not exact: a sliding window of {params.window} keys each side as a dense n×n bool mask to torch SDPA: "
         "what people write before FlexAttention, still all n² work.",
         run,
-        lambda c: route_extra_bytes("sdpa-masked", c),
         lambda inputs, is_causal: f"torch SDPA, dense bool mask, window {params.window}",
         prepare=_with(lambda q: {}),
-        exact=False,
     )
 
 
@@ -110,16 +112,14 @@ def _flex(params: RouteParams) -> Impl:
         return (f"FlexAttention, window {params.window}, block-sparse, {plan.sparsity:.0%} of the tiles skipped; "
                 f"{paid} ({plan.compile_s:.1f} s), block mask {plan.mask.build_s * 1e3:.0f} ms")  # fmt: skip
 
-    return Impl(
-        params.label("flex-window"),
+    return _route(
+        "flex-window", params,
         f"Not exact: a sliding window of {params.window} keys each side (Longformer's local attention) under "
         "compiled FlexAttention, which skips the empty 128×128 tiles. The first call compiles (seconds).",
         run,
-        lambda c: route_extra_bytes("flex-window", c),
         label,
         prepare=_with(lambda q: {}),
         not_here=lambda device, dtype: flex_available(device),
-        exact=False,
         no_backward="the page and the benchmark compile FlexAttention's forward only",
     )
 
@@ -128,15 +128,13 @@ def _performer(params: RouteParams) -> Impl:
     def features(q: torch.Tensor) -> torch.Tensor:
         return orthogonal_features(params.features, q.shape[-1], seed=params.seed, device=q.device, dtype=q.dtype)
 
-    return Impl(
-        params.label("performer"),
+    return _route(
+        "performer", params,
         f"Not exact: the Performer's FAVOR+ with {params.features} orthogonal positive random features "
         f"(seed {params.seed}), O(n); an estimate of softmax attention.",
         lambda inputs, is_causal: performer_attention(*shared_kv(inputs[:3]), w=inputs[3], is_causal=is_causal),
-        lambda c: route_extra_bytes("performer", c, features=params.features),
         lambda inputs, is_causal: f"FAVOR+, {params.features} orthogonal random features",
         prepare=_with(features),
-        exact=False,
     )
 
 
@@ -150,27 +148,23 @@ def _linformer(params: RouteParams) -> Impl:
             raise RuntimeError("Linformer has no causal form: its projection along the sequence mixes future tokens in")
         return linformer_attention(*shared_kv(inputs[:3]), projection=inputs[3])
 
-    return Impl(
-        params.label("linformer"),
+    return _route(
+        "linformer", params,
         f"Not exact: Linformer, keys and values projected to {params.rank} rows (n when smaller) by random "
         f"Gaussian matrices (seed {params.seed}), O(n); untrained. No causal form.",
         run,
-        lambda c: route_extra_bytes("linformer", c, rank=min(params.rank, c.n)),
         lambda inputs, is_causal: f"Linformer, rank {inputs[3][0].shape[0]}, random Gaussian projections",
         prepare=_with(projections),
         forced=True,
-        exact=False,
     )
 
 
 def _linear(params: RouteParams) -> Impl:  # no knob
-    return Impl(
-        "linear",
+    return _route(
+        "linear", params,
         "Not exact: linear attention (Katharopoulos et al.) with elu + 1 features, O(n); a different function.",
         lambda inputs, is_causal: linear_attention(*shared_kv(inputs), is_causal=is_causal),
-        lambda c: route_extra_bytes("linear", c),
         lambda inputs, is_causal: "linear attention, elu + 1 features",
-        exact=False,
     )
 
 

@@ -92,12 +92,9 @@ def run_config(config: BenchConfig, *, cap_bytes: int | None = None, min_run_tim
                warm_up: bool = True) -> BenchResult:  # fmt: skip
     """Measure one configuration; never raises for a kernel that cannot run or runs out of memory.
 
-    A configuration whose inputs plus predicted extra memory (:meth:`.Impl.guard_bytes`) exceed
-    ``cap_bytes`` (default :func:`default_cap_bytes`) is skipped before any tensor is made. Then a
-    warm-up call (``warm_up``, always on CUDA: a sweep warms each implementation once, since the
-    memory-measured call already precedes the timing), the call whose peak memory is measured, and
-    the timed calls: the config's mode's pass (:func:`.passes.timed_pass`). The checks at a small n
-    (:mod:`.checks`) are the sweep's to add.
+    A configuration over ``cap_bytes`` (:meth:`.Impl.guard_bytes`) is skipped before any tensor is made. Then a
+    warm-up call (``warm_up``, always on CUDA; the memory-measured call warms up too), the measured call and the
+    timed calls. The checks against float64 (:mod:`.checks`) are the sweep's to add.
     """
     impl = get_impl(config.impl)
     dev = torch.device(config.device)
@@ -164,8 +161,7 @@ def write_csv(rows: Sequence[BenchResult], out: IO[str]) -> None:
     """Write the rows to an open text file with a header line of :data:`CSV_COLUMNS`."""
     writer = csv.DictWriter(out, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    for r in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
+    writer.writerows({k: ("" if v is None else v) for k, v in asdict(r).items()} for r in rows)
 
 
 def speedups(rows: Sequence[BenchResult], baseline: str = "textbook") -> list[dict[str, Any]]:

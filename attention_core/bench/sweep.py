@@ -1,8 +1,5 @@
-"""Run configurations one after another: n outermost, under a time budget, cancellable, reusing rows.
-
-Each configuration is measured by :func:`.run.run_config`; :func:`plan` says what the memory guard
-would refuse without running anything.
-"""
+"""Run configurations one after another (:func:`.run.run_config`): n outermost, under a time budget, cancellable,
+reusing rows; :func:`plan` says what would be refused without running anything."""
 
 from __future__ import annotations
 
@@ -76,10 +73,8 @@ def run_sweep(spec: SweepSpec = DEFAULT_SWEEP, *, cap_bytes: int | None = None,
               cached: Callable[[BenchConfig], BenchResult | None] | None = None) -> SweepResult:  # fmt: skip
     """Run every configuration of ``spec`` in order and return the rows.
 
-    Stops cleanly when ``should_stop()`` turns true or when ``budget_s`` seconds are used
-    up; the configurations left are recorded as ``cancelled`` or ``skipped``. A
-    configuration that the budget cannot cover (its time predicted from the same
-    implementation's last n, scaled as n²) is skipped rather than started.
+    Stops cleanly when ``should_stop()`` turns true (the rest ``cancelled``) or ``budget_s`` is used up; a
+    configuration the budget cannot cover (the implementation's last time scaled as n²) is ``skipped``, not started.
     ``cached(config)`` may return an earlier result to reuse instead of measuring.
     """
     configs = spec.configs()
@@ -147,10 +142,9 @@ def _over_budget(config: BenchConfig, last_ok: dict[str, tuple[int, float]], dea
 
 @dataclass(frozen=True)
 class PlannedConfig:
-    """A configuration before it runs: the memory it will need, and why it will not run (if so)."""
+    """A configuration before it runs, and why it will not run (if so)."""
 
     config: BenchConfig
-    needed_bytes: int
     refusal: str | None
 
 
@@ -161,7 +155,5 @@ def plan(spec: SweepSpec, cap_bytes: int | None = None) -> list[PlannedConfig]:
     out = []
     for c in configs:
         impl = get_impl(c.impl)
-        need = int(impl.guard_bytes(c))
-        why = impl.cannot_run(c) or guard_reason(need, cap)
-        out.append(PlannedConfig(c, need, why))
+        out.append(PlannedConfig(c, impl.cannot_run(c) or guard_reason(impl.guard_bytes(c), cap)))
     return out

@@ -61,5 +61,5 @@ def run_controls(spec: bench.SweepSpec) -> tuple[int, bool]:
     budget = c[0].slider("Time budget (s)", 5, BUDGET_MAX, 20, step=5, key="bm_budget", bind="query-params")
     pressed = running.run_buttons(c[1], c[2], "bm", disabled=not spec.impls, what="benchmark")
     c[3].button("Forget measurements", key="bm_forget", help="Measure every configuration again on the next run.",
-                on_click=running.results().forget)
+                on_click=running.results().rows.clear)
     return budget, pressed

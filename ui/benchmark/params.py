@@ -1,6 +1,5 @@
-"""The benchmark page's choices: the sweep's ranges and their defaults (the controls name them in the URL), and
-the smaller limits Streamlit Community Cloud needs (a deployment concern, so it lives with the page: the core
-takes the memory ceiling as a number)."""
+"""The benchmark page's ranges and defaults, and the smaller limits Streamlit Community Cloud needs (a deployment
+concern, so it lives with the page: the core takes the memory ceiling as a number)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Running a sweep, for the benchmark and for Beyond n²'s cost tab: the Run and Cancel buttons, the queue for the
-server's lock (:mod:`ui.runlock`), a line per configuration as it lands, the last run kept in the session, and the
-rows this server has measured, shared by every session so that a sweep asked for again returns at once."""
+"""Running a sweep, for the benchmark and Beyond n²'s cost tab: Run and Cancel, the server's lock (:mod:`ui.runlock`),
+a line per configuration, the last run kept in the session, and the rows this server measured, shared by every
+session so that a sweep asked for again returns at once."""
 
 from __future__ import annotations
 
@@ -27,12 +27,6 @@ class ResultStore:
         if row.status in KEPT_STATUSES:
             self.rows[bench.BenchConfig(row.impl, row.n, **row.shape())] = row
 
-    def lookup(self, config: bench.BenchConfig) -> bench.BenchResult | None:
-        return self.rows.get(config)
-
-    def forget(self) -> None:
-        self.rows.clear()
-
 
 @st.cache_resource(show_spinner=False)
 def results() -> ResultStore:
@@ -42,8 +36,8 @@ def results() -> ResultStore:
 
 @dataclass(frozen=True)
 class Measured:
-    """The last finished run a session keeps (``<page>_result``): what was asked, what came back, whether every
-    row had been measured earlier on this server, and the route that stood in for one this machine lacks."""
+    """The last finished run a session keeps (``<page>_result``), and the route that stood in for one this machine
+    lacks."""
 
     spec: bench.SweepSpec
     result: bench.SweepResult
@@ -77,17 +71,16 @@ def _line(row: bench.BenchResult, reused: bool) -> str:
 
 def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: ResultStore | None = None,
         fallback: str | None = None, **sweep: object) -> None:  # fmt: skip
-    """The sweep under the server lock, a line per configuration and a progress bar; each row is kept in the
-    session (``<page>_partial``) as it lands, in case a rerun cuts the loop, and the run at its end
-    (``<page>_result``, a :class:`Measured`). With ``store`` rows measured earlier on this server are reused."""
+    """The sweep under the server lock, a line per configuration and a progress bar; each row kept in the session
+    as it lands (``<page>_partial``, in case a rerun cuts the loop), the run at its end (``<page>_result``)."""
     st.session_state.pop(f"{page}_result", None)
     configs = spec.configs()
     peak_key = (configs[0].device, spec.dtype)
     rows: list[bench.BenchResult] = []
     st.session_state[f"{page}_partial"] = rows
     store = ResultStore() if store is None else store  # without one, an empty store of this run's own: no reuse
-    if all(store.lookup(c) is not None for c in configs):  # nothing to measure: no lock, no timing
-        earlier = bench.SweepResult([store.lookup(c) for c in configs], 0.0, store.peaks.get(peak_key))
+    if all(c in store.rows for c in configs):  # nothing to measure: no lock, no timing
+        earlier = bench.SweepResult([store.rows[c] for c in configs], 0.0, store.peaks.get(peak_key))
         return _keep(page, Measured(spec, earlier, reused_all=True))
     with turn(f"{len(configs)} configurations on {configs[0].device}") as ours:
         if not ours:
@@ -99,13 +92,13 @@ def run(spec: bench.SweepSpec, budget: int, cap: int, *, page: str, store: Resul
                 if p.result is None:  # said before each configuration: which one is next
                     bar.progress(p.done / p.total, text=f"{p.config.impl}, n = {p.config.n} ({p.done + 1}/{p.total})")
                     return
-                reused = store.lookup(p.config) is p.result
+                reused = store.rows.get(p.config) is p.result
                 store.remember(p.result)
                 rows.append(p.result)
                 st.markdown(_line(p.result, reused))
                 bar.progress(p.done / p.total, text=f"{p.done}/{p.total} done")
 
-            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress, cached=store.lookup,
+            result = bench.run_sweep(spec, cap_bytes=cap, budget_s=budget, progress=progress, cached=store.rows.get,
                                      **sweep)  # type: ignore[arg-type]
             if result.peak_gflops:
                 store.peaks[peak_key] = result.peak_gflops

@@ -21,13 +21,10 @@ BACKWARD_FLOPS = (
     " The backward counts five matmuls to the forward's two (2.5×), as FlashAttention's and Triton's benchmarks "
     "count: FlashAttention's backward recomputes QKᵀ; the textbook backward keeps P and does four."
 )
-EXPECT = {
-    "fwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly: textbook ≈ 3–4× the time of "
-    "SDPA, trace ≈ 10–13×, tiled ≈ 1–1.6×.",
-    "bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) SDPA's backward takes 2–3× its "
-    "forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
-    "fwd+bwd": "**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) expect roughly, for forward + "
-    "backward: textbook ≈ 2.5–3× the time of SDPA, tiled ≈ 1.2–1.4×.",
+EXPECT = {  # on a 2-core CPU, fp32, 8 heads, d = 64, n = 1024 to 4096
+    "fwd": "expect roughly: textbook ≈ 3–4× the time of SDPA, trace ≈ 10–13×, tiled ≈ 1–1.6×.",
+    "bwd": "SDPA's backward takes 2–3× its forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
+    "fwd+bwd": "expect roughly, for forward + backward: textbook ≈ 2.5–3× the time of SDPA, tiled ≈ 1.2–1.4×.",
 }
 
 
@@ -80,7 +77,8 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
                 "but read and write the whole n×n matrix, which is where the textbook code loses time."
                 + (BACKWARD_FLOPS if spec.mode != "fwd" else "")
             )
-        draw.prose(EXPECT[spec.mode] + " `python benchmarks/report.py` measures them side by side on your machine.")
+        draw.prose(f"**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) {EXPECT[spec.mode]} "
+                   "`python benchmarks/report.py` measures them side by side on your machine.")  # fmt: skip
     if spec.mode != "fwd":
         training_memory(spec, n)
     environment_card(spec)
@@ -127,9 +125,7 @@ def environment_card(spec: bench.SweepSpec) -> None:
             col.markdown("  \n".join(f"{k}: `{v}`" for k, v in items[i * per : (i + 1) * per]))
 
 
-@st.cache_data(show_spinner=False)
-def _kernel_sources() -> dict[str, str]:
-    return triton_kernel_sources()
+_kernel_sources = st.cache_data(show_spinner=False)(triton_kernel_sources)  # two files, parsed once
 
 
 def show_triton_kernel(device: str) -> None:
