@@ -18,15 +18,13 @@ Linformer *learns* E and F. Untrained, two choices are offered:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ..attention import check_attention_args, dot_product_attention, overflow_error
+from ..attention import check_attention_args, dot_product_attention
 from ..device import new_tensor_device
-from ..validation import all_finite, check_choice, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, _error_curve
+from ..validation import check_choice, check_int, check_tensor
 
 PROJECTIONS = ("gaussian", "pool")
 
@@ -102,38 +100,6 @@ def linformer_attention(
     return dot_product_attention(q, k_low, v_low, scale=s)  # (N, ..., L, Ev)
 
 
-def linformer_weights(
-    q: torch.Tensor, k: torch.Tensor, *,
-    rank: int | None = None, seed: int = 0, kind: str = "gaussian", projection: Projection | None = None,
-    scale: float | None = None,
-) -> torch.Tensor:  # fmt: skip
-    """The ``(N, ..., L, S)`` weights Linformer implies on the original values: ``softmax(Q (EK)ᵀ) F``.
-
-    With ``"pool"`` every row is a distribution; with ``"gaussian"`` entries can be negative, so
-    they are coefficients, not attention weights.
-    """
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    e, f = _projections(k, rank, seed, kind, projection)
-    scores = (q @ (e @ k).transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, rank) -> (N, ..., L, rank)
-    if not all_finite(scores):
-        raise overflow_error(scores.dtype)
-    return torch.softmax(scores, dim=-1) @ f  # (N, ..., L, rank) @ (rank, S) -> (N, ..., L, S)
-
-
-def linformer_error_curve(
-    ranks: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float = 1.0, kind: str = "gaussian", device: str | torch.device | None = None,
-) -> ErrorCurve:  # fmt: skip
-    """Linformer's relative output error against the float64 reference at each rank (≤ n), per seed:
-    random float32 inputs from seed ``s`` and projections from seed ``s + ROUTE_SEED_OFFSET``."""
-    ks = tuple(check_int_list("ranks", ranks, low=1, high=check_int("n", n, low=1, high=1 << 16)))
-
-    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rank: int, seed: int) -> torch.Tensor:
-        return linformer_attention(q, k, v, rank=rank, seed=seed, kind=kind)
-
-    return _error_curve(ks, route, n=n, d=d, heads=heads, seeds=seeds, std=std, device=device)
-
-
 # ---- how low-rank real attention is ---------------------------------------------------------
 
 
@@ -155,4 +121,3 @@ def attention_spectrum(weights: torch.Tensor) -> Spectrum:
     at once: ``(n_layers, H, L, L)``), computed in float64 on the CPU."""
     check_tensor("weights", weights, min_dim=2)
     return Spectrum(torch.linalg.svdvals(weights.detach().to("cpu", torch.float64)))  # (..., min(L, S))
-

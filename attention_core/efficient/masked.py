@@ -18,13 +18,12 @@ the result says so: ``backend`` names the path that ran and ``fallback`` the rea
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args, dot_product_attention, overflow_error, stable_softmax
+from ..attention import check_attention_args, dot_product_attention, overflow_error
 from ..validation import all_finite, any_true, broadcast_shapes, check_choice
 from .flex import FlexPlan, FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
@@ -98,14 +97,3 @@ def masked_attention(
         out = dot_product_attention(q, k, v, mask, scale=s)
         return MaskedAttention(output=out, backend="dense")
     return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", fallback=fallback)
-
-
-def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:
-    """The attention weights under the pattern, ``(N, ..., L, S)``: rows sum to 1 over the allowed
-    keys, 0 elsewhere (a row with no key is all zeros). Materialised: for small n."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    mask = dense_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-    scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    if not all_finite(scores):
-        raise overflow_error(scores.dtype)
-    return stable_softmax(scores.masked_fill(mask.logical_not(), -math.inf), dim=-1)  # (N, ..., L, S)

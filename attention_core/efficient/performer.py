@@ -25,15 +25,13 @@ spread out; for peaked attention the estimate's variance, which grows as exp(|q 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 
 from ..attention import overflow_error
 from ..device import new_tensor_device
-from ..validation import all_finite, check_choice, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, _error_curve
-from .linear import DEFAULT_CHUNK, _attend, _check_features, _weights
+from ..validation import all_finite, check_choice, check_int, check_tensor
+from .linear import DEFAULT_CHUNK, _attend, _check_features
 
 MAX_FEATURES = 1 << 16
 LENGTHS = ("fixed", "chi")  # the random vectors' lengths: √E each, or a Gaussian vector's (module docstring)
@@ -118,37 +116,3 @@ def performer_attention(
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
     phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
     return _attend(phi_q, phi_k, v, is_causal, chunk)
-
-
-def performer_weights(
-    q: torch.Tensor, k: torch.Tensor, *, features: int | None = None, seed: int = 0, w: torch.Tensor | None = None,
-    is_causal: bool = False, scale: float | None = None, lengths: str = "fixed",
-) -> torch.Tensor:  # fmt: skip
-    """The ``(N, ..., L, S)`` weights the Performer implies (features as :func:`performer_attention`;
-    materialised: for small n)."""
-    s = _check_features(q, k, k, is_causal, scale)
-    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
-    return _weights(phi_q, phi_k, is_causal)
-
-
-def performer_error_curve(
-    features: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float | None = None, is_causal: bool = False, device: str | torch.device | None = None,
-    lengths: str = "fixed",
-) -> ErrorCurve:  # fmt: skip
-    """The Performer's relative output error against the float64 reference, at each feature count.
-
-    For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
-    q and k) and features from ``s + ROUTE_SEED_OFFSET``. ``std=None`` picks ``d^(−1/4)``, where each
-    scaled ``|q|²`` is about 1 and the error falls as 1/√m; ``std=1`` gives peaked attention, where the
-    estimate's variance swamps that law at any affordable m. ``lengths`` picks the features' lengths
-    (module docstring).
-    """
-    ms = tuple(check_int_list("features", features, low=1, high=MAX_FEATURES))
-    d = check_int("d", d, low=1, high=1 << 14)
-    std = d**-0.25 if std is None else std  # checked by random_qkv
-
-    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int, seed: int) -> torch.Tensor:
-        return performer_attention(q, k, v, features=m, seed=seed, is_causal=is_causal, lengths=lengths)
-
-    return _error_curve(ms, route, n=n, d=d, heads=heads, seeds=seeds, std=std, is_causal=is_causal, device=device)
