@@ -14,7 +14,7 @@ from attention_core.textbook import reference_attention
 def test_rank_n_with_the_identity_projection_is_exact_attention(device):
     q, k, v = random_qkv(40, 8, heads=2, seed=1, device=device)
     identity = torch.eye(40, device=device)
-    out = lowrank.linformer_attention(q, k, v, projection=identity)
+    out = lowrank.linformer_attention(q, k, v, projection=(identity, identity))
     torch.testing.assert_close(out.double(), reference_attention(q, k, v), atol=2e-6, rtol=0)
 
 
@@ -57,7 +57,7 @@ def test_bad_arguments_say_what_was_expected():
     with pytest.raises(ValueError, match="give rank"):
         lowrank.linformer_attention(q, k, v)
     with pytest.raises(ValueError, match=r"projection E must be \(rank, S=12\)"):
-        lowrank.linformer_attention(q, k, v, projection=torch.eye(5))
+        lowrank.linformer_attention(q, k, v, projection=(torch.eye(5), torch.eye(5)))
     with pytest.raises(ValueError, match="kind must be one of"):
         lowrank.linformer_attention(q, k, v, rank=4, kind="learned")
 

@@ -12,7 +12,7 @@ tile of the mask. Three things cost time once and are cached here:
   once inductor's on-disk cache is warm); :func:`flex_plan` reports it.
 - **the block mask**: which 128 × 128 tiles are empty, partial or full, built from the pattern a
   band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
-  per (pattern, n_q, n_k, block, device), at most :data:`BLOCK_MASK_CACHE` of them.
+  per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 - nothing else: a planned call is the compiled kernel alone.
 
 Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
@@ -38,7 +38,6 @@ from typing import Any
 
 import torch
 
-from ..validation import check_int
 from .patterns import EMPTY, FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
 
 NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
@@ -102,9 +101,7 @@ class FlexBlockMask:
     build_s: float
 
 
-def flex_block_mask(
-    mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu", block: int = FLEX_BLOCK
-) -> FlexBlockMask:
+def flex_block_mask(mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu") -> FlexBlockMask:
     """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache of the last
     :data:`BLOCK_MASK_CACHE`).
 
@@ -113,21 +110,20 @@ def flex_block_mask(
     the pattern there.
     """
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
-    block = check_int("block", block, low=16, high=1 << 14)
-    return _block_mask(mask_mod, n_q, n_k, block, str(torch.device(device)))
+    return _block_mask(mask_mod, n_q, n_k, str(torch.device(device)))
 
 
 @functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
-def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
+def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, device: str) -> FlexBlockMask:
     from torch.nn.attention.flex_attention import BlockMask
 
     started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
+    summary = block_summary(mask_mod, n_q, n_k, device=device)
     states = summary.states  # (q_tiles, k_tiles)
     full = states == FULL
-    if n_q % block:
+    if n_q % FLEX_BLOCK:
         full[-1, :] = False  # a ragged row of tiles is computed with the mask
-    if n_k % block:
+    if n_k % FLEX_BLOCK:
         full[:, -1] = False
     partial = (states == PARTIAL) | ((states == FULL) & ~full)  # (q_tiles, k_tiles)
 
@@ -140,7 +136,7 @@ def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) 
     kv_num, kv_idx = ordered(partial)
     full_num, full_idx = ordered(full)
     built = BlockMask.from_kv_blocks(
-        kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
+        kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=FLEX_BLOCK, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
     )
     return FlexBlockMask(built, summary, time.perf_counter() - started)
 

@@ -79,27 +79,6 @@ def favor_features(x: torch.Tensor, w: torch.Tensor, *, is_query: bool) -> torch
     return torch.exp(exponent - shift) / math.sqrt(w.shape[0])  # (N, ..., L, m)
 
 
-def _features(
-    q: torch.Tensor, k: torch.Tensor, scale: float, features: int | None, seed: int, lengths: str,
-    w: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """φ(q) and φ(k) with the given vectors ``w``, or with ``features`` of them drawn from ``seed``."""
-    if (w is None) == (features is None):
-        raise ValueError("give features (how many random vectors to draw) or w (the vectors), not both")
-    if w is None:
-        w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
-    check_tensor("w", w, min_dim=2)
-    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
-        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
-    if w.device != q.device or w.dtype != q.dtype:
-        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
-    half = math.sqrt(scale)  # q·k·scale = (q·√scale)·(k·√scale)
-    phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
-    if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
-        raise overflow_error(q.dtype, "the Performer's exponents w·x − |x|²/2")
-    return phi_q, phi_k
-
-
 def performer_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     features: int | None = None, seed: int = 0, w: torch.Tensor | None = None, is_causal: bool = False,
@@ -114,5 +93,17 @@ def performer_attention(
     """
     s = _check_features(q, k, v, is_causal, scale)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
-    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
+    if (w is None) == (features is None):
+        raise ValueError("give features (how many random vectors to draw) or w (the vectors), not both")
+    if w is None:
+        w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
+    check_tensor("w", w, min_dim=2)
+    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
+        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
+    if w.device != q.device or w.dtype != q.dtype:
+        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
+    half = math.sqrt(s)  # q·k·scale = (q·√scale)·(k·√scale)
+    phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
+    if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
+        raise overflow_error(q.dtype, "the Performer's exponents w·x − |x|²/2")
     return _attend(phi_q, phi_k, v, is_causal, chunk)
