@@ -7,9 +7,6 @@ Two measures, both against the reference (softmax attention by this project's co
   many nats the route's weights lose in describing where softmax attention looks. A sparse
   pattern gives 0 weight to keys softmax attention weighs, so this direction is +∞ there;
   ``KL(route ‖ ref)`` stays finite and for a pattern equals −log(the reference weight it keeps).
-
-:func:`random_qkv` makes the random inputs, :class:`ErrorCurve` holds an error against a size
-(features, rank) over several seeds.
 """
 
 from __future__ import annotations
@@ -132,10 +129,7 @@ def compare(
 
 @dataclass(frozen=True)
 class ErrorCurve:
-    """A route's relative error against a size (``x``: features, rank, …), one error per seed.
-
-    ``errors[i][s]`` is the error at ``x[i]`` for seed ``seeds[s]``.
-    """
+    """A route's relative error against a size: ``errors[i][s]`` at ``x[i]`` (features, rank) for seed ``seeds[s]``."""
 
     x: tuple[int, ...]
     seeds: tuple[int, ...]

@@ -2,7 +2,7 @@
 
 ``torch.nn.attention.flex_attention`` run eagerly materialises the n × n scores (seconds at
 n = 4096 on a CPU); under ``torch.compile`` it becomes a fused kernel that skips every empty
-tile of the mask. Three things cost time once and are cached here:
+tile of the mask. Two things cost time once and are cached here (a planned call is the compiled kernel alone):
 
 - **the compile**: one ``torch.compile(flex_attention, dynamic=True)`` per process. Dynamic
   shapes let one compiled kernel serve every sequence length, and the patterns keep their
@@ -13,7 +13,6 @@ tile of the mask. Three things cost time once and are cached here:
 - **the block mask**: which 128 × 128 tiles are empty, partial or full, built from the pattern a
   band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
   per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
-- nothing else: a planned call is the compiled kernel alone.
 
 Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
 inductor on the CPU, no Triton on a GPU, ``$ATTENTION_NO_COMPILE`` set, an earlier compile that
@@ -102,12 +101,10 @@ class FlexBlockMask:
 
 
 def flex_block_mask(mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu") -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache of the last
-    :data:`BLOCK_MASK_CACHE`).
+    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached).
 
-    Built from :func:`.patterns.block_summary`. Tiles on the ragged edge are never marked full,
-    as ``create_block_mask`` (which pads with blocked entries) would not, so the kernel applies
-    the pattern there.
+    Tiles on the ragged edge are never marked full, as ``create_block_mask`` (which pads with blocked
+    entries) would not, so the kernel applies the pattern there.
     """
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
     return _block_mask(mask_mod, n_q, n_k, str(torch.device(device)))

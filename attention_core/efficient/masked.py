@@ -12,8 +12,7 @@ core and torch's fused kernels do (torch's reference softmax would give NaN). Th
 :mod:`.patterns` always leave each query its own position or the global tokens, so this only
 happens with hand-written patterns.
 
-When ``"flex"`` cannot compile here (no C++ compiler, say), the call runs ``"sdpa"`` instead and
-the result says so: ``backend`` names the path that ran and ``fallback`` the reason.
+When ``"flex"`` cannot compile here (no C++ compiler, say), the call runs ``"sdpa"`` and says so.
 """
 
 from __future__ import annotations
@@ -46,11 +45,7 @@ class MaskedAttention:
 
 def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
     """``(N, ..., L, E)`` broadcast to ``lead`` and folded into FlexAttention's ``(B, H, L, E)``."""
-    x = x.expand(*lead, *x.shape[-2:])  # (..., L, E)
-    if len(lead) == 2:
-        return x
-    heads = lead[-1] if lead else 1
-    return x.reshape(-1, heads, *x.shape[-2:])  # (B, H, L, E)
+    return x.expand(*lead, *x.shape[-2:]).reshape(-1, lead[-1] if lead else 1, *x.shape[-2:])  # (B, H, L, E)
 
 
 def _sdpa_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:

@@ -280,24 +280,17 @@ class BlockSummary:
     ``states`` is ``(ceil(n_q/block), ceil(n_k/block))`` int8: ``EMPTY`` (0, no query of the
     tile may see any key of it: the kernel skips the tile), ``PARTIAL`` (1, computed, then
     masked) or ``FULL`` (2, computed, no mask needed). Tiles on the ragged edge count their
-    real entries only. ``allowed`` is the number of allowed (query, key) pairs.
+    real entries only. ``allowed_share``: the share of the n_q·n_k (query, key) pairs the pattern
+    allows, the work an ideal kernel does.
     """
 
-    n_q: int
-    n_k: int
-    block: int
     states: torch.Tensor
-    allowed: int
+    allowed_share: float
 
     def share(self, state: int) -> float:
         """Share of the tiles in ``state``: for ``EMPTY``, of the padded n_q·n_k scores a block-sparse
         kernel never computes (FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size)."""
         return int((self.states == state).sum()) / self.states.numel()
-
-    @property
-    def allowed_share(self) -> float:
-        """Share of the n_q·n_k (query, key) pairs the pattern allows: the work an ideal kernel does."""
-        return self.allowed / (self.n_q * self.n_k)
 
 
 def block_summary(
@@ -328,4 +321,4 @@ def block_summary(
         every = grid_all.view(shape).all(dim=3).all(dim=1)  # (tiles, k_tiles)
         bands.append(torch.where(every, FULL, torch.where(some, PARTIAL, EMPTY)))
     states = torch.cat(bands).to(torch.int8)  # (q_tiles, k_tiles)
-    return BlockSummary(n_q=n_q, n_k=n_k, block=block, states=states, allowed=allowed)
+    return BlockSummary(states, allowed / (n_q * n_k))

@@ -54,7 +54,7 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
     it = None
-    if {"it", "animal"} <= set(s.tokens) and s.index("animal") not in (s.index("it"), 0, len(s.tokens) - 1):
+    if {"it", "animal"} <= set(s.tokens):  # two words: never [CLS], [SEP] or the same position
         most = s.attends_most("it", "animal")
         it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
     return _reading(list(s.tokens), s.exact.weights[0], None if s.weights is None else s.weights[0], s.accuracy, it)
