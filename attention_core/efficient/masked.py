@@ -48,16 +48,6 @@ def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
     return x.expand(*lead, *x.shape[-2:]).reshape(-1, lead[-1] if lead else 1, *x.shape[-2:])  # (B, H, L, E)
 
 
-def _sdpa_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (N, ..., L, Ev)
-    dead = mask.any(dim=-1).logical_not()  # (L,): queries with no key
-    if any_true(dead):
-        out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
-    if not all_finite(out):
-        raise overflow_error(out.dtype)
-    return out
-
-
 def masked_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -89,6 +79,11 @@ def masked_attention(
             return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", plan=plan)
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
-        out = dot_product_attention(q, k, v, mask, scale=s)
-        return MaskedAttention(output=out, backend="dense")
-    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", fallback=fallback)
+        return MaskedAttention(dot_product_attention(q, k, v, mask, scale=s), "dense")
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=s)  # (N, ..., L, Ev)
+    dead = mask.any(dim=-1).logical_not()  # (L,): queries with no key
+    if any_true(dead):
+        out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
+    if not all_finite(out):
+        raise overflow_error(out.dtype)
+    return MaskedAttention(out, "sdpa", fallback)
