@@ -85,7 +85,7 @@ def test_a_window_covering_every_key_is_exact():
 
 def test_error_curve_slope_and_trend():
     x = (16, 64, 256)
-    curve = ErrorCurve(x=x, seeds=(0, 1), errors=tuple((2 / m**0.5, 2 / m**0.5) for m in x))
+    curve = ErrorCurve(x=x, errors=tuple((2 / m**0.5, 2 / m**0.5) for m in x))
     assert curve.slope() == pytest.approx(-0.5)
     assert curve.inverse_sqrt_trend() == pytest.approx(curve.mean)
     assert curve.ratio(16, 256) == pytest.approx(4.0)

@@ -129,10 +129,9 @@ def compare(
 
 @dataclass(frozen=True)
 class ErrorCurve:
-    """A route's relative error against a size: ``errors[i][s]`` at ``x[i]`` (features, rank) for seed ``seeds[s]``."""
+    """A route's relative error against a size: ``errors[i][s]`` at ``x[i]`` (features, rank) for the s-th seed."""
 
     x: tuple[int, ...]
-    seeds: tuple[int, ...]
     errors: tuple[tuple[float, ...], ...]
 
     @property

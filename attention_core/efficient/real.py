@@ -24,12 +24,8 @@ from .variants import variant_attention
 
 @dataclass(frozen=True)
 class AttendsMost:
-    """Where ``query`` looks most, per head, under exact attention and under the variant.
-
-    ``exact_top`` / ``variant_top``: for each head, the key with the largest weight from the
-    query among the candidates (not [CLS], [SEP] or the query itself); ``-1`` for a head whose
-    variant has no weights.
-    """
+    """Per head, the key ``query`` looks at most (module docstring) under exact attention and under the
+    variant; ``-1`` for a head whose variant has no weights."""
 
     query: int
     key: int

@@ -152,4 +152,4 @@ def error_curve(
             drawn: dict[str, Any] = {size: x, "seed": seed + ROUTE_SEED_OFFSET}
             run = _route(q, k, variant, is_causal=is_causal, **drawn, **params)  # type: ignore[arg-type]
             errors[i].append(relative_error(run(v), reference))
-    return ErrorCurve(x=xs, seeds=seeds, errors=tuple(tuple(e) for e in errors))
+    return ErrorCurve(x=xs, errors=tuple(tuple(e) for e in errors))
