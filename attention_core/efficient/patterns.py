@@ -185,10 +185,6 @@ def _bigbird(
     return bigbird_mask
 
 
-def _max_length(mask_mod: MaskMod) -> int | None:
-    return getattr(mask_mod, "max_length", None)
-
-
 def _combination(
     mask_mods: tuple[MaskMod, ...], op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], what: str
 ) -> MaskMod:
@@ -204,7 +200,7 @@ def _combination(
             allowed = op(allowed, m(b, h, q_idx, kv_idx))
         return allowed
 
-    lengths = [length for m in mask_mods if (length := _max_length(m)) is not None]
+    lengths = [length for m in mask_mods if (length := getattr(m, "max_length", None)) is not None]
     if lengths:  # the shortest sequence any of them was built for
         combined_mask.max_length = min(lengths)  # type: ignore[attr-defined]
     return combined_mask
@@ -231,7 +227,7 @@ def check_pattern(mask_mod: object, n_q: int, n_k: int) -> tuple[int, int]:
         raise ValueError(f"mask_mod must be a function (b, h, q_idx, kv_idx) -> bool tensor, got {mask_mod!r}")
     n_q = check_int("n_q", n_q, low=1, high=MAX_SIDE)
     n_k = check_int("n_k", n_k, low=1, high=MAX_SIDE)
-    length = _max_length(mask_mod)  # type: ignore[arg-type]
+    length = getattr(mask_mod, "max_length", None)  # set by bigbird (and combinations of it)
     if length is not None and max(n_q, n_k) > length:
         raise ValueError(
             f"this pattern was built for sequences of up to {length} tokens, not {max(n_q, n_k)}: "

@@ -4,8 +4,8 @@
 ``(N, ..., L, S)`` weights it puts on the keys (explicit for the sparse patterns, implied for the
 kernel and low-rank routes), so a page can draw them beside exact attention and
 :func:`compare_variant` can measure the difference. Every route is linear in ``v``, so its weights are
-its output for the values ``I (S, S)``: one more call of the same code, materialised, so this module is
-for small n (a sentence, a few hundred tokens); the benchmark (:mod:`attention_core.bench.routes`) times
+its output for the values ``I (S, S)``: the same code, run once more. They are materialised, so this module
+is for small n (a sentence, a few hundred tokens); the benchmark (:mod:`attention_core.bench.routes`) times
 the routes at large n. :func:`error_curve` measures a route's error against its size.
 
 The variants (parameters in brackets):
