@@ -15,9 +15,10 @@ tile of the mask. Two things cost time once and are cached here (a planned call 
   per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 
 Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
-inductor on the CPU, no Triton on a GPU, ``$ATTENTION_NO_COMPILE`` set, an earlier compile that
-failed, or the cache of compile keys full) and :func:`flex_plan` raises :class:`FlexUnavailable`
-with that sentence. Callers run the dense path instead and say so.
+inductor on the CPU, as on some Streamlit Community Cloud images; no Triton on a GPU;
+``$ATTENTION_NO_COMPILE`` set; an earlier compile that failed; or the cache of compile keys full)
+and :func:`flex_plan` raises :class:`FlexUnavailable` with that sentence. Callers run the dense path
+instead and say so.
 """
 
 from __future__ import annotations
@@ -53,11 +54,7 @@ class FlexUnavailable(RuntimeError):
 
 
 def flex_available(device: str | torch.device = "cpu") -> str | None:
-    """``None`` when compiled FlexAttention can run on ``device``, else the reason it cannot.
-
-    On the CPU inductor compiles C++ and needs a compiler on the PATH (Streamlit Community
-    Cloud's image may have none); on a GPU it needs Triton.
-    """
+    """``None`` when compiled FlexAttention can run on ``device``, else the reason it cannot (module docstring)."""
     dev = torch.device(device)
     if os.environ.get(NO_COMPILE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return f"torch.compile is switched off here (${NO_COMPILE_ENV} is set)"
@@ -179,10 +176,9 @@ def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.T
 
 @dataclass(frozen=True)
 class FlexPlan:
-    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block mask
-    (``mask``, with how long it took to build), and ``compile_s``, the seconds of the
-    first call of this compile key in this process (the compile and one run); ``compiled_now``:
-    whether making this plan compiled."""
+    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block ``mask``,
+    and ``compile_s``, the seconds of the first call of its compile key in this process (the compile and
+    one run); ``compiled_now``: whether making this plan compiled."""
 
     mask: FlexBlockMask
     scale: float

@@ -45,11 +45,8 @@ def _scalar(value: int) -> torch.Tensor:
 
 
 def _cached(builder: Callable[..., MaskMod]) -> Callable[..., MaskMod]:
-    """Cache a pattern builder: the same arguments give the same function object.
-
-    ``typed=True`` keeps ``True`` apart from ``1`` (the checks reject a bool); unhashable
-    arguments skip the cache and reach the checks, which say what is wrong with them.
-    """
+    """Cache a pattern builder (module docstring). ``typed=True`` keeps ``True`` apart from ``1`` (the checks
+    reject a bool); unhashable arguments skip the cache and reach the checks, which say what is wrong."""
     cached = functools.lru_cache(maxsize=256, typed=True)(builder)
 
     @functools.wraps(builder)
