@@ -120,7 +120,7 @@ def linear_goal(n: int) -> tuple[str, str, str, bool]:
 def performer_goal() -> list[tuple[str, str, str, bool | None]]:
     rows: list[tuple[str, str, str, bool | None]] = []
     for std, what in ((None, "scaled |q|² ≈ 1"), (1.0, "std 1, peaked")):
-        curve = eff.performer_error_curve([16, 64, 256], n=256, d=D, heads=HEADS, seeds=(0, 1, 2, 3, 4), std=std)
+        curve = eff.error_curve("performer", [16, 64, 256], n=256, d=D, heads=HEADS, seeds=(0, 1, 2, 3, 4), std=std)
         ratio = curve.ratio(16, 256)
         errors = ", ".join(f"{m}: {e:.3f}" for m, e in zip(curve.x, curve.mean, strict=True))
         goal = std is None

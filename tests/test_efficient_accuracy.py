@@ -14,11 +14,9 @@ from attention_core.efficient import (
     ErrorCurve,
     compare,
     compare_variant,
-    masked_weights,
     random_qkv,
     relative_error,
     row_kl,
-    sliding_window,
     variant_attention,
 )
 
@@ -46,7 +44,7 @@ def test_row_kl_by_hand():
 def test_a_pattern_keeps_minus_log_of_the_exact_weight_it_keeps():
     q, k, v = random_qkv(30, 8, heads=2, seed=1)
     exact = attention_trace(q.double(), k.double(), v.double())
-    sparse = masked_weights(q.double(), k.double(), sliding_window(3))
+    sparse = variant_attention(q.double(), k.double(), v.double(), "window", window=3).weights
     result = compare(exact.output, exact.output, sparse, exact.weights)
     kept = (exact.weights * (sparse > 0)).sum(-1)  # (1, 2, 30)
     # The pattern's weights are exact ones restricted and renormalised, so KL(pattern ‖ exact) = −log(kept).
@@ -87,7 +85,7 @@ def test_a_window_covering_every_key_is_exact():
 
 def test_error_curve_slope_and_trend():
     x = (16, 64, 256)
-    curve = ErrorCurve(x=x, seeds=(0, 1), errors=tuple((2 / m**0.5, 2 / m**0.5) for m in x))
+    curve = ErrorCurve(x=x, errors=tuple((2 / m**0.5, 2 / m**0.5) for m in x))
     assert curve.slope() == pytest.approx(-0.5)
     assert curve.inverse_sqrt_trend() == pytest.approx(curve.mean)
     assert curve.ratio(16, 256) == pytest.approx(4.0)

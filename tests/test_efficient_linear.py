@@ -14,7 +14,6 @@ from attention_core.efficient import (
     feature_attention,
     linear_attention,
     linear_attention_recurrent,
-    linear_weights,
     random_qkv,
 )
 
@@ -76,17 +75,6 @@ def test_a_future_token_never_changes_a_past_output():
     after = linear_attention(q, k2, v2, is_causal=True)
     torch.testing.assert_close(after[..., :30, :], before[..., :30, :], atol=0, rtol=0)
     assert not torch.allclose(after[..., 30:, :], before[..., 30:, :])
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_implied_weights_are_distributions_and_give_the_output(causal):
-    q, k, v = random_qkv(25, 8, heads=2, seed=5)
-    w = linear_weights(q, k, is_causal=causal)
-    assert bool((w >= 0).all())
-    torch.testing.assert_close(w.sum(-1), torch.ones(1, 2, 25))
-    if causal:
-        assert bool((w.triu(1) == 0).all())
-    torch.testing.assert_close(w @ v, linear_attention(q, k, v, is_causal=causal), atol=1e-5, rtol=1e-5)
 
 
 def test_underflowed_features_give_zeros_not_nan():

@@ -176,7 +176,7 @@ def test_block_summary_matches_the_dense_mask_tile_by_tile(n_q, n_k, block, wind
     mask = patterns.dense_mask(pattern, n_q, n_k)
     summary = patterns.block_summary(pattern, n_q, n_k, block=block)
     assert torch.equal(summary.states, _tiles_from_dense(mask, block))
-    assert summary.allowed == int(mask.sum())
+    assert summary.allowed_share == int(mask.sum()) / mask.numel()
     assert sum(summary.share(state) for state in (patterns.EMPTY, patterns.PARTIAL, patterns.FULL)) == pytest.approx(1)
 
 

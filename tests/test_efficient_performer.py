@@ -9,12 +9,11 @@ import pytest
 import torch
 
 from attention_core.efficient import (
+    error_curve,
     favor_features,
     feature_attention,
     orthogonal_features,
     performer_attention,
-    performer_error_curve,
-    performer_weights,
     random_qkv,
 )
 
@@ -78,7 +77,7 @@ def test_large_inputs_stay_finite():
 
 
 def test_error_at_256_features_is_at_least_3x_smaller_than_at_16():
-    curve = performer_error_curve([16, 256], n=128, d=64, heads=4, seeds=(0, 1, 2, 3, 4))
+    curve = error_curve("performer", [16, 256], n=128, d=64, heads=4, seeds=(0, 1, 2, 3, 4))
     assert curve.ratio(16, 256) >= 3.0, curve.mean
 
 
@@ -86,27 +85,17 @@ def test_fixed_lengths_fall_3_5x_from_16_to_256_features_where_chi_falls_2_9x():
     """Issue 29's inputs: n = 256, d = 32, 4 heads, q, k ~ N(0, 0.5²), 5 seeds. Chi lengths are unbiased but
     heavy-tailed there (their 1/√m law starts past a few thousand features); fixed lengths √d are not."""
     args = dict(n=256, d=32, heads=4, seeds=(0, 1, 2, 3, 4), std=0.5)
-    fixed = performer_error_curve([16, 256], **args)
-    chi = performer_error_curve([16, 256], **args, lengths="chi")
+    fixed = error_curve("performer", [16, 256], **args)
+    chi = error_curve("performer", [16, 256], **args, lengths="chi")
     assert fixed.ratio(16, 256) >= 3.5, fixed.mean
     assert chi.ratio(16, 256) < 3.2, chi.mean  # what the issue measured: 2.9×
     assert all(f < c for f, c in zip(fixed.mean, chi.mean, strict=True))  # lower error at both sizes
 
 
 def test_error_falls_about_as_one_over_root_m():
-    curve = performer_error_curve([16, 64, 256], n=64, d=32, heads=2, seeds=(0, 1, 2))
+    curve = error_curve("performer", [16, 64, 256], n=64, d=32, heads=2, seeds=(0, 1, 2))
     assert curve.mean[0] > curve.mean[1] > curve.mean[2]
     assert -0.8 < curve.slope() < -0.35  # 1/√m is −0.5
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_implied_weights_are_distributions_and_give_the_output(causal):
-    q, k, v = random_qkv(20, 8, heads=2, seed=4)
-    w = performer_weights(q, k, features=16, seed=1, is_causal=causal)
-    assert bool((w >= 0).all())
-    torch.testing.assert_close(w.sum(-1), torch.ones(1, 2, 20))
-    out = performer_attention(q, k, v, features=16, seed=1, is_causal=causal)
-    torch.testing.assert_close(w @ v, out, atol=1e-5, rtol=1e-5)
 
 
 def test_bad_arguments_say_what_was_expected():
@@ -123,4 +112,4 @@ def test_bad_arguments_say_what_was_expected():
     with pytest.raises(ValueError, match="not both"):
         performer_attention(q, k, v)
     with pytest.raises(ValueError, match="features"):
-        performer_error_curve([16, 0])
+        error_curve("performer", [16, 0])

@@ -80,7 +80,6 @@ EXACT: dict[str, Callable[..., object]] = {
     "masked_attention sdpa": lambda q, k, v: eff.masked_attention(
         q, k, v, eff.sliding_window(L), backend="sdpa"
     ).output,
-    "masked_weights": lambda q, k, v: eff.masked_weights(q, k, eff.sliding_window(L)) @ v,
 }
 HEADS: dict[str, Callable[..., object]] = {
     "multi_head_attention": lambda dtype: _eye_heads(dtype, ac.multi_head_attention),
@@ -90,15 +89,14 @@ HEADS: dict[str, Callable[..., object]] = {
 }
 APPROXIMATE: dict[str, Callable[..., object]] = {
     "performer_attention": lambda q, k, v: eff.performer_attention(q, k, v, features=16, seed=0),
-    "performer_weights": lambda q, k, v: eff.performer_weights(q, k, features=16, seed=0) @ v,
     "linear_attention": lambda q, k, v: eff.linear_attention(q, k, v),
     "linear_attention causal": lambda q, k, v: eff.linear_attention(q, k, v, is_causal=True),
     "linear_attention_recurrent": lambda q, k, v: eff.linear_attention_recurrent(q, k, v),
-    "linear_weights": lambda q, k, v: eff.linear_weights(q, k) @ v,
     "linformer_attention": lambda q, k, v: eff.linformer_attention(q, k, v, rank=4, seed=0, kind="pool"),
-    "linformer_weights": lambda q, k, v: eff.linformer_weights(q, k, rank=4, seed=0, kind="pool") @ v,
     "variant_attention performer": lambda q, k, v: eff.variant_attention(q, k, v, "performer", features=16).output,
     "variant_attention window": lambda q, k, v: eff.variant_attention(q, k, v, "window", window=2).output,
+    "variant_attention linear": lambda q, k, v: eff.variant_attention(q, k, v, "linear"),
+    "variant_attention linformer": lambda q, k, v: eff.variant_attention(q, k, v, "linformer", rank=4, kind="pool"),
 }
 DTYPES = [torch.float16, torch.bfloat16]
 

@@ -16,24 +16,10 @@ from .flex import (
     flex_block_mask,
     flex_plan,
 )
-from .linear import (
-    elu_feature_map,
-    feature_attention,
-    linear_attention,
-    linear_attention_recurrent,
-    linear_weights,
-)
-from .lowrank import (
-    PROJECTIONS,
-    Spectrum,
-    attention_spectrum,
-    linformer_attention,
-    linformer_error_curve,
-    linformer_projections,
-    linformer_weights,
-)
+from .linear import elu_feature_map, feature_attention, linear_attention, linear_attention_recurrent
+from .lowrank import PROJECTIONS, Spectrum, attention_spectrum, linformer_attention, linformer_projections
 from .lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE, LRAResult, lra_result
-from .masked import BACKENDS, MaskedAttention, masked_attention, masked_weights
+from .masked import BACKENDS, MaskedAttention, masked_attention
 from .patterns import (
     EMPTY,
     FLEX_BLOCK,
@@ -51,12 +37,14 @@ from .patterns import (
     sliding_window,
     window_with_globals,
 )
-from .performer import (
-    favor_features,
-    orthogonal_features,
-    performer_attention,
-    performer_error_curve,
-    performer_weights,
-)
+from .performer import favor_features, orthogonal_features, performer_attention
 from .real import AttendsMost, LayerSwap, swap_layer
-from .variants import PATTERNS, VARIANTS, VariantOutput, compare_variant, variant_attention, variant_pattern
+from .variants import (
+    PATTERNS,
+    VARIANTS,
+    VariantOutput,
+    compare_variant,
+    error_curve,
+    variant_attention,
+    variant_pattern,
+)

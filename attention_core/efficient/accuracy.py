@@ -7,15 +7,11 @@ Two measures, both against the reference (softmax attention by this project's co
   many nats the route's weights lose in describing where softmax attention looks. A sparse
   pattern gives 0 weight to keys softmax attention weighs, so this direction is +∞ there;
   ``KL(route ‖ ref)`` stays finite and for a pattern equals −log(the reference weight it keeps).
-
-:func:`random_qkv` makes the random inputs, :class:`ErrorCurve` holds an error against a size
-(features, rank) over several seeds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,8 +19,7 @@ import torch
 
 from ..device import new_tensor_device
 from ..power_law import fit_loglog_slope
-from ..textbook import reference_attention
-from ..validation import check_float, check_int, check_int_list, check_tensor
+from ..validation import check_float, check_int, check_tensor
 
 
 def random_qkv(
@@ -134,13 +129,9 @@ def compare(
 
 @dataclass(frozen=True)
 class ErrorCurve:
-    """A route's relative error against a size (``x``: features, rank, …), one error per seed.
-
-    ``errors[i][s]`` is the error at ``x[i]`` for seed ``seeds[s]``.
-    """
+    """A route's relative error against a size: ``errors[i][s]`` at ``x[i]`` (features, rank) for the s-th seed."""
 
     x: tuple[int, ...]
-    seeds: tuple[int, ...]
     errors: tuple[tuple[float, ...], ...]
 
     @property
@@ -168,24 +159,3 @@ class ErrorCurve:
                 raise ValueError(f"{value} is not one of the sizes measured, {list(self.x)}")
         mean = dict(zip(self.x, self.mean, strict=True))
         return mean[small] / mean[large] if mean[large] > 0 else math.inf
-
-
-Route = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int, int], torch.Tensor]
-ROUTE_SEED_OFFSET = 1000  # an error curve draws its inputs from seed s, the route's randomness from s + this
-
-
-def _error_curve(
-    sizes: tuple[int, ...], route: Route, *, n: int, d: int, heads: int, seeds: Sequence[int], std: float,
-    is_causal: bool = False, device: str | torch.device | None = None,
-) -> ErrorCurve:  # fmt: skip
-    """``route(q, k, v, size, seed + ROUTE_SEED_OFFSET)``'s relative error against the float64 reference at each
-    size, for each seed: random float32 inputs ``(1, heads, n, d)`` from that seed (``std`` on q and k). One seed
-    for both would reuse the same Gaussian numbers."""
-    seeds = tuple(check_int_list("seeds", seeds, low=0))
-    errors: list[list[float]] = [[] for _ in sizes]
-    for seed in seeds:
-        q, k, v = random_qkv(n, d, heads=heads, seed=seed, std=std, device=device)  # (1, H, n, d) each
-        reference = reference_attention(q, k, v, is_causal=is_causal)  # (1, H, n, d) float64
-        for i, size in enumerate(sizes):
-            errors[i].append(relative_error(route(q, k, v, size, seed + ROUTE_SEED_OFFSET), reference))
-    return ErrorCurve(x=sizes, seeds=seeds, errors=tuple(tuple(e) for e in errors))

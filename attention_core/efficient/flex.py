@@ -2,7 +2,7 @@
 
 ``torch.nn.attention.flex_attention`` run eagerly materialises the n × n scores (seconds at
 n = 4096 on a CPU); under ``torch.compile`` it becomes a fused kernel that skips every empty
-tile of the mask. Three things cost time once and are cached here:
+tile of the mask. Two things cost time once and are cached here (a planned call is the compiled kernel alone):
 
 - **the compile**: one ``torch.compile(flex_attention, dynamic=True)`` per process. Dynamic
   shapes let one compiled kernel serve every sequence length, and the patterns keep their
@@ -12,13 +12,13 @@ tile of the mask. Three things cost time once and are cached here:
   once inductor's on-disk cache is warm); :func:`flex_plan` reports it.
 - **the block mask**: which 128 × 128 tiles are empty, partial or full, built from the pattern a
   band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
-  per (pattern, n_q, n_k, block, device), at most :data:`BLOCK_MASK_CACHE` of them.
-- nothing else: a planned call is the compiled kernel alone.
+  per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 
 Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
-inductor on the CPU, no Triton on a GPU, ``$ATTENTION_NO_COMPILE`` set, an earlier compile that
-failed, or the cache of compile keys full) and :func:`flex_plan` raises :class:`FlexUnavailable`
-with that sentence. Callers run the dense path instead and say so.
+inductor on the CPU, as on some Streamlit Community Cloud images; no Triton on a GPU;
+``$ATTENTION_NO_COMPILE`` set; an earlier compile that failed; or the cache of compile keys full)
+and :func:`flex_plan` raises :class:`FlexUnavailable` with that sentence. Callers run the dense path
+instead and say so.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from typing import Any
 
 import torch
 
-from ..validation import check_int
 from .patterns import EMPTY, FLEX_BLOCK, FULL, PARTIAL, BlockSummary, MaskMod, block_summary, check_pattern
 
 NO_COMPILE_ENV = "ATTENTION_NO_COMPILE"
@@ -55,11 +54,7 @@ class FlexUnavailable(RuntimeError):
 
 
 def flex_available(device: str | torch.device = "cpu") -> str | None:
-    """``None`` when compiled FlexAttention can run on ``device``, else the reason it cannot.
-
-    On the CPU inductor compiles C++ and needs a compiler on the PATH (Streamlit Community
-    Cloud's image may have none); on a GPU it needs Triton.
-    """
+    """``None`` when compiled FlexAttention can run on ``device``, else the reason it cannot (module docstring)."""
     dev = torch.device(device)
     if os.environ.get(NO_COMPILE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return f"torch.compile is switched off here (${NO_COMPILE_ENV} is set)"
@@ -102,32 +97,27 @@ class FlexBlockMask:
     build_s: float
 
 
-def flex_block_mask(
-    mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu", block: int = FLEX_BLOCK
-) -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, built (or fetched from the cache of the last
-    :data:`BLOCK_MASK_CACHE`).
+def flex_block_mask(mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu") -> FlexBlockMask:
+    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached).
 
-    Built from :func:`.patterns.block_summary`. Tiles on the ragged edge are never marked full,
-    as ``create_block_mask`` (which pads with blocked entries) would not, so the kernel applies
-    the pattern there.
+    Tiles on the ragged edge are never marked full, as ``create_block_mask`` (which pads with blocked
+    entries) would not, so the kernel applies the pattern there.
     """
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
-    block = check_int("block", block, low=16, high=1 << 14)
-    return _block_mask(mask_mod, n_q, n_k, block, str(torch.device(device)))
+    return _block_mask(mask_mod, n_q, n_k, str(torch.device(device)))
 
 
 @functools.lru_cache(maxsize=BLOCK_MASK_CACHE)
-def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) -> FlexBlockMask:
+def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, device: str) -> FlexBlockMask:
     from torch.nn.attention.flex_attention import BlockMask
 
     started = time.perf_counter()
-    summary = block_summary(mask_mod, n_q, n_k, block=block, device=device)
+    summary = block_summary(mask_mod, n_q, n_k, device=device)
     states = summary.states  # (q_tiles, k_tiles)
     full = states == FULL
-    if n_q % block:
+    if n_q % FLEX_BLOCK:
         full[-1, :] = False  # a ragged row of tiles is computed with the mask
-    if n_k % block:
+    if n_k % FLEX_BLOCK:
         full[:, -1] = False
     partial = (states == PARTIAL) | ((states == FULL) & ~full)  # (q_tiles, k_tiles)
 
@@ -140,7 +130,7 @@ def _block_mask(mask_mod: MaskMod, n_q: int, n_k: int, block: int, device: str) 
     kv_num, kv_idx = ordered(partial)
     full_num, full_idx = ordered(full)
     built = BlockMask.from_kv_blocks(
-        kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
+        kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=FLEX_BLOCK, mask_mod=mask_mod, seq_lengths=(n_q, n_k)
     )
     return FlexBlockMask(built, summary, time.perf_counter() - started)
 
@@ -186,10 +176,9 @@ def _call(fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.T
 
 @dataclass(frozen=True)
 class FlexPlan:
-    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block mask
-    (``mask``, with how long it took to build), and ``compile_s``, the seconds of the
-    first call of this compile key in this process (the compile and one run); ``compiled_now``:
-    whether making this plan compiled."""
+    """A compiled FlexAttention call for one pattern and shape, ready to time or run: its block ``mask``,
+    and ``compile_s``, the seconds of the first call of its compile key in this process (the compile and
+    one run); ``compiled_now``: whether making this plan compiled."""
 
     mask: FlexBlockMask
     scale: float

@@ -96,16 +96,6 @@ def _attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor, is_causal
     return _safe_divide(num, den).flatten(-3, -2)[..., :n, :]  # (N, ..., L, Ev)
 
 
-def _weights(phi_q: torch.Tensor, phi_k: torch.Tensor, is_causal: bool) -> torch.Tensor:
-    """The weights feature attention implies, ``(N, ..., L, S)``, on checked inputs: ``φ(q_i)·φ(k_j)``
-    normalised per row (over ``j ≤ i`` when causal). Materialised: for small n and for comparing with softmax."""
-    raw = phi_q @ phi_k.transpose(-2, -1)  # (N, ..., L, M) @ (N, ..., M, S) -> (N, ..., L, S)
-    if is_causal:
-        allowed = torch.ones(raw.shape[-2:], dtype=torch.bool, device=raw.device).tril()  # (L, S)
-        raw = raw.masked_fill(allowed.logical_not(), 0.0)  # (N, ..., L, S)
-    return _safe_divide(raw, raw.sum(dim=-1, keepdim=True))  # (N, ..., L, S)
-
-
 def linear_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False, chunk: int = DEFAULT_CHUNK
 ) -> torch.Tensor:
@@ -114,12 +104,6 @@ def linear_attention(
     _check_features(q, k, v, is_causal)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
     return _attend(elu_feature_map(q), elu_feature_map(k), v, is_causal, chunk)
-
-
-def linear_weights(q: torch.Tensor, k: torch.Tensor, *, is_causal: bool = False) -> torch.Tensor:
-    """The ``(N, ..., L, S)`` weights linear attention implies (materialised: for small n)."""
-    _check_features(q, k, k, is_causal)
-    return _weights(elu_feature_map(q), elu_feature_map(k), is_causal)
 
 
 def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

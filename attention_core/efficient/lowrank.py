@@ -18,15 +18,13 @@ Linformer *learns* E and F. Untrained, two choices are offered:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ..attention import check_attention_args, dot_product_attention, overflow_error
+from ..attention import check_attention_args, dot_product_attention
 from ..device import new_tensor_device
-from ..validation import all_finite, check_choice, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, _error_curve
+from ..validation import check_choice, check_int, check_tensor
 
 PROJECTIONS = ("gaussian", "pool")
 
@@ -63,75 +61,31 @@ def linformer_projections(
     return pool, pool
 
 
-Projection = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
-
-
-def _projections(
-    k: torch.Tensor, rank: int | None, seed: int, kind: str, projection: Projection | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    if projection is None:
-        if rank is None:
-            raise ValueError("give rank (how many rows to project the keys to) or an explicit projection")
-        return linformer_projections(rank, k.shape[-2], seed=seed, kind=kind, device=k.device, dtype=k.dtype)
-    pair = projection if isinstance(projection, tuple) else (projection, projection)
-    if len(pair) != 2:
-        raise ValueError("projection must be one (rank, S) tensor or a pair (E, F) of them")
-    for name, p in zip(("E", "F"), pair, strict=True):
-        check_tensor(f"projection {name}", p, min_dim=2)
-        if p.dim() != 2 or p.shape[-1] != k.shape[-2] or p.shape[0] != pair[0].shape[0]:
-            raise ValueError(f"projection {name} must be (rank, S={k.shape[-2]}), got {tuple(p.shape)}")
-        if rank is not None and p.shape[0] != rank:
-            raise ValueError(f"projection {name} has {p.shape[0]} rows but rank = {rank}")
-        if p.device != k.device or p.dtype != k.dtype:
-            raise ValueError(f"projection {name} must be {k.dtype} on {k.device}, like k; got {p.dtype} on {p.device}")
-    return pair[0], pair[1]
-
-
 def linformer_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
-    rank: int | None = None, seed: int = 0, kind: str = "gaussian", projection: Projection | None = None,
-    scale: float | None = None,
+    rank: int | None = None, seed: int = 0, kind: str = "gaussian",
+    projection: tuple[torch.Tensor, torch.Tensor] | None = None, scale: float | None = None,
 ) -> torch.Tensor:  # fmt: skip
     """softmax(Q (E K)ᵀ · scale) (F V): ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)``
-    → ``(N, ..., L, Ev)``. ``projection``, when given, replaces the drawn ones: a pair ``(E, F)`` of
-    ``(rank, S)`` tensors, or one tensor used as both."""
+    → ``(N, ..., L, Ev)``. ``projection``, given in place of ``rank``, is the pair ``(E, F)`` of ``(rank, S)``
+    tensors, else they are drawn."""
     s, _ = check_attention_args(q, k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    e, f = _projections(k, rank, seed, kind, projection)
+    if (rank is None) == (projection is None):
+        raise ValueError("give rank (how many rows to project the keys to) or a projection (E, F), not both")
+    if projection is None:
+        projection = linformer_projections(rank, k.shape[-2], seed=seed, kind=kind, device=k.device, dtype=k.dtype)
+    elif not isinstance(projection, tuple) or len(projection) != 2:
+        raise ValueError(f"projection must be a pair (E, F) of (rank, S) tensors, got {type(projection).__name__}")
+    e, f = projection
+    for name, p in (("E", e), ("F", f)):
+        check_tensor(f"projection {name}", p, min_dim=2)
+        if p.dim() != 2 or p.shape[-1] != k.shape[-2] or p.shape != e.shape:
+            raise ValueError(f"projection {name} must be (rank, S={k.shape[-2]}), got {tuple(p.shape)}")
+        if p.device != k.device or p.dtype != k.dtype:
+            raise ValueError(f"projection {name} must be {k.dtype} on {k.device}, like k; got {p.dtype} on {p.device}")
     k_low = e @ k  # (rank, S) @ (N, ..., S, E) -> (N, ..., rank, E)
     v_low = f @ v  # (rank, S) @ (N, ..., S, Ev) -> (N, ..., rank, Ev)
     return dot_product_attention(q, k_low, v_low, scale=s)  # (N, ..., L, Ev)
-
-
-def linformer_weights(
-    q: torch.Tensor, k: torch.Tensor, *,
-    rank: int | None = None, seed: int = 0, kind: str = "gaussian", projection: Projection | None = None,
-    scale: float | None = None,
-) -> torch.Tensor:  # fmt: skip
-    """The ``(N, ..., L, S)`` weights Linformer implies on the original values: ``softmax(Q (EK)ᵀ) F``.
-
-    With ``"pool"`` every row is a distribution; with ``"gaussian"`` entries can be negative, so
-    they are coefficients, not attention weights.
-    """
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    e, f = _projections(k, rank, seed, kind, projection)
-    scores = (q @ (e @ k).transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, rank) -> (N, ..., L, rank)
-    if not all_finite(scores):
-        raise overflow_error(scores.dtype)
-    return torch.softmax(scores, dim=-1) @ f  # (N, ..., L, rank) @ (rank, S) -> (N, ..., L, S)
-
-
-def linformer_error_curve(
-    ranks: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float = 1.0, kind: str = "gaussian", device: str | torch.device | None = None,
-) -> ErrorCurve:  # fmt: skip
-    """Linformer's relative output error against the float64 reference at each rank (≤ n), per seed:
-    random float32 inputs from seed ``s`` and projections from seed ``s + ROUTE_SEED_OFFSET``."""
-    ks = tuple(check_int_list("ranks", ranks, low=1, high=check_int("n", n, low=1, high=1 << 16)))
-
-    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rank: int, seed: int) -> torch.Tensor:
-        return linformer_attention(q, k, v, rank=rank, seed=seed, kind=kind)
-
-    return _error_curve(ks, route, n=n, d=d, heads=heads, seeds=seeds, std=std, device=device)
 
 
 # ---- how low-rank real attention is ---------------------------------------------------------
@@ -155,4 +109,3 @@ def attention_spectrum(weights: torch.Tensor) -> Spectrum:
     at once: ``(n_layers, H, L, L)``), computed in float64 on the CPU."""
     check_tensor("weights", weights, min_dim=2)
     return Spectrum(torch.linalg.svdvals(weights.detach().to("cpu", torch.float64)))  # (..., min(L, S))
-

@@ -12,19 +12,17 @@ core and torch's fused kernels do (torch's reference softmax would give NaN). Th
 :mod:`.patterns` always leave each query its own position or the global tokens, so this only
 happens with hand-written patterns.
 
-When ``"flex"`` cannot compile here (no C++ compiler, say), the call runs ``"sdpa"`` instead and
-the result says so: ``backend`` names the path that ran and ``fallback`` the reason.
+When ``"flex"`` cannot compile here (no C++ compiler, say), the call runs ``"sdpa"`` and says so.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from ..attention import check_attention_args, dot_product_attention, overflow_error, stable_softmax
+from ..attention import check_attention_args, dot_product_attention, overflow_error
 from ..validation import all_finite, any_true, broadcast_shapes, check_choice
 from .flex import FlexPlan, FlexUnavailable, flex_plan
 from .patterns import MaskMod, check_pattern, dense_mask
@@ -47,21 +45,7 @@ class MaskedAttention:
 
 def _flat4(x: torch.Tensor, lead: torch.Size) -> torch.Tensor:
     """``(N, ..., L, E)`` broadcast to ``lead`` and folded into FlexAttention's ``(B, H, L, E)``."""
-    x = x.expand(*lead, *x.shape[-2:])  # (..., L, E)
-    if len(lead) == 2:
-        return x
-    heads = lead[-1] if lead else 1
-    return x.reshape(-1, heads, *x.shape[-2:])  # (B, H, L, E)
-
-
-def _sdpa_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (N, ..., L, Ev)
-    dead = mask.any(dim=-1).logical_not()  # (L,): queries with no key
-    if any_true(dead):
-        out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
-    if not all_finite(out):
-        raise overflow_error(out.dtype)
-    return out
+    return x.expand(*lead, *x.shape[-2:]).reshape(-1, lead[-1] if lead else 1, *x.shape[-2:])  # (B, H, L, E)
 
 
 def masked_attention(
@@ -95,17 +79,11 @@ def masked_attention(
             return MaskedAttention(out.reshape(*lead, n_q, v.shape[-1]), "flex", plan=plan)
     mask = dense_mask(mask_mod, n_q, n_k, device=q.device)  # (L, S)
     if backend == "dense":
-        out = dot_product_attention(q, k, v, mask, scale=s)
-        return MaskedAttention(output=out, backend="dense")
-    return MaskedAttention(output=_sdpa_masked(q, k, v, mask, s), backend="sdpa", fallback=fallback)
-
-
-def masked_weights(q: torch.Tensor, k: torch.Tensor, mask_mod: MaskMod, *, scale: float | None = None) -> torch.Tensor:
-    """The attention weights under the pattern, ``(N, ..., L, S)``: rows sum to 1 over the allowed
-    keys, 0 elsewhere (a row with no key is all zeros). Materialised: for small n."""
-    s, _ = check_attention_args(q, k, k, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    mask = dense_mask(mask_mod, q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-    scores = (q @ k.transpose(-2, -1)) * s  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    if not all_finite(scores):
-        raise overflow_error(scores.dtype)
-    return stable_softmax(scores.masked_fill(mask.logical_not(), -math.inf), dim=-1)  # (N, ..., L, S)
+        return MaskedAttention(dot_product_attention(q, k, v, mask, scale=s), "dense")
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=s)  # (N, ..., L, Ev)
+    dead = mask.any(dim=-1).logical_not()  # (L,): queries with no key
+    if any_true(dead):
+        out = out.masked_fill(dead[:, None], 0.0)  # some torch kernels give NaN there; zeros, as our core
+    if not all_finite(out):
+        raise overflow_error(out.dtype)
+    return MaskedAttention(out, "sdpa", fallback)

@@ -45,11 +45,8 @@ def _scalar(value: int) -> torch.Tensor:
 
 
 def _cached(builder: Callable[..., MaskMod]) -> Callable[..., MaskMod]:
-    """Cache a pattern builder: the same arguments give the same function object.
-
-    ``typed=True`` keeps ``True`` apart from ``1`` (the checks reject a bool); unhashable
-    arguments skip the cache and reach the checks, which say what is wrong with them.
-    """
+    """Cache a pattern builder (module docstring). ``typed=True`` keeps ``True`` apart from ``1`` (the checks
+    reject a bool); unhashable arguments skip the cache and reach the checks, which say what is wrong."""
     cached = functools.lru_cache(maxsize=256, typed=True)(builder)
 
     @functools.wraps(builder)
@@ -185,10 +182,6 @@ def _bigbird(
     return bigbird_mask
 
 
-def _max_length(mask_mod: MaskMod) -> int | None:
-    return getattr(mask_mod, "max_length", None)
-
-
 def _combination(
     mask_mods: tuple[MaskMod, ...], op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], what: str
 ) -> MaskMod:
@@ -204,7 +197,7 @@ def _combination(
             allowed = op(allowed, m(b, h, q_idx, kv_idx))
         return allowed
 
-    lengths = [length for m in mask_mods if (length := _max_length(m)) is not None]
+    lengths = [length for m in mask_mods if (length := getattr(m, "max_length", None)) is not None]
     if lengths:  # the shortest sequence any of them was built for
         combined_mask.max_length = min(lengths)  # type: ignore[attr-defined]
     return combined_mask
@@ -231,7 +224,7 @@ def check_pattern(mask_mod: object, n_q: int, n_k: int) -> tuple[int, int]:
         raise ValueError(f"mask_mod must be a function (b, h, q_idx, kv_idx) -> bool tensor, got {mask_mod!r}")
     n_q = check_int("n_q", n_q, low=1, high=MAX_SIDE)
     n_k = check_int("n_k", n_k, low=1, high=MAX_SIDE)
-    length = _max_length(mask_mod)  # type: ignore[arg-type]
+    length = getattr(mask_mod, "max_length", None)  # set by bigbird (and combinations of it)
     if length is not None and max(n_q, n_k) > length:
         raise ValueError(
             f"this pattern was built for sequences of up to {length} tokens, not {max(n_q, n_k)}: "
@@ -280,24 +273,17 @@ class BlockSummary:
     ``states`` is ``(ceil(n_q/block), ceil(n_k/block))`` int8: ``EMPTY`` (0, no query of the
     tile may see any key of it: the kernel skips the tile), ``PARTIAL`` (1, computed, then
     masked) or ``FULL`` (2, computed, no mask needed). Tiles on the ragged edge count their
-    real entries only. ``allowed`` is the number of allowed (query, key) pairs.
+    real entries only. ``allowed_share``: the share of the n_q·n_k (query, key) pairs the pattern
+    allows, the work an ideal kernel does.
     """
 
-    n_q: int
-    n_k: int
-    block: int
     states: torch.Tensor
-    allowed: int
+    allowed_share: float
 
     def share(self, state: int) -> float:
         """Share of the tiles in ``state``: for ``EMPTY``, of the padded n_q·n_k scores a block-sparse
         kernel never computes (FlexAttention's ``BlockMask.sparsity()`` / 100 at the same block size)."""
         return int((self.states == state).sum()) / self.states.numel()
-
-    @property
-    def allowed_share(self) -> float:
-        """Share of the n_q·n_k (query, key) pairs the pattern allows: the work an ideal kernel does."""
-        return self.allowed / (self.n_q * self.n_k)
 
 
 def block_summary(
@@ -328,4 +314,4 @@ def block_summary(
         every = grid_all.view(shape).all(dim=3).all(dim=1)  # (tiles, k_tiles)
         bands.append(torch.where(every, FULL, torch.where(some, PARTIAL, EMPTY)))
     states = torch.cat(bands).to(torch.int8)  # (q_tiles, k_tiles)
-    return BlockSummary(n_q=n_q, n_k=n_k, block=block, states=states, allowed=allowed)
+    return BlockSummary(states, allowed / (n_q * n_k))

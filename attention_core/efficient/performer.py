@@ -25,15 +25,13 @@ spread out; for peaked attention the estimate's variance, which grows as exp(|q 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 
 from ..attention import overflow_error
 from ..device import new_tensor_device
-from ..validation import all_finite, check_choice, check_int, check_int_list, check_tensor
-from .accuracy import ErrorCurve, _error_curve
-from .linear import DEFAULT_CHUNK, _attend, _check_features, _weights
+from ..validation import all_finite, check_choice, check_int, check_tensor
+from .linear import DEFAULT_CHUNK, _attend, _check_features
 
 MAX_FEATURES = 1 << 16
 LENGTHS = ("fixed", "chi")  # the random vectors' lengths: √E each, or a Gaussian vector's (module docstring)
@@ -81,27 +79,6 @@ def favor_features(x: torch.Tensor, w: torch.Tensor, *, is_query: bool) -> torch
     return torch.exp(exponent - shift) / math.sqrt(w.shape[0])  # (N, ..., L, m)
 
 
-def _features(
-    q: torch.Tensor, k: torch.Tensor, scale: float, features: int | None, seed: int, lengths: str,
-    w: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """φ(q) and φ(k) with the given vectors ``w``, or with ``features`` of them drawn from ``seed``."""
-    if (w is None) == (features is None):
-        raise ValueError("give features (how many random vectors to draw) or w (the vectors), not both")
-    if w is None:
-        w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
-    check_tensor("w", w, min_dim=2)
-    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
-        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
-    if w.device != q.device or w.dtype != q.dtype:
-        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
-    half = math.sqrt(scale)  # q·k·scale = (q·√scale)·(k·√scale)
-    phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
-    if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
-        raise overflow_error(q.dtype, "the Performer's exponents w·x − |x|²/2")
-    return phi_q, phi_k
-
-
 def performer_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     features: int | None = None, seed: int = 0, w: torch.Tensor | None = None, is_causal: bool = False,
@@ -116,39 +93,17 @@ def performer_attention(
     """
     s = _check_features(q, k, v, is_causal, scale)
     chunk = check_int("chunk", chunk, low=1, high=1 << 16)
-    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
+    if (w is None) == (features is None):
+        raise ValueError("give features (how many random vectors to draw) or w (the vectors), not both")
+    if w is None:
+        w = orthogonal_features(features, q.shape[-1], seed=seed, device=q.device, dtype=q.dtype, lengths=lengths)
+    check_tensor("w", w, min_dim=2)
+    if w.dim() != 2 or w.shape[-1] != q.shape[-1]:
+        raise ValueError(f"w must be (features, E={q.shape[-1]}), got {tuple(w.shape)}")
+    if w.device != q.device or w.dtype != q.dtype:
+        raise ValueError(f"w must be {q.dtype} on {q.device}, like q; got {w.dtype} on {w.device}")
+    half = math.sqrt(s)  # q·k·scale = (q·√scale)·(k·√scale)
+    phi_q, phi_k = favor_features(q * half, w, is_query=True), favor_features(k * half, w, is_query=False)
+    if not (all_finite(phi_q) and all_finite(phi_k)):  # |x|² or w·x beyond the dtype (float16: 65,504)
+        raise overflow_error(q.dtype, "the Performer's exponents w·x − |x|²/2")
     return _attend(phi_q, phi_k, v, is_causal, chunk)
-
-
-def performer_weights(
-    q: torch.Tensor, k: torch.Tensor, *, features: int | None = None, seed: int = 0, w: torch.Tensor | None = None,
-    is_causal: bool = False, scale: float | None = None, lengths: str = "fixed",
-) -> torch.Tensor:  # fmt: skip
-    """The ``(N, ..., L, S)`` weights the Performer implies (features as :func:`performer_attention`;
-    materialised: for small n)."""
-    s = _check_features(q, k, k, is_causal, scale)
-    phi_q, phi_k = _features(q, k, s, features, seed, lengths, w)
-    return _weights(phi_q, phi_k, is_causal)
-
-
-def performer_error_curve(
-    features: Sequence[int], *, n: int = 256, d: int = 64, heads: int = 8, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    std: float | None = None, is_causal: bool = False, device: str | torch.device | None = None,
-    lengths: str = "fixed",
-) -> ErrorCurve:  # fmt: skip
-    """The Performer's relative output error against the float64 reference, at each feature count.
-
-    For each seed ``s``, random float32 inputs from ``s`` (:func:`.accuracy.random_qkv`, ``std`` on
-    q and k) and features from ``s + ROUTE_SEED_OFFSET``. ``std=None`` picks ``d^(−1/4)``, where each
-    scaled ``|q|²`` is about 1 and the error falls as 1/√m; ``std=1`` gives peaked attention, where the
-    estimate's variance swamps that law at any affordable m. ``lengths`` picks the features' lengths
-    (module docstring).
-    """
-    ms = tuple(check_int_list("features", features, low=1, high=MAX_FEATURES))
-    d = check_int("d", d, low=1, high=1 << 14)
-    std = d**-0.25 if std is None else std  # checked by random_qkv
-
-    def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int, seed: int) -> torch.Tensor:
-        return performer_attention(q, k, v, features=m, seed=seed, is_causal=is_causal, lengths=lengths)
-
-    return _error_curve(ms, route, n=n, d=d, heads=heads, seeds=seeds, std=std, is_causal=is_causal, device=device)

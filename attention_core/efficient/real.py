@@ -24,12 +24,8 @@ from .variants import variant_attention
 
 @dataclass(frozen=True)
 class AttendsMost:
-    """Where ``query`` looks most, per head, under exact attention and under the variant.
-
-    ``exact_top`` / ``variant_top``: for each head, the key with the largest weight from the
-    query among the candidates (not [CLS], [SEP] or the query itself); ``-1`` for a head whose
-    variant has no weights.
-    """
+    """Per head, the key ``query`` looks at most (module docstring) under exact attention and under the
+    variant; ``-1`` for a head whose variant has no weights."""
 
     query: int
     key: int
@@ -62,15 +58,13 @@ class LayerSwap:
     output: torch.Tensor
     accuracy: Accuracy
 
-    def index(self, token: str | int) -> int:
-        """Position of ``token`` (its first occurrence) or the index itself, checked."""
-        if isinstance(token, str):
-            if token not in self.tokens:
-                raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
-            return self.tokens.index(token)
-        return check_int("token", token, low=0, high=len(self.tokens) - 1)
+    def index(self, token: str) -> int:
+        """Position of ``token`` (its first occurrence)."""
+        if token not in self.tokens:
+            raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
+        return self.tokens.index(token)
 
-    def attends_most(self, query: str | int, key: str | int) -> AttendsMost:
+    def attends_most(self, query: str, key: str) -> AttendsMost:
         """Per head, whether ``query`` attends most to ``key``, exactly and under the variant."""
         qi, ki = self.index(query), self.index(key)
         n = len(self.tokens)

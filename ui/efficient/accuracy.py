@@ -40,8 +40,8 @@ class RouteReading:
 
 def _reading(tokens: list[str], exact: torch.Tensor, weights: torch.Tensor | None, accuracy: Accuracy,
              it: tuple[int, int, int] | None = None) -> RouteReading:  # fmt: skip
-    def plain(w: torch.Tensor) -> np.ndarray:
-        return w.detach().float().cpu().numpy()
+    def plain(w: torch.Tensor) -> np.ndarray:  # the batch of one
+        return w[0].detach().float().cpu().numpy()
 
     return RouteReading(tokens, plain(exact), None if weights is None else plain(weights), accuracy, it)
 
@@ -54,10 +54,10 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
     it = None
-    if {"it", "animal"} <= set(s.tokens) and s.index("animal") not in (s.index("it"), 0, len(s.tokens) - 1):
+    if {"it", "animal"} <= set(s.tokens):  # two words: never [CLS], [SEP] or the same position
         most = s.attends_most("it", "animal")
         it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
-    return _reading(list(s.tokens), s.exact.weights[0], None if s.weights is None else s.weights[0], s.accuracy, it)
+    return _reading(list(s.tokens), s.exact.weights, s.weights, s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
@@ -65,8 +65,7 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
     result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
-    weights = None if result.weights is None else result.weights[0]
-    return _reading([str(i) for i in range(n)], exact.weights[0], weights, acc)
+    return _reading([str(i) for i in range(n)], exact.weights, result.weights, acc)
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:

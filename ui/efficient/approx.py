@@ -11,8 +11,8 @@ import streamlit as st
 
 from attention_core.efficient.accuracy import random_qkv, relative_error
 from attention_core.efficient.linear import linear_attention
-from attention_core.efficient.lowrank import attention_spectrum, linformer_error_curve
-from attention_core.efficient.performer import performer_error_curve
+from attention_core.efficient.lowrank import attention_spectrum
+from attention_core.efficient.variants import error_curve
 from attention_core.textbook import reference_attention
 from figures.efficient import error_figure, spectrum_figure
 from ui import draw
@@ -49,13 +49,13 @@ class ErrorCurves:
 def error_curves(spread: str) -> ErrorCurves:
     """Mean and spread over seeds of each route's relative error, at each size; linear's, which has no size."""
     std = STD[spread]
-    perf = performer_error_curve(FEATURES, n=N, d=D, heads=HEADS, seeds=SEEDS, std=std)
-    chi = performer_error_curve(FEATURES, n=N, d=D, heads=HEADS, seeds=SEEDS, std=std, lengths="chi")
+    common = {"n": N, "d": D, "heads": HEADS, "seeds": SEEDS, "std": std}
+    perf = error_curve("performer", FEATURES, **common)
+    chi = error_curve("performer", FEATURES, **common, lengths="chi")
     curves = {("performer", "Performer, length √d"): perf, ("performer", "Performer, Gaussian lengths"): chi} | {
-        ("linformer", f"Linformer, {name}"): linformer_error_curve(RANKS, n=N, d=D, heads=HEADS, seeds=SEEDS,
-                                                                   std=std, kind=kind)
+        ("linformer", f"Linformer, {name}"): error_curve("linformer", RANKS, **common, kind=kind)
         for kind, name in (("gaussian", "random"), ("pool", "pooled"))
-    }  # fmt: skip
+    }
     linear = []
     for seed in SEEDS:
         q, k, v = random_qkv(N, D, heads=HEADS, seed=seed, std=std)
