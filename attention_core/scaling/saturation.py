@@ -12,42 +12,30 @@ import torch
 
 from ..attention import stable_softmax
 from ..device import new_tensor_device
-from ..validation import check_choice, check_float, check_int, check_int_list
-from ._sampling import (
-    _DIVISORS,
-    MAX_D_K,
-    MAX_KEYS,
-    MAX_SAMPLES,
-    SCALE_RULES,
-    _generator,
-    _row_scores,
-    _softmax_stats,
-    softmax_jacobian,
-)
+from ..validation import check_float, check_int, check_int_list
+from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, _generator, _row_scores, _softmax_stats, softmax_jacobian
 
 
 def saturation_table(
-    dims: Sequence[int], n_keys: int = 16, seed: int = 0, scale: str = "sqrt", *, n_rows: int = 256,
+    dims: Sequence[int], n_keys: int = 16, seed: int = 0, *, n_rows: int = 256,
     device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """How saturated a softmax row (one query, ``n_keys`` keys, all N(0, 1)) is, per d_k, unscaled and scaled by
-    the rule ``scale`` (one of :data:`SCALE_RULES`), over ``n_rows`` rows per d_k.
+    """How saturated a softmax row (one query, ``n_keys`` keys, all N(0, 1)) is, per d_k, unscaled and ÷√d_k,
+    over ``n_rows`` rows per d_k (:func:`~attention_core.scaling.scaling_strategies` tries other divisors).
 
-    Columns: ``d_k``, ``divisor``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean nats), ``entropy_pct_*``
+    Columns: ``d_k``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean nats), ``entropy_pct_*``
     (% of log n), ``max_weight_*`` (mean), ``score_var_*`` (of the softmax input), ``score_range_*`` (mean max − min).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    scale = check_choice("scale", scale, SCALE_RULES)
     n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
     dev = new_tensor_device(device)
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
-        c = _DIVISORS[scale](d)
-        row: dict[str, float] = {"d_k": d, "divisor": c}
-        for name, logits in (("unscaled", scores), ("scaled", scores / c)):
+        row: dict[str, float] = {"d_k": d}
+        for name, logits in (("unscaled", scores), ("scaled", scores / math.sqrt(d))):
             row.update({f"{k}_{name}": v for k, v in _softmax_stats(logits).items()})
         out.append(row)
     return pd.DataFrame(out)
@@ -78,7 +66,6 @@ class RowSample:
     """One query's raw ``scores (n_keys,)``, its softmax ``weights_* (n_keys,)`` and their Jacobians
     ``jacobian_* (n_keys, n_keys)``, unscaled and ÷√d_k."""
 
-    d_k: int
     scores: torch.Tensor
     weights_unscaled: torch.Tensor
     weights_scaled: torch.Tensor
@@ -103,7 +90,7 @@ def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch
     scores = k @ q  # (n_keys, d_k) @ (d_k,) -> (n_keys,)
     w_u = stable_softmax(scores)
     w_s = stable_softmax(scores / math.sqrt(d_k))
-    return RowSample(d_k, scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
+    return RowSample(scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
 
 
 def gradient_table(

@@ -178,7 +178,7 @@ def _cell(x: float) -> str:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def overflow_data(magnitude: int, dtype: str) -> Overflow:
-    t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
+    t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), dtype)
     shown = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
              "float64 reference": "reference"}  # fmt: skip
     cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in shown.items()})
