@@ -37,7 +37,7 @@ def variance_tab(sh: Shared) -> None:
                          "error shrinks like 1/√samples.")  # fmt: skip
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         v = variance_data(n, sh.seed)
-    key, at, worst = (n, sh.seed, sh.d_k, sh.talk), v.loc[sh.d_k], v.loc[v["rel_error"].abs().idxmax()]
+    key, at, worst = (n, sh.seed, sh.d_k, sh.talk), v.loc[sh.d_k], v["rel_error"].abs().idxmax()
     lead(draw.figure(figure, "variance", *key), "sc_variance", "scaling.Variance",
          (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(at["empirical_var"], 4), f"theory: {sh.d_k}"),
          ("Typical score, ±1σ", f"±{at['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
@@ -45,8 +45,8 @@ def variance_tab(sh: Shared) -> None:
          ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
     draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
     draw.prose(
-        f"Every measured point lies within {100 * abs(worst['rel_error']):.1f}% of its theory line (the largest "
-        f"miss is at d_k = {worst['d_k']}). With fewer samples the points scatter more: the standard error "
+        f"Every measured point lies within {100 * abs(v.loc[worst, 'rel_error']):.1f}% of its theory line (the largest "
+        f"miss is at d_k = {worst}). With fewer samples the points scatter more: the standard error "
         f"of a variance estimate is about √(2/n), {100 * math.sqrt(2 / n):.1f}% here. At d_k = 1 a single "
         "product qk is far from normal (peaked, heavy-tailed); by a few dozen terms the sum looks normal. "
         "Each pair is drawn once at the widest d_k and every narrower d_k uses its first entries, so "
