@@ -79,15 +79,12 @@ class RowSample:
 
 
 def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch.device | None = None) -> RowSample:
-    """One fresh row (q and ``n_keys`` keys with N(0, 1) entries), unscaled and ÷√d_k, in float64."""
+    """One row (q and ``n_keys`` keys with N(0, 1) entries, drawn as :func:`saturation_table`'s are), unscaled and
+    ÷√d_k; the softmax and its Jacobian in float64."""
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    dev = new_tensor_device(device)
-    g = _generator(seed, "row", d_k, n_keys, device=dev)
-    q = torch.randn(d_k, generator=g, device=dev, dtype=torch.float64)  # (d_k,)
-    k = torch.randn(n_keys, d_k, generator=g, device=dev, dtype=torch.float64)  # (n_keys, d_k)
-    scores = k @ q  # (n_keys, d_k) @ (d_k,) -> (n_keys,)
+    scores = _row_scores(d_k, 1, n_keys, seed, new_tensor_device(device))[0][0]  # (n_keys,)
     w_u = stable_softmax(scores)
     w_s = stable_softmax(scores / math.sqrt(d_k))
     return RowSample(scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
