@@ -5,7 +5,6 @@ indexed by that row's name (d_k, strategy, init, run), the column kept for the f
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -83,32 +82,15 @@ def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float)
     return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE).set_index("init", drop=False)
 
 
-@dataclass(frozen=True)
-class Overflow:
-    """Eight logits through the naive and the stable softmax (``table``; ``cells``, as the numbers show them), and
-    the largest error of each as the logits grow (``sweep``)."""
-
-    table: pd.DataFrame
-    cells: pd.DataFrame
-    sweep: pd.DataFrame
-
-
-def _cell(x: float) -> str:
-    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
-    if math.isnan(x):
-        return "NaN (∞/∞)"
-    if math.isinf(x):
-        return "∞ (overflow)" if x > 0 else "−∞"
-    return f"{x:.4g}"
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
-def overflow_data(magnitude: int, dtype: str) -> Overflow:
-    t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), dtype)
-    shown = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
-             "float64 reference": "reference"}  # fmt: skip
-    cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in shown.items()})
-    return Overflow(t, cells, overflow_sweep([float(m) for m in MAG_CHOICES], dtype))
+def overflow_data(magnitude: int, dtype: str) -> pd.DataFrame:
+    return softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), dtype)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def overflow_sweep_data(dtype: str) -> pd.DataFrame:
+    """The largest error of each softmax at every magnitude the slider offers."""
+    return overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
 
 
 @dataclass(frozen=True)
