@@ -206,6 +206,7 @@ def test_gradient_at_the_scores_carries_the_division() -> None:
     """∂L/∂(q·k) = ∂L/∂z / √d_k for the scaled model, row by row, so the medians differ by √d_k."""
     t = gradient_table([4, 64, 1024], n_keys=8, n_trials=128, seed=1)
     assert np.allclose(t["grad_qk_median_scaled"] * np.sqrt(t["d_k"]), t["grad_median_scaled"])
+    assert (t["grad_qk_median_unscaled"] == t["grad_median_unscaled"]).all()  # no division, nothing carried
 
 
 def test_jacobian_diag_is_the_mean_of_s_one_minus_s() -> None:

@@ -99,8 +99,8 @@ def gradient_table(
 
     Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*`` (mean s(1 − s)), ``grad_*`` and ``grad_median_*``
     (mean and median ‖∂L/∂z‖ at the softmax input z), ``dead_*`` (share of rows passing < ``dead_below``); the
-    ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``; and at q·k, where the scaled model's gradient
-    carries the 1/√d_k of the division, ``grad_qk_median_scaled`` and ``grad_qk_median_ratio``.
+    median ‖∂L/∂(q·k)‖ ``grad_qk_median_*`` (the scaled model's is its ‖∂L/∂z‖ ÷ √d_k, the division's chain rule);
+    and the ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``, ``grad_qk_median_ratio``.
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -108,7 +108,6 @@ def gradient_table(
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     dead_below = check_float("dead_below", dead_below, low=0.0, low_open=True)
     dev = new_tensor_device(device)
-    tiny = 1e-300
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_trials, n_keys, seed, dev)  # (n_trials, n_keys)
@@ -127,10 +126,9 @@ def gradient_table(
             row[f"grad_{name}"] = float(norms.mean())
             row[f"grad_median_{name}"] = float(norms.median())
             row[f"dead_{name}"] = float((norms < dead_below).double().mean())
-            if name == "scaled":
-                row["grad_qk_median_scaled"] = float(qk.grad.norm(dim=-1).median())
-        row["grad_ratio"] = row["grad_scaled"] / max(row["grad_unscaled"], tiny)
-        row["grad_median_ratio"] = row["grad_median_scaled"] / max(row["grad_median_unscaled"], tiny)
-        row["grad_qk_median_ratio"] = row["grad_qk_median_scaled"] / max(row["grad_median_unscaled"], tiny)
+            row[f"grad_qk_median_{name}"] = float(qk.grad.norm(dim=-1).median())
         out.append(row)
-    return pd.DataFrame(out)
+    t = pd.DataFrame(out)
+    for column in ("grad", "grad_median", "grad_qk_median"):
+        t[f"{column}_ratio"] = t[f"{column}_scaled"] / t[f"{column}_unscaled"].clip(lower=1e-300)
+    return t
