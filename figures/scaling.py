@@ -89,7 +89,7 @@ def histogram_figure(unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, 
     """
     fig = _panels((f"q·k   (d_k = {d_k})", "q·k / √d_k"), talk, spacing=0.1)
     for col, t, (_, color, name) in zip((1, 2), (unscaled, scaled), RUNS, strict=True):
-        width = float(t["center"].iloc[1] - t["center"].iloc[0]) if len(t) > 1 else 1.0
+        width = float(t["center"].iloc[1] - t["center"].iloc[0])  # histogram_table has at least 2 bins
         fig.add_trace(go.Bar(x=t["center"], y=t["density"], width=width, marker={"color": color, "line": {"width": 0}},
                              opacity=0.85, name=f"measured {name}", showlegend=False,
                              hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"), row=1, col=col)

@@ -40,7 +40,7 @@ def tables() -> dict[str, object]:
         "gradient": scaling.gradient_table(DIMS, 8, 32),
         "strategies": scaling.scaling_strategies(64, 8, n_rows=32, fit_steps=20),
         "init": scaling.init_effects(64, 16, scaling.named_init_stds(64, 16)),
-        "overflow": scaling.softmax_overflow(scaling.overflow_logits(100, 8), ("float16",)),
+        "overflow": scaling.softmax_overflow(scaling.overflow_logits(100, 8), "float16"),
         "sweep16": scaling.overflow_sweep([1, 10, 12, 100], "float16"),
         "runs": runs,
     }

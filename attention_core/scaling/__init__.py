@@ -11,7 +11,7 @@ for) and takes a ``device``, by default torch's default device, as ``torch.ones`
 """
 
 from ..optim import OPTIMIZERS
-from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, SCALE_RULES, entropy_pct, row_entropy, softmax_jacobian
+from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, entropy_pct, row_entropy, softmax_jacobian
 from .initialisation import init_effects, named_init_stds
 from .saturation import RowSample, gradient_table, sample_row, saturation_table, temperature_sweep
 from .stability import DTYPES, naive_softmax, overflow_limit, overflow_logits, overflow_sweep, softmax_overflow

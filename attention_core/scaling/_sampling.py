@@ -58,17 +58,6 @@ def _fill(buf: torch.Tensor, init: str, g: torch.Generator) -> torch.Tensor:
     return buf.bernoulli_(0.5, generator=g).mul_(2.0).sub_(1.0)
 
 
-# What each scaling rule divides the scores by, at a given d_k.
-_DIVISORS = {
-    "none": lambda d: 1.0,
-    "sqrt": math.sqrt,
-    "d": float,
-    "fourth_root": lambda d: d**0.25,
-    "two_sqrt": lambda d: 2.0 * math.sqrt(d),
-}
-SCALE_RULES = tuple(_DIVISORS)
-
-
 def _row_scores(
     d_k: int, n_rows: int, n_keys: int, seed: int, device: torch.device, *, cosine: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:

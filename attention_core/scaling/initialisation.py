@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pandas as pd
 import torch
@@ -24,10 +24,10 @@ def named_init_stds(d_model: int, d_k: int) -> dict[str, float]:
 
 
 def init_effects(
-    d_model: int, d_k: int, stds: Sequence[float] | Mapping[str, float], layernorm: bool = False, seed: int = 0,
+    d_model: int, d_k: int, stds: Mapping[str, float], layernorm: bool = False, seed: int = 0,
     *, n_tokens: int = 256, device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """The scores' variance for each initial std σ of W_q, W_k ``(d_model, d_k)`` ~ N(0, σ²).
+    """The scores' variance for each initial std σ (``stds``: label → σ) of W_q, W_k ``(d_model, d_k)`` ~ N(0, σ²).
 
     Token vectors x ``(n_tokens, d_model)`` are N(0, 1) times a per-token gain, log-uniform on [0.5, 4] (like a
     residual stream), normalised first (no affine part) with ``layernorm``. Theory: Var(qᵢ) = d_model σ² E[x²],
@@ -39,13 +39,9 @@ def init_effects(
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     n_tokens = check_int("n_tokens", n_tokens, low=2, high=MAX_KEYS)
-    if isinstance(stds, Mapping):
-        named = [(str(k), v) for k, v in stds.items()]
-    else:
-        named = [(f"{check_float('std', s, low=0.0, low_open=True):g}", s) for s in list(stds)]
-    if not named:
-        raise ValueError("stds must hold at least one standard deviation")
-    named = [(label, check_float(f"std {label!r}", s, low=0.0, low_open=True, high=100.0)) for label, s in named]
+    if not isinstance(stds, Mapping) or not stds:
+        raise ValueError("stds must map at least one label to a standard deviation")
+    named = [(str(k), check_float(f"std {k!r}", s, low=0.0, low_open=True, high=100.0)) for k, s in stds.items()]
     dev = new_tensor_device(device)
     g = _generator(seed, "init", d_model, d_k, n_tokens, device=dev)
     z = torch.randn(n_tokens, d_model, generator=g, device=dev, dtype=torch.float64)  # (n_tokens, d_model)

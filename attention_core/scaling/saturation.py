@@ -12,42 +12,30 @@ import torch
 
 from ..attention import stable_softmax
 from ..device import new_tensor_device
-from ..validation import check_choice, check_float, check_int, check_int_list
-from ._sampling import (
-    _DIVISORS,
-    MAX_D_K,
-    MAX_KEYS,
-    MAX_SAMPLES,
-    SCALE_RULES,
-    _generator,
-    _row_scores,
-    _softmax_stats,
-    softmax_jacobian,
-)
+from ..validation import check_float, check_int, check_int_list
+from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, _generator, _row_scores, _softmax_stats, softmax_jacobian
 
 
 def saturation_table(
-    dims: Sequence[int], n_keys: int = 16, seed: int = 0, scale: str = "sqrt", *, n_rows: int = 256,
+    dims: Sequence[int], n_keys: int = 16, seed: int = 0, *, n_rows: int = 256,
     device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """How saturated a softmax row (one query, ``n_keys`` keys, all N(0, 1)) is, per d_k, unscaled and scaled by
-    the rule ``scale`` (one of :data:`SCALE_RULES`), over ``n_rows`` rows per d_k.
+    """How saturated a softmax row (one query, ``n_keys`` keys, all N(0, 1)) is, per d_k, unscaled and ÷√d_k,
+    over ``n_rows`` rows per d_k (:func:`~attention_core.scaling.scaling_strategies` tries other divisors).
 
-    Columns: ``d_k``, ``divisor``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean nats), ``entropy_pct_*``
+    Columns: ``d_k``, then for ``unscaled`` and ``scaled``: ``entropy_*`` (mean nats), ``entropy_pct_*``
     (% of log n), ``max_weight_*`` (mean), ``score_var_*`` (of the softmax input), ``score_range_*`` (mean max − min).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    scale = check_choice("scale", scale, SCALE_RULES)
     n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
     dev = new_tensor_device(device)
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_rows, n_keys, seed, dev)  # (n_rows, n_keys)
-        c = _DIVISORS[scale](d)
-        row: dict[str, float] = {"d_k": d, "divisor": c}
-        for name, logits in (("unscaled", scores), ("scaled", scores / c)):
+        row: dict[str, float] = {"d_k": d}
+        for name, logits in (("unscaled", scores), ("scaled", scores / math.sqrt(d))):
             row.update({f"{k}_{name}": v for k, v in _softmax_stats(logits).items()})
         out.append(row)
     return pd.DataFrame(out)
@@ -78,7 +66,6 @@ class RowSample:
     """One query's raw ``scores (n_keys,)``, its softmax ``weights_* (n_keys,)`` and their Jacobians
     ``jacobian_* (n_keys, n_keys)``, unscaled and ÷√d_k."""
 
-    d_k: int
     scores: torch.Tensor
     weights_unscaled: torch.Tensor
     weights_scaled: torch.Tensor
@@ -92,18 +79,15 @@ class RowSample:
 
 
 def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch.device | None = None) -> RowSample:
-    """One fresh row (q and ``n_keys`` keys with N(0, 1) entries), unscaled and ÷√d_k, in float64."""
+    """One row (q and ``n_keys`` keys with N(0, 1) entries, drawn as :func:`saturation_table`'s are), unscaled and
+    ÷√d_k; the softmax and its Jacobian in float64."""
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    dev = new_tensor_device(device)
-    g = _generator(seed, "row", d_k, n_keys, device=dev)
-    q = torch.randn(d_k, generator=g, device=dev, dtype=torch.float64)  # (d_k,)
-    k = torch.randn(n_keys, d_k, generator=g, device=dev, dtype=torch.float64)  # (n_keys, d_k)
-    scores = k @ q  # (n_keys, d_k) @ (d_k,) -> (n_keys,)
+    scores = _row_scores(d_k, 1, n_keys, seed, new_tensor_device(device))[0][0]  # (n_keys,)
     w_u = stable_softmax(scores)
     w_s = stable_softmax(scores / math.sqrt(d_k))
-    return RowSample(d_k, scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
+    return RowSample(scores, w_u, w_s, softmax_jacobian(w_u), softmax_jacobian(w_s))
 
 
 def gradient_table(
@@ -115,8 +99,8 @@ def gradient_table(
 
     Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*`` (mean s(1 − s)), ``grad_*`` and ``grad_median_*``
     (mean and median ‖∂L/∂z‖ at the softmax input z), ``dead_*`` (share of rows passing < ``dead_below``); the
-    ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``; and at q·k, where the scaled model's gradient
-    carries the 1/√d_k of the division, ``grad_qk_median_scaled`` and ``grad_qk_median_ratio``.
+    median ‖∂L/∂(q·k)‖ ``grad_qk_median_*`` (the scaled model's is its ‖∂L/∂z‖ ÷ √d_k, the division's chain rule);
+    and the ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``, ``grad_qk_median_ratio``.
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
@@ -124,7 +108,6 @@ def gradient_table(
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     dead_below = check_float("dead_below", dead_below, low=0.0, low_open=True)
     dev = new_tensor_device(device)
-    tiny = 1e-300
     out = []
     for d in dims:
         scores, _ = _row_scores(d, n_trials, n_keys, seed, dev)  # (n_trials, n_keys)
@@ -143,10 +126,9 @@ def gradient_table(
             row[f"grad_{name}"] = float(norms.mean())
             row[f"grad_median_{name}"] = float(norms.median())
             row[f"dead_{name}"] = float((norms < dead_below).double().mean())
-            if name == "scaled":
-                row["grad_qk_median_scaled"] = float(qk.grad.norm(dim=-1).median())
-        row["grad_ratio"] = row["grad_scaled"] / max(row["grad_unscaled"], tiny)
-        row["grad_median_ratio"] = row["grad_median_scaled"] / max(row["grad_median_unscaled"], tiny)
-        row["grad_qk_median_ratio"] = row["grad_qk_median_scaled"] / max(row["grad_median_unscaled"], tiny)
+            row[f"grad_qk_median_{name}"] = float(qk.grad.norm(dim=-1).median())
         out.append(row)
-    return pd.DataFrame(out)
+    t = pd.DataFrame(out)
+    for column in ("grad", "grad_median", "grad_qk_median"):
+        t[f"{column}_ratio"] = t[f"{column}_scaled"] / t[f"{column}_unscaled"].clip(lower=1e-300)
+    return t

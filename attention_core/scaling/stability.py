@@ -29,32 +29,23 @@ def naive_softmax(x: torch.Tensor) -> torch.Tensor:
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def softmax_overflow(logits: torch.Tensor, dtypes: Sequence[str] = ("float32", "float16")) -> pd.DataFrame:
-    """The naive and the max-subtracted softmax of the same ``logits (n,)`` in each dtype.
+def softmax_overflow(logits: torch.Tensor, dtype: str = "float32") -> pd.DataFrame:
+    """The naive and the max-subtracted softmax of the same ``logits (n,)`` in ``dtype``.
 
-    Both run in the dtype itself (as a kernel would), on the logits rounded to it; the
-    reference is float64's softmax of those rounded logits. Columns: ``dtype``, ``index``,
-    ``logit``, ``exp_naive`` (exp(x) in the dtype: inf once x passes :func:`overflow_limit`),
-    ``naive``, ``stable``, ``reference``, ``naive_finite``, ``stable_finite``.
+    Both run in the dtype itself (as a kernel would), on the logits rounded to it; the reference is float64's
+    softmax of those rounded logits. Columns: ``logit``, ``exp_naive`` (exp(x) in the dtype: inf once x passes
+    :func:`overflow_limit`), ``naive``, ``stable``, ``reference``, ``naive_finite``, ``stable_finite``.
     """
     check_tensor("logits", logits, min_dim=1)
     if logits.dim() != 1 or not 1 <= logits.numel() <= MAX_KEYS:
         raise ValueError(f"logits must be 1-D with 1 to {MAX_KEYS} entries, got shape {tuple(logits.shape)}")
-    names = [check_choice("dtype", d, DTYPES) for d in dtypes]
-    if not names:
-        raise ValueError("dtypes must name at least one dtype")
-    out = []
-    for name in names:
-        x = logits.to(DTYPES[name])  # may round (or overflow to ±inf in float16)
-        stable = stable_softmax(x) if bool(torch.isfinite(x).all()) else torch.full_like(x, float("nan"))
-        ref = torch.softmax(x.double(), dim=-1)
-        columns = {"logit": x, "exp_naive": torch.exp(x), "naive": naive_softmax(x), "stable": stable, "reference": ref}
-        frame = pd.DataFrame({"dtype": name, "index": np.arange(x.numel())})
-        for column, values in columns.items():
-            frame[column] = values.double().cpu().numpy()  # widening keeps inf and NaN
-        frame["naive_finite"], frame["stable_finite"] = np.isfinite(frame["naive"]), np.isfinite(frame["stable"])
-        out.append(frame)
-    return pd.concat(out, ignore_index=True)
+    x = logits.to(DTYPES[check_choice("dtype", dtype, DTYPES)])  # may round (or overflow to ±inf in float16)
+    stable = stable_softmax(x) if bool(torch.isfinite(x).all()) else torch.full_like(x, float("nan"))
+    columns = {"logit": x, "exp_naive": torch.exp(x), "naive": naive_softmax(x), "stable": stable,
+               "reference": torch.softmax(x.double(), dim=-1)}  # fmt: skip
+    t = pd.DataFrame({name: v.double().cpu().numpy() for name, v in columns.items()})  # widening keeps inf and NaN
+    t["naive_finite"], t["stable_finite"] = np.isfinite(t["naive"]), np.isfinite(t["stable"])
+    return t
 
 
 def overflow_logits(magnitude: float, n: int = 8, *, device: str | torch.device | None = None) -> torch.Tensor:
@@ -77,7 +68,7 @@ def overflow_sweep(magnitudes: Sequence[float], dtype: str = "float32", n: int =
         raise ValueError("magnitudes must hold at least one value")
     out = []
     for m in mags:
-        t = softmax_overflow(overflow_logits(m, n), (dtype,))
+        t = softmax_overflow(overflow_logits(m, n), dtype)
         errors = {f"{s}_error": float((t[s] - t["reference"]).abs().max(skipna=False)) for s in ("naive", "stable")}
         out.append({"magnitude": m, **errors, "naive_nan": bool(t["naive"].isna().any()),
                     "exp_overflow": bool(np.isinf(t["exp_naive"]).any())})  # fmt: skip

@@ -11,17 +11,7 @@ from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..optim import Optimizer
 from ..validation import check_float, check_int
-from ._sampling import (
-    _DIVISORS,
-    MAX_D_K,
-    MAX_KEYS,
-    MAX_SAMPLES,
-    SCALE_RULES,
-    _row_scores,
-    _small_op_mode,
-    _softmax_stats,
-    entropy_pct,
-)
+from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, _row_scores, _small_op_mode, _softmax_stats, entropy_pct
 
 
 def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: float) -> tuple[float, float]:
@@ -40,8 +30,15 @@ def _fit_temperature(logits: torch.Tensor, target_pct: float, steps: int, lr: fl
     return tau, float(entropy_pct(stable_softmax(logits / tau)).mean())
 
 
-STRATEGY_NAMES = ("none", "√d_k", "d_k", "d_k^¼", "2√d_k", "learned τ", "cosine / τ")  # the first five: SCALE_RULES
-_FIXED_HOW = ("q·k, raw", "q·k / √d_k: the Transformer's choice", "q·k / d_k", "q·k / d_k^¼", "q·k / (2√d_k)")
+# The fixed divisors: a strategy's name → what it divides q·k by at a given d_k, and how that reads.
+_FIXED = {
+    "none": (lambda d: 1.0, "q·k, raw"),
+    "√d_k": (math.sqrt, "q·k / √d_k: the Transformer's choice"),
+    "d_k": (float, "q·k / d_k"),
+    "d_k^¼": (lambda d: d**0.25, "q·k / d_k^¼"),
+    "2√d_k": (lambda d: 2.0 * math.sqrt(d), "q·k / (2√d_k)"),
+}
+STRATEGY_NAMES = (*_FIXED, "learned τ", "cosine / τ")
 
 
 def scaling_strategies(
@@ -70,10 +67,8 @@ def scaling_strategies(
         tau, reached = _fit_temperature(fit_s, target, fit_steps, 0.1)
         tau_c, reached_c = _fit_temperature(fit_c, target, fit_steps, 0.1)
     fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
-    out = []
-    for name, rule, how in zip(STRATEGY_NAMES, SCALE_RULES, _FIXED_HOW, strict=False):
-        c = _DIVISORS[rule](d_k)
-        out.append({"strategy": name, "divisor": c, **_softmax_stats(test_s / c), "how": how})
+    out = [{"strategy": name, "divisor": divisor(d_k), **_softmax_stats(test_s / divisor(d_k)), "how": how}
+           for name, (divisor, how) in _FIXED.items()]  # fmt: skip
     out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
                 "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
     out.append({"strategy": "cosine / τ", "divisor": tau_c, **_softmax_stats(test_c / tau_c),

@@ -1,10 +1,10 @@
 """Cached computations: plain arguments in, tables and dataclasses out (the core through thin ``st.cache_data``
-wrappers; the toy runs through ``functools.lru_cache``, for every session)."""
+wrappers; the toy runs through ``functools.lru_cache``, for every session). A table a tab reads one row of comes
+indexed by that row's name (d_k, strategy, init, run), the column kept for the figures and the numbers."""
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -37,38 +37,9 @@ def rows_for(n_keys: int) -> int:
     return max(32, VECTORS // (n_keys + 1))
 
 
-@dataclass(frozen=True)
-class Both:
-    """One quantity without and with ÷√d_k."""
-
-    unscaled: float
-    scaled: float
-
-
-def _by_dk(table: pd.DataFrame, unscaled: str, scaled: str | None = None) -> dict[int, Both]:
-    """Column ``unscaled`` beside ``scaled`` (default: the ``<name>_unscaled``, ``<name>_scaled`` pair), by d_k."""
-    a, b = (unscaled, scaled) if scaled else (f"{unscaled}_unscaled", f"{unscaled}_scaled")
-    return {int(d): Both(float(x), float(y)) for d, x, y in zip(table["d_k"], table[a], table[b], strict=True)}
-
-
-@dataclass(frozen=True)
-class Variance:
-    """Var(q·k) at every d_k (``table``: the figure's and the numbers'); by d_k the measured variance and the bound
-    95% of the scores stay within, unscaled and ÷√d_k; the largest miss from the theory, and its d_k."""
-
-    table: pd.DataFrame
-    var: dict[int, Both]
-    p95: dict[int, Both]
-    worst_error: float
-    worst_d_k: int
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
-def variance_data(n_samples: int, seed: int) -> Variance:
-    t = variance_table(DIMS, n_samples, seed, device=DEVICE)
-    worst = t.loc[t["rel_error"].abs().idxmax()]
-    by_dk = _by_dk(t, "empirical_var", "scaled_var"), _by_dk(t, "abs_p95", "scaled_abs_p95")
-    return Variance(t, *by_dk, float(worst["rel_error"]), int(worst["d_k"]))
+def variance_data(n_samples: int, seed: int) -> pd.DataFrame:
+    return variance_table(DIMS, n_samples, seed, device=DEVICE).set_index("d_k", drop=False)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -76,19 +47,9 @@ def histogram_data(d_k: int, n_samples: int, seed: int) -> tuple[pd.DataFrame, p
     return dot_product_histograms(d_k, n_samples, seed, device=DEVICE)
 
 
-@dataclass(frozen=True)
-class Saturation:
-    """Means over random rows at every d_k (``table``); by d_k the entropy (% of log n) and the largest weight."""
-
-    table: pd.DataFrame
-    entropy_pct: dict[int, Both]
-    max_weight: dict[int, Both]
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
-def saturation_data(n_keys: int, seed: int) -> Saturation:
-    t = saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE)
-    return Saturation(t, _by_dk(t, "entropy_pct"), _by_dk(t, "max_weight"))
+def saturation_data(n_keys: int, seed: int) -> pd.DataFrame:
+    return saturation_table(DIMS, n_keys, seed, n_rows=rows_for(n_keys), device=DEVICE).set_index("d_k", drop=False)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -103,106 +64,41 @@ def row_data(d_k: int, n_keys: int, seed: int) -> RowSample:
     return sample_row(d_k, n_keys, seed, device=DEVICE)
 
 
-@dataclass(frozen=True)
-class Gradients:
-    """‖∂L/∂z‖ at every d_k (``table``); by d_k its median and the share of rows passing < 0.01; the first d_k
-    where the scaled model's median gradient at q·k is the larger (None: nowhere up to 4096)."""
-
-    table: pd.DataFrame
-    median: dict[int, Both]
-    dead: dict[int, Both]
-    crossing: int | None
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
-def gradient_data(n_keys: int, seed: int) -> Gradients:
-    t = gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE)
-    above = t.loc[t["grad_qk_median_ratio"] > 1, "d_k"]
-    return Gradients(t, _by_dk(t, "grad_median"), _by_dk(t, "dead"), int(above.iloc[0]) if len(above) else None)
-
-
-@dataclass(frozen=True)
-class Strategies:
-    """Each divisor on the same rows (``table``), and the temperatures fitted for the target: τ alone, and τ
-    after cosine normalisation."""
-
-    table: pd.DataFrame
-    learned_tau: float
-    cosine_tau: float
+def gradient_data(n_keys: int, seed: int) -> pd.DataFrame:
+    return gradient_table(DIMS, n_keys, rows_for(n_keys), seed, device=DEVICE).set_index("d_k", drop=False)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> Strategies:
+def strategies_data(d_k: int, n_keys: int, seed: int, target: int) -> pd.DataFrame:
     t = scaling_strategies(d_k, n_keys, seed, n_rows=2 * rows_for(n_keys), target_entropy_pct=float(target),
                            device=DEVICE)  # fmt: skip
-    by = t.set_index("strategy")["divisor"]
-    return Strategies(t, float(by["learned τ"]), float(by["cosine / τ"]))
-
-
-@dataclass(frozen=True)
-class Init:
-    """Each initial std's effect (``table``), and with 1/√d_model the inputs' E[x²] and the ÷√d_k scores' variance."""
-
-    table: pd.DataFrame
-    x_var: float
-    score_var: float
+    return t.set_index("strategy", drop=False)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> Init:
+def init_data(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float) -> pd.DataFrame:
     stds = {**named_init_stds(d_model, d_k), "custom": custom}
-    t = init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE)
-    lecun = t.set_index("init").loc["1/√d_model"]
-    return Init(t, float(lecun["x_var"]), float(lecun["score_var_scaled"]))
-
-
-@dataclass(frozen=True)
-class Overflow:
-    """Eight logits through the naive and the stable softmax (``table``; ``cells``, as the numbers show them),
-    whether the naive one stayed finite, and the largest error of each as the logits grow (``sweep``)."""
-
-    table: pd.DataFrame
-    cells: pd.DataFrame
-    finite: bool
-    sweep: pd.DataFrame
-
-
-def _cell(x: float) -> str:
-    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
-    if math.isnan(x):
-        return "NaN (∞/∞)"
-    if math.isinf(x):
-        return "∞ (overflow)" if x > 0 else "−∞"
-    return f"{x:.4g}"
+    return init_effects(d_model, d_k, stds, layernorm=layernorm, seed=seed, device=DEVICE).set_index("init", drop=False)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def overflow_data(magnitude: int, dtype: str) -> Overflow:
-    t = softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), (dtype,))
-    shown = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
-             "float64 reference": "reference"}  # fmt: skip
-    cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in shown.items()})
-    return Overflow(t, cells, bool(t["naive_finite"].all()), overflow_sweep([float(m) for m in MAG_CHOICES], dtype))
+def overflow_data(magnitude: int, dtype: str) -> pd.DataFrame:
+    return softmax_overflow(overflow_logits(float(magnitude), 8, device=DEVICE), dtype)
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """Where a toy run started and ended, and the step its loss first fell below ``THRESHOLD`` (NaN: never)."""
-
-    start_loss: float
-    end_loss: float
-    steps_to_threshold: float
-    start_logit_std: float
+@st.cache_data(max_entries=4, show_spinner=False)
+def overflow_sweep_data(dtype: str) -> pd.DataFrame:
+    """The largest error of each softmax at every magnitude the slider offers."""
+    return overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
 
 
 @dataclass(frozen=True)
 class Training:
-    """Both toy runs: their histories by name (``runs``, for the figures), the summary table, and each run read."""
+    """Both toy runs: their histories by name (``runs``, for the figures) and their summary, indexed by run."""
 
     runs: dict[str, pd.DataFrame]
     table: pd.DataFrame
-    scaled: RunSummary
-    unscaled: RunSummary
 
 
 @functools.lru_cache(maxsize=48)
@@ -227,7 +123,4 @@ def training_runs(d_k: int, n_keys: int, optimizer: str, lr: float, init: str, s
                                    init_std=named_init_stds(TOY_D_MODEL, d_k)[init], seed=seed, progress=tick,
                                    device=DEVICE)  # fmt: skip
         bar.empty()
-        t = training_summary(runs, THRESHOLD)
-        read = [RunSummary(*(float(r[c]) for c in ("start_loss", "end_loss", "steps_to_threshold", "start_logit_std")))
-                for _, r in t.set_index("run").loc[["scaled", "unscaled"]].iterrows()]  # fmt: skip
-        return Training(runs, t, *read)
+        return Training(runs, training_summary(runs, THRESHOLD).set_index("run", drop=False))

@@ -15,7 +15,7 @@ from ui.scaling.settings import Shared
 
 def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool) -> go.Figure:
     if kind == "gradient":
-        return gradient_figure(gradient_data(n_keys, seed).table, d_k, talk=talk)
+        return gradient_figure(gradient_data(n_keys, seed), d_k, talk=talk)
     row = row_data(d_k, n_keys, seed)
     return jacobian_figure(row.jacobian_unscaled, row.jacobian_scaled, d_k, talk=talk)
 
@@ -33,13 +33,14 @@ def gradients_tab(sh: Shared) -> None:
         f"and ‖∂L/∂z‖ is measured with torch.autograd on the same {rows_for(sh.n_keys)} rows per width as the "
         "saturation tab.",
     )
-    median, dead, key = g.median[sh.d_k], g.dead[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
+    at, key = g.loc[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
     lead(draw.figure(figure, "gradient", *key), "sc_gradient", "scaling.Gradients",
-         ("Median ‖∂L/∂z‖, unscaled", draw.fmt(median.unscaled), None),
-         ("Median ‖∂L/∂z‖, ÷√d_k", draw.fmt(median.scaled), None),
-         ("Rows passing < 0.01, unscaled", f"{100 * dead.unscaled:.0f}%", None),
-         ("Rows passing < 0.01, ÷√d_k", f"{100 * dead.scaled:.0f}%", None))  # fmt: skip
-    crossing = f"from d_k = {g.crossing} on it is larger" if g.crossing else "up to d_k = 4096 it stays smaller"
+         ("Median ‖∂L/∂z‖, unscaled", draw.fmt(at["grad_median_unscaled"]), None),
+         ("Median ‖∂L/∂z‖, ÷√d_k", draw.fmt(at["grad_median_scaled"]), None),
+         ("Rows passing < 0.01, unscaled", f"{100 * at['dead_unscaled']:.0f}%", None),
+         ("Rows passing < 0.01, ÷√d_k", f"{100 * at['dead_scaled']:.0f}%", None))  # fmt: skip
+    above = g.index[g["grad_qk_median_ratio"] > 1]  # where the scaled model's gradient at q·k is the larger
+    crossing = f"from d_k = {above[0]} on it is larger" if len(above) else "up to d_k = 4096 it stays smaller"
     draw.prose(
         "The mean hides most of the effect: a few rows that happen not to saturate keep it up, while the "
         "median row gets almost nothing. One honest caveat: at the scores q·k themselves, the scaled model's "
@@ -52,7 +53,7 @@ def gradients_tab(sh: Shared) -> None:
         "the saturation tab; where a row is one-hot, the whole matrix is (nearly) zero.",
     )
     draw.chart(draw.figure(figure, "jacobian", *key), "sc_jacobian")
-    draw.numbers(g.table, {
+    draw.numbers(g, {
         "d_k": NUMBER("d_k"), **both("jac_diag", "mean s(1−s)", "%.3g"),
         **both("grad_median", "median ‖∂L/∂z‖", "%.3g"), "grad_median_ratio": NUMBER("median ratio", format="%.3g"),
         **both("grad", "mean ‖∂L/∂z‖", "%.3g"), "grad_ratio": NUMBER("mean ratio", format="%.3g"),

@@ -13,7 +13,7 @@ from ui.scaling.settings import Shared
 
 
 def figure(d_model: int, d_k: int, layernorm: bool, seed: int, custom: float, talk: bool) -> go.Figure:
-    return init_figure(init_data(d_model, d_k, layernorm, seed, custom).table, talk=talk)
+    return init_figure(init_data(d_model, d_k, layernorm, seed, custom), talk=talk)
 
 
 def init_tab(sh: Shared) -> None:
@@ -28,19 +28,20 @@ def init_tab(sh: Shared) -> None:
     layernorm = c[2].toggle("LayerNorm the inputs first", False, key="sc_ln", bind="query-params",
                             help="Normalise each token vector to mean 0, variance 1 before the projections.")
     init = init_data(d_model, sh.d_k, layernorm, sh.seed, custom)
+    lecun = init.loc["1/√d_model"]
     draw.prose(
         "√d_k assumes q and k have unit-variance entries. That holds only if the projections are initialised "
         "for it and the inputs have unit size. Here 256 token vectors of varying size (gains 0.5 to 4, like a "
         "residual stream) are projected with W_q, W_k drawn at each std.",
-        f"With 1/√d_model the queries' variance is E[x²] = {init.x_var:.2f}"
+        f"With 1/√d_model the queries' variance is E[x²] = {lecun['x_var']:.2f}"
         + (" (LayerNorm has made it 1)" if layernorm else " (the inputs are not normalised)")
-        + f", and the ÷√d_k scores have variance {init.score_var:.3g} rather than 1. "
+        + f", and the ÷√d_k scores have variance {lecun['score_var_scaled']:.3g} rather than 1. "
         "Too small a std flattens every row; too large saturates it even after ÷√d_k."
         + (" Xavier's √(2/(d_model + d_k)) equals 1/√d_model here, since d_model = d_k." if d_model == sh.d_k else ""),
     )
     fig = draw.figure(figure, d_model, sh.d_k, layernorm, sh.seed, custom, sh.talk)
     draw.chart(fig, "sc_init", fit="scaling.Initialisation")
-    draw.numbers(init.table, {
+    draw.numbers(init, {
         "init": st.column_config.TextColumn("init"), "std": NUMBER("σ", format="%.4g"),
         "q_var": NUMBER("Var(q)", format="%.4g"), "q_var_theory": NUMBER("theory", format="%.4g"),
         "score_var_unscaled": NUMBER("Var(q·k)", format="%.4g"),

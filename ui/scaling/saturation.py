@@ -18,7 +18,7 @@ from ui.scaling.settings import TAU_CHOICES, Shared
 
 def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool, tau: float = 0.0) -> go.Figure:
     if kind == "saturation":
-        return saturation_figure(saturation_data(n_keys, seed).table, d_k, talk=talk)
+        return saturation_figure(saturation_data(n_keys, seed), d_k, talk=talk)
     if kind == "row":
         row = row_data(d_k, n_keys, seed)
         return row_bars_figure(row.weights_unscaled, row.weights_scaled, d_k, talk=talk)
@@ -42,12 +42,12 @@ def saturation_tab(sh: Shared) -> None:
         "one-hot as d_k grows; divided by √d_k the spread stays near 1 and the entropy stays put. "
         f"Each point averages {rows} random rows.",
     )
-    h, w, key = s.entropy_pct[sh.d_k], s.max_weight[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
+    at, key = s.loc[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
     lead(draw.figure(figure, "saturation", *key), "sc_saturation", "scaling.Saturation",
-         ("Entropy, unscaled", f"{h.unscaled:.0f}%", "of uniform"),
-         ("Entropy, ÷√d_k", f"{h.scaled:.0f}%", "of uniform"),
-         ("Largest weight, unscaled", f"{w.unscaled:.2f}", f"mean over {rows} rows"),
-         ("Largest weight, ÷√d_k", f"{w.scaled:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"))
+         ("Entropy, unscaled", f"{at['entropy_pct_unscaled']:.0f}%", "of uniform"),
+         ("Entropy, ÷√d_k", f"{at['entropy_pct_scaled']:.0f}%", "of uniform"),
+         ("Largest weight, unscaled", f"{at['max_weight_unscaled']:.2f}", f"mean over {rows} rows"),
+         ("Largest weight, ÷√d_k", f"{at['max_weight_scaled']:.2f}", f"uniform would be {1 / sh.n_keys:.2f}"))
     draw.chart(draw.figure(figure, "row", *key), "sc_row")
     st.subheader("Turn the temperature")
     tau = float(st.select_slider("Temperature τ (the softmax sees q·k / τ)", [f"{t:g}" for t in TAU_CHOICES], "22.6",
@@ -65,7 +65,7 @@ def saturation_tab(sh: Shared) -> None:
         draw.chart(draw.figure(figure, "tau_bars", *key, tau), "sc_tau_bars")
     with c[1]:
         draw.chart(draw.figure(figure, "tau_curve", *key, tau), "sc_tau_curve")
-    draw.numbers(s.table, {
+    draw.numbers(s, {
         "d_k": NUMBER("d_k"), **both("entropy_pct", "entropy %", "%.1f"), **both("max_weight", "max weight", "%.3f"),
         **both("score_var", "score var", "%.4g", "%.3f"), **both("score_range", "max − min", "%.3g"),
     }, f"Means over {rows} rows of {sh.n_keys} keys, seed {sh.seed}. Entropy as % of log {sh.n_keys}.",

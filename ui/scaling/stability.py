@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -11,15 +12,28 @@ from attention_core.scaling import overflow_limit
 from figures.scaling import overflow_bars_figure, overflow_figure
 from ui import draw
 from ui.scaling import headline
-from ui.scaling.cached import overflow_data
+from ui.scaling.cached import overflow_data, overflow_sweep_data
 from ui.scaling.settings import MAG_CHOICES, Shared
 
 
 def figure(kind: str, magnitude: int, dtype: str, talk: bool) -> go.Figure:
-    o = overflow_data(magnitude, dtype)
     if kind == "bars":
-        return overflow_bars_figure(o.table, talk=talk)
-    return overflow_figure(o.sweep, dtype, overflow_limit(dtype), magnitude, talk=talk)
+        return overflow_bars_figure(overflow_data(magnitude, dtype), talk=talk)
+    return overflow_figure(overflow_sweep_data(dtype), dtype, overflow_limit(dtype), magnitude, talk=talk)
+
+
+# The numbers table's columns: label → the overflow table's column.
+SHOWN = {"logit": "logit", "exp(x)": "exp_naive", "naive": "naive", "max-subtracted": "stable",
+         "float64 reference": "reference"}  # fmt: skip
+
+
+def _cell(x: float) -> str:
+    """A weight or exp value for the overflow table, with ∞ and NaN spelled out."""
+    if math.isnan(x):
+        return "NaN (∞/∞)"
+    if math.isinf(x):
+        return "∞ (overflow)" if x > 0 else "−∞"
+    return f"{x:.4g}"
 
 
 def stability_tab(sh: Shared) -> None:
@@ -32,7 +46,7 @@ def stability_tab(sh: Shared) -> None:
                                    bind="query-params")  # fmt: skip
     dtype = c[1].radio("Number format", ("float32", "float16"), 1, key="sc_dtype", horizontal=True, bind="query-params")
     limit = overflow_limit(dtype)
-    o = overflow_data(magnitude, dtype)
+    t = overflow_data(magnitude, dtype)
     draw.prose(
         f"The largest {dtype} number is {math.exp(limit):.4g} ≈ e^{limit:.1f}. Past a logit of {limit:.1f}, "
         "exp(x) overflows to ∞, "
@@ -51,13 +65,14 @@ def stability_tab(sh: Shared) -> None:
             draw.chart(draw.figure(figure, kind, magnitude, dtype, sh.talk), f"sc_overflow_{kind}",
                        fit="scaling.Numerical stability")  # fmt: skip
     with verdict():
-        if not o.finite:
+        if not t["naive_finite"].all():
             st.warning(f"At a largest logit of {magnitude}, exp overflows in {dtype}: the naive softmax returns "
                        "NaN (not a number) where the max-subtracted one still gives the right weights.",
                        icon=":material/warning:")  # fmt: skip
         else:
             st.success(f"At a largest logit of {magnitude}, {dtype} holds every exp(x): both versions agree.",
                        icon=":material/check_circle:")  # fmt: skip
-    draw.numbers(o.cells, {c: st.column_config.TextColumn(c) for c in o.cells}, "∞ (overflow): exp(x) is larger than "
+    cells = pd.DataFrame({label: [_cell(x) for x in t[column]] for label, column in SHOWN.items()})
+    draw.numbers(cells, {c: st.column_config.TextColumn(c) for c in SHOWN}, "∞ (overflow): exp(x) is larger than "
                  "the format can hold. NaN (∞/∞): not a number, the undefined result of dividing infinity by infinity.",
                  key="sc_stability_numbers")  # fmt: skip

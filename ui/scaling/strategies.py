@@ -15,7 +15,7 @@ from ui.scaling.settings import Shared
 
 
 def figure(d_k: int, n_keys: int, seed: int, target: int, talk: bool) -> go.Figure:
-    return strategies_figure(strategies_data(d_k, n_keys, seed, target).table, talk=talk)
+    return strategies_figure(strategies_data(d_k, n_keys, seed, target), talk=talk)
 
 
 def strategies_tab(sh: Shared) -> None:
@@ -36,14 +36,14 @@ def strategies_tab(sh: Shared) -> None:
         "near-uniform, ÷d_k^¼ leaves them peaked; ÷√d_k is the one that keeps the score variance at 1 at every width.",
         f"**How τ was learned.** Starting from τ = 1 (no scaling), 150 Adam steps on log τ minimise "
         f"(mean entropy / log n − {target}%)² over {rows} other rows; the table measures the result on fresh rows. "
-        f"Here τ = {s.learned_tau:.3g}, against √d_k = {math.sqrt(sh.d_k):.3g}: the temperature a target "
-        f"asks for is of the order of √d_k, and which one is 'right' depends on the target. Cosine attention "
+        f"Here τ = {s.loc['learned τ', 'divisor']:.3g}, against √d_k = {math.sqrt(sh.d_k):.3g}: the temperature a "
+        f"target asks for is of the order of √d_k, and which one is 'right' depends on the target. Cosine attention "
         f"normalises q and k first, so its scores lie in [−1, 1] and need a small τ "
-        f"({s.cosine_tau:.3g} here) to be anything but uniform.",
+        f"({s.loc['cosine / τ', 'divisor']:.3g} here) to be anything but uniform.",
     )
     fig = draw.figure(figure, sh.d_k, sh.n_keys, sh.seed, target, sh.talk)
     draw.chart(fig, "sc_strategies", fit="scaling.Scaling strategies")
-    draw.numbers(s.table, {
+    draw.numbers(s, {
         "strategy": st.column_config.TextColumn("strategy"),
         "divisor": NUMBER("divisor", format="%.4g"),
         "score_var": NUMBER("score var", format="%.4g"),

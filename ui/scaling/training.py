@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -12,7 +13,7 @@ from figures.scaling import training_figure
 from ui import draw
 from ui.draw import NUMBER
 from ui.scaling import headline
-from ui.scaling.cached import Training, training_runs
+from ui.scaling.cached import training_runs
 from ui.scaling.settings import STEP_CHOICES, THRESHOLD, TOY_D_MODEL, Shared, step_choices, toy_batch
 
 
@@ -49,9 +50,9 @@ def training_controls(d_k: int) -> tuple[str, float, str, int]:
     )  # fmt: skip
 
 
-def _verdict(t: Training, steps: int) -> str:
-    """What the two curves show, in one or two sentences built from the measured numbers."""
-    un, a, b = t.unscaled, t.scaled.steps_to_threshold, t.unscaled.steps_to_threshold
+def _verdict(t: pd.DataFrame, steps: int) -> str:
+    """What the two curves show, in one or two sentences built from the measured numbers (the runs' summary)."""
+    un, a, b = t.loc["unscaled"], t.loc["scaled", "steps_to_threshold"], t.loc["unscaled", "steps_to_threshold"]
 
     def reached(s: float) -> str:
         return f"at step {int(s)}" if not math.isnan(s) else f"not within {steps} steps"
@@ -62,10 +63,10 @@ def _verdict(t: Training, steps: int) -> str:
             text += f" Unscaled needed {b / max(a, 1):.1f}× as many steps."
         elif b < a:
             text += " Here the unscaled model was faster."
-    if un.end_loss > 0.9 * un.start_loss:
-        text += f" The unscaled run stalled: its loss only went from {un.start_loss:.2f} to {un.end_loss:.2f}."
+    if un["end_loss"] > 0.9 * un["start_loss"]:
+        text += f" The unscaled run stalled: its loss only went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
     elif math.isnan(b):
-        text += f" It did not stall, though: its loss went from {un.start_loss:.2f} to {un.end_loss:.2f}."
+        text += f" It did not stall, though: its loss went from {un['start_loss']:.2f} to {un['end_loss']:.2f}."
     return text
 
 
@@ -82,7 +83,7 @@ def training_tab(sh: Shared) -> None:
     )
     optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
-    t = training_runs(*run_key)
+    t = training_runs(*run_key).table
     above = headline()  # the verdict and the numbers
     for col, kind in zip(st.columns(2), ("loss", "grad"), strict=True):
         with col:
@@ -90,10 +91,10 @@ def training_tab(sh: Shared) -> None:
     with above():
         st.markdown(f"**What this run shows.** {_verdict(t, steps)}")
         draw.metrics(
-            ("Final loss, ÷√d_k", f"{t.scaled.end_loss:.3f}", "mean of the last 10% of steps"),
-            ("Final loss, unscaled", f"{t.unscaled.end_loss:.3f}", "mean of the last 10% of steps"),
-            ("Logit std at step 0, ÷√d_k", f"{t.scaled.start_logit_std:.2f}", "the softmax's input"),
-            ("Logit std at step 0, unscaled", f"{t.unscaled.start_logit_std:.2f}", "the softmax's input"),
+            ("Final loss, ÷√d_k", f"{t.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+            ("Final loss, unscaled", f"{t.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+            ("Logit std at step 0, ÷√d_k", f"{t.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
+            ("Logit std at step 0, unscaled", f"{t.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
         )
     draw.prose(
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
@@ -104,7 +105,7 @@ def training_tab(sh: Shared) -> None:
         "beyond. So in this small task the unscaled model usually still learns; what ÷√d_k buys is a start "
         "outside the saturated regime, and that matters more the wider the keys.",
     )
-    draw.numbers(t.table, {
+    draw.numbers(t, {
         "run": st.column_config.TextColumn("run"),
         "start_loss": NUMBER("loss, first 10 steps", format="%.3f"),
         "end_loss": NUMBER("loss, last 10%", format="%.3f"),

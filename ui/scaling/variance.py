@@ -17,7 +17,7 @@ from ui.scaling.settings import DIMS, Shared
 
 def figure(kind: str, n: int, seed: int, d_k: int, talk: bool) -> go.Figure:
     if kind == "variance":
-        return variance_figure(variance_data(n, seed).table, d_k, talk=talk)
+        return variance_figure(variance_data(n, seed), d_k, talk=talk)
     return histogram_figure(*histogram_data(d_k, n, seed), d_k, talk=talk)
 
 
@@ -37,22 +37,22 @@ def variance_tab(sh: Shared) -> None:
                          "error shrinks like 1/√samples.")  # fmt: skip
     with st.spinner(f"Sampling {n:,} pairs of vectors at each of {len(DIMS)} widths…"):
         v = variance_data(n, sh.seed)
-    key, var, p95 = (n, sh.seed, sh.d_k, sh.talk), v.var[sh.d_k].unscaled, v.p95[sh.d_k]
+    key, at, worst = (n, sh.seed, sh.d_k, sh.talk), v.loc[sh.d_k], v["rel_error"].abs().idxmax()
     lead(draw.figure(figure, "variance", *key), "sc_variance", "scaling.Variance",
-         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(var, 4), f"theory: {sh.d_k}"),
-         ("Typical score, ±1σ", f"±{math.sqrt(var):.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
-         ("95% of scores within", f"±{p95.unscaled:.1f}", "about ±2σ"),
-         ("After ÷√d_k, 95% within", f"±{p95.scaled:.2f}", "about ±2, at any d_k"))  # fmt: skip
+         (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(at["empirical_var"], 4), f"theory: {sh.d_k}"),
+         ("Typical score, ±1σ", f"±{at['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
+         ("95% of scores within", f"±{at['abs_p95']:.1f}", "about ±2σ"),
+         ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
     draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
     draw.prose(
-        f"Every measured point lies within {100 * abs(v.worst_error):.1f}% of its theory line (the largest "
-        f"miss is at d_k = {v.worst_d_k}). With fewer samples the points scatter more: the standard error "
+        f"Every measured point lies within {100 * abs(v.loc[worst, 'rel_error']):.1f}% of its theory line (the largest "
+        f"miss is at d_k = {worst}). With fewer samples the points scatter more: the standard error "
         f"of a variance estimate is about √(2/n), {100 * math.sqrt(2 / n):.1f}% here. At d_k = 1 a single "
         "product qk is far from normal (peaked, heavy-tailed); by a few dozen terms the sum looks normal. "
         "Each pair is drawn once at the widest d_k and every narrower d_k uses its first entries, so "
         "neighbouring points share half their products and their small misses tend to go the same way.",
     )
-    draw.numbers(v.table, {
+    draw.numbers(v, {
         "d_k": NUMBER("d_k"), "theoretical_var": NUMBER("theory", format="%g"),
         "empirical_var": NUMBER("measured Var(q·k)", format="%.4g"),
         "rel_error": NUMBER("error", format="percent"), "empirical_std": NUMBER("std", format="%.3g"),
