@@ -4,6 +4,7 @@ each layer puts on the first token. Weights use the app's fixed 0…1 blue scale
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,9 +31,7 @@ def token_label(token: str, limit: int = 16) -> str:
 def unique_labels(tokens: Sequence[str]) -> list[str]:
     """Distinct axis labels: a repeated token gets its position (“␣the ·7”), as plotly merges equal categories."""
     shown = [token_label(t) for t in tokens]
-    counts: dict[str, int] = {}
-    for s in shown:
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(shown)
     return [f"{s} ·{i}" if counts[s] > 1 else s for i, s in enumerate(shown)]
 
 
@@ -84,13 +83,9 @@ def shift_figure(
                                                       "x": 0, "yanchor": "top"})  # fmt: skip
 
 
-def _check_grid(weights: np.ndarray, global_layers: Sequence[int]) -> np.ndarray:
-    w = np.asarray(weights, dtype=np.float32)
-    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
-    if any(not 0 <= g < w.shape[0] for g in global_layers):
-        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {w.shape[0]})")
-    return w
+def _check_layers(global_layers: Sequence[int], n_layers: int) -> None:
+    if any(not 0 <= g < n_layers for g in global_layers):
+        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {n_layers})")
 
 
 def decoder_grid(
@@ -104,14 +99,17 @@ def decoder_grid(
     A transparent marker sits at each tile's centre, one per head in layer-major order (point ``i`` is head
     ``divmod(i, H)``): a click on a tile selects that head. Global layers get a vermillion label and frame.
     """
-    w = _check_grid(weights, global_layers)
+    w = np.asarray(weights, dtype=np.float32)
+    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
+        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
     n_layers, n_heads, n, _ = w.shape
+    _check_layers(global_layers, n_layers)
     gap = max(1, n // 6)
     step = n + gap
     z = np.full((n_heads * step - gap, n_layers * step - gap), np.nan, dtype=np.float32)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            z[head * step : head * step + n, layer * step : layer * step + n] = w[layer, head]  # (m, m) tile
+    heads = list(np.ndindex(n_layers, n_heads))  # layer-major: point i of the markers is head divmod(i, H)
+    for layer, head in heads:
+        z[head * step : head * step + n, layer * step : layer * step + n] = w[layer, head]  # (m, m) tile
     centre = (n - 1) / 2
     size = font_size(talk)
     fig = go.Figure(
@@ -120,13 +118,11 @@ def decoder_grid(
             colorbar={"thickness": 12, "len": 0.9, "title": {"text": "weight", "side": "right"}},
         )
     )  # fmt: skip
-    xs = [layer * step + centre for layer in range(n_layers) for head in range(n_heads)]
-    ys = [head * step + centre for layer in range(n_layers) for head in range(n_heads)]
-    names = [head_label(layer, head) + (" (global)" if layer in global_layers else " (local)")
-             for layer in range(n_layers) for head in range(n_heads)]  # fmt: skip
+    names = [head_label(layer, head) + (" (global)" if layer in global_layers else " (local)") for layer, head in heads]
     note = f"<br>each cell: the mean of {block}×{block} tokens" if block > 1 else ""
     fig.add_scatter(
-        x=xs, y=ys, mode="markers", marker={"size": 1, "opacity": 0}, customdata=names, showlegend=False,
+        x=[lay * step + centre for lay, _ in heads], y=[h * step + centre for _, h in heads], mode="markers",
+        marker={"size": 1, "opacity": 0}, customdata=names, showlegend=False,
         hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>", name="heads",
     )  # fmt: skip
     for g in global_layers:  # a thin frame around a global layer's column
@@ -289,8 +285,7 @@ def sink_figure(
     if s.size and (not np.isfinite(s).all() or s.min() < -1e-9 or s.max() > 1 + 1e-9):
         raise ValueError("shares must be in [0, 1]")
     n_layers, n_heads = s.shape
-    if any(not 0 <= g < n_layers for g in global_layers):
-        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {n_layers})")
+    _check_layers(global_layers, n_layers)
     x = [f"L{layer}" for layer in range(n_layers)]
     fig = go.Figure()
     for is_global, name, colour in ((False, "local layer (window)", LOCAL), (True, "global layer", GLOBAL)):
@@ -298,10 +293,9 @@ def sink_figure(
         if idx:
             fig.add_bar(x=[x[i] for i in idx], y=s[idx].mean(axis=1), name=name, marker={"color": colour},
                         opacity=0.75, hovertemplate="%{x}: mean of its heads %{y:.2f}<extra></extra>")  # fmt: skip
-    heads_x = [x[layer] for layer in range(n_layers) for _ in range(n_heads)]
-    heads_y = s.reshape(-1)
-    names = [head_label(layer, h) for layer in range(n_layers) for h in range(n_heads)]
-    fig.add_scatter(x=heads_x, y=heads_y, mode="markers", name="one head", customdata=names,
+    heads = list(np.ndindex(n_layers, n_heads))  # layer-major, as s.reshape(-1)
+    fig.add_scatter(x=[x[layer] for layer, _ in heads], y=s.reshape(-1), mode="markers", name="one head",
+                    customdata=[head_label(*lh) for lh in heads],
                     marker={"color": "#111111", "size": 7, "symbol": "circle-open"},
                     hovertemplate="%{customdata}: %{y:.2f}<extra></extra>")  # fmt: skip
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, fixedrange=True, showgrid=False)
