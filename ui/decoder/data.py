@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention_core.decoder import run_decoder
+from attention_core.decoder import probabilities, run_decoder
 from figures.decoder import blank_blocked, shrink
 
 from .model import decoder
@@ -71,14 +71,8 @@ def prompt_data(text: str) -> PromptReading:
 
 
 def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(z / T) in float64; T = 0 is the limit, all weight on the largest logit (greedy)."""
-    z = np.asarray(logits, dtype=np.float64)
-    if temperature <= 0:
-        p = np.zeros_like(z)
-        p[int(np.argmax(z))] = 1.0
-        return p
-    e = np.exp((z - z.max()) / temperature)
-    return e / e.sum()
+    """The core's softmax(z / T) (T = 0: all weight on the largest logit), as float64 numpy."""
+    return probabilities(torch.from_numpy(logits), temperature).double().numpy()
 
 
 @dataclass(frozen=True)
