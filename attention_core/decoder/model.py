@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from ..attention import attention_trace, dot_product_attention
 from ..device import busy_cpu, one_thread
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
-from .weights import MODEL_NAME, DecoderConfig, DecoderWeights, LayerWeights, load_weights
+from .weights import DecoderConfig, DecoderWeights, LayerWeights, load_weights
 
 
 def _threads(device: torch.device) -> contextlib.AbstractContextManager:
@@ -47,13 +47,11 @@ def _linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Decoder:
-    """A loaded decoder: config, weights (one device, one dtype), tokenizer, and the GGUF it came from."""
+    """A loaded decoder: config, weights (one device, one dtype) and tokenizer."""
 
-    name: str
     config: DecoderConfig
     weights: DecoderWeights
     tokenizer: GemmaTokenizer
-    path: str
 
     @property
     def device(self) -> torch.device:
@@ -67,7 +65,7 @@ class Decoder:
 def load_decoder(dtype: torch.dtype = torch.bfloat16, device: str | torch.device | None = None) -> Decoder:
     """Gemma 3 270M from the installed package (assembled and cached on first use) in ``dtype`` on ``device``."""
     f, cfg, weights = load_weights(dtype=dtype, device=device)
-    return Decoder(MODEL_NAME, cfg, weights, tokenizer_from_metadata(f.metadata), f.path)
+    return Decoder(cfg, weights, tokenizer_from_metadata(f.metadata))
 
 
 # -- pieces of the layer ----------------------------------------------------------------------------------
