@@ -86,15 +86,10 @@ def rope_cos_sin(positions: torch.Tensor, dim: int, base: float, dtype: torch.dt
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """(x₁, x₂) → (−x₂, x₁) over the last axis's two halves."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
-
-
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate each pair (i, i + d/2) of ``x (..., m, d)`` by its position's angle."""
-    return x * cos + rotate_half(x) * sin  # (..., m, d)
+    """Rotate each pair (i, i + d/2) of ``x (..., m, d)`` by its position's angle: x·cos + (−x₂, x₁)·sin."""
+    x1, x2 = x.chunk(2, dim=-1)  # the two halves
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (..., m, d)
 
 
 def decoder_mask(n_q: int, n_k: int, *, window: int | None, device: torch.device) -> torch.Tensor | None:
@@ -228,7 +223,8 @@ def forward(
     positions = torch.arange(p0, p0 + m, device=ids.device)  # (m,)
     ropes = {base: rope_cos_sin(positions, cfg.head_dim, base, model.dtype)
              for base in (cfg.rope_base_local, cfg.rope_base_global)}  # fmt: skip
-    x = F.embedding(ids, w.embed) * _embed_scale(cfg, model.dtype)  # (1, m, D)
+    # √D rounded to the weights' dtype, as transformers applies it (25.25 in bfloat16)
+    x = F.embedding(ids, w.embed) * float(torch.tensor(math.sqrt(cfg.d_model), dtype=model.dtype))  # (1, m, D)
     records = []
     with _threads(ids.device):
         for i, lw in enumerate(w.layers):
@@ -243,11 +239,6 @@ def forward(
     if cache is not None:
         cache.length = p0 + m
     return rms_norm(x, w.final_norm, cfg.rms_eps), records
-
-
-def _embed_scale(cfg: DecoderConfig, dtype: torch.dtype) -> float:
-    """√D rounded to the weights' dtype, as transformers applies it (25.25 in bfloat16)."""
-    return float(torch.tensor(math.sqrt(cfg.d_model), dtype=dtype))
 
 
 def logits_of(model: Decoder, hidden: torch.Tensor) -> torch.Tensor:

@@ -33,7 +33,6 @@ from .prompts import EXAMPLES, LONG_NAME
 
 WALKTHROUGH = "app_pages/walkthrough.py"
 DECODER_PRESET = "Gemma decoder"  # the walkthrough's name for its decoder preset, as links write it
-WALK_MAX = DECODER_MAX_TOKENS  # the walkthrough writes every number of a head's n × n matrices
 WINDOW = 512
 HEAD_DIM, BF16 = 256, "bfloat16"
 MAX_CONTEXT = 32_768  # gemma-3-270m's context length (its file's context_length)
@@ -131,17 +130,17 @@ def heads_tab(text: str) -> None:
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
     layer, head = layer_control(c[0]), head_control(c[1])
     query = walkthrough_query(text, layer, head)
-    if d.n <= WALK_MAX:
+    if d.n <= DECODER_MAX_TOKENS:  # the walkthrough writes every number of a head's n × n matrices
         c[2].page_link(WALKTHROUGH, label=f"Open {head_label(layer, head)} in the walkthrough: its Q, K, V through "
                        "the five steps", icon=":material/stairs:", query_params=query)  # fmt: skip
     else:
-        c[2].caption(f"The walkthrough draws a head's matrices number by number, for prompts of up to {WALK_MAX} "
-                     f"tokens; this one has {d.n}.")  # fmt: skip
+        c[2].caption(f"The walkthrough draws a head's matrices number by number, for prompts of up to "
+                     f"{DECODER_MAX_TOKENS} tokens; this one has {d.n}.")  # fmt: skip
     with grid:  # above its controls, drawn with their values
         event = draw.chart(draw.figure(grid_figure, text, layer, head, talk()), "dc_grid", on_select="rerun",
                            selection_mode="points", config={**PLOTLY_CONFIG, "displayModeBar": False})  # fmt: skip
     points = [p for p in (event.selection.points if event else []) if p.get("curve_number") == 1]
-    if points and d.n <= WALK_MAX:  # a click on a tile: that head, in the walkthrough
+    if points and d.n <= DECODER_MAX_TOKENS:  # a click on a tile: that head, in the walkthrough
         layer, head = divmod(int(points[0]["point_index"]), N_HEADS)
         st.switch_page(WALKTHROUGH, query_params=walkthrough_query(text, layer, head))
 
