@@ -45,7 +45,7 @@ def _check_probs(name: str, p: Sequence[float], n: int) -> np.ndarray:
 
 
 def next_token_figure(
-    tokens: Sequence[str], probs: Sequence[float], *, talk: bool = False, height: int | None = None
+    tokens: Sequence[str], probs: Sequence[float], *, talk: bool = False
 ) -> go.Figure:
     """The top-k next tokens as horizontal bars, most likely on top, each bar's probability written on it."""
     p = _check_probs("probs", probs, len(tokens))
@@ -58,14 +58,13 @@ def next_token_figure(
     top = float(p.max()) if len(p) else 1.0
     fig.update_xaxes(range=[0, min(1.0, top * 1.25) or 1.0], tickformat=".0%", fixedrange=True,
                      title={"text": "probability of being the next token"})  # fmt: skip
-    per_row = 34 if talk else 26
-    return base_layout(fig, talk=talk, height=height or 70 + per_row * max(len(tokens), 3))
+    rows = max(len(tokens), 3)
+    return base_layout(fig, talk=talk, height=90 + 30 * rows if talk else 70 + 26 * rows)
 
 
 def shift_figure(
-    tokens: Sequence[str], p_on: Sequence[float], p_off: Sequence[float], *, window: int, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    tokens: Sequence[str], p_on: Sequence[float], p_off: Sequence[float], *, window: int, talk: bool = False
+) -> go.Figure:
     """Next-token probabilities with the sliding window (the model as trained) and with it switched off."""
     a, b = _check_probs("p_on", p_on, len(tokens)), _check_probs("p_off", p_off, len(tokens))
     labels = unique_labels(tokens)
@@ -78,7 +77,7 @@ def shift_figure(
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size}, fixedrange=True, showgrid=False)
     fig.update_xaxes(tickformat=".0%", fixedrange=True, title={"text": "next-token probability"})
     per_row = 44 if talk else 34
-    base_layout(fig, talk=talk, height=height or 110 + per_row * max(len(tokens), 3))
+    base_layout(fig, talk=talk, height=110 + per_row * max(len(tokens), 3))
     return fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.12 - 0.4 / max(len(tokens), 3),
                                                       "x": 0, "yanchor": "top"})  # fmt: skip
 
@@ -90,7 +89,7 @@ def _check_layers(global_layers: Sequence[int], n_layers: int) -> None:
 
 def decoder_grid(
     weights: np.ndarray, *, global_layers: Sequence[int] = (), selected: tuple[int, int] | None = None,
-    block: int = 1, talk: bool = False, height: int | None = None,
+    block: int = 1, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
     """Every head's causal weights as one tiled heatmap: layers across, heads down (18 × 4 reads left to right).
 
@@ -144,14 +143,13 @@ def decoder_grid(
                      title={"text": title, "font": {"size": size - 3}})  # fmt: skip
     fig.update_yaxes(tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
                      autorange="reversed", tickfont={"size": size}, fixedrange=True)  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (330 if talk else 300), grid=False)
+    base_layout(fig, talk=talk, height=330 if talk else 300, grid=False)
     return fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
 
 
 def generation_figure(
-    rows: np.ndarray, context: Sequence[str], written: Sequence[str], *, n_prompt: int, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    rows: np.ndarray, context: Sequence[str], written: Sequence[str], *, n_prompt: int, talk: bool = False
+) -> go.Figure:
     """The attention row of each generated token: one row per step (``written``), one column per token of the
     context (prompt, then what was written). ``rows`` is ``(n_steps, n_ctx)``; a step's future columns are NaN.
     A dotted line marks where the prompt ends."""
@@ -176,9 +174,9 @@ def generation_figure(
                      showgrid=False, nticks=60)  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size - 2}, fixedrange=True,
                      showgrid=False, nticks=24)  # fmt: skip
-    per_row = 26 if talk else 20
-    natural = min(520 if talk else 700, max(220, 130 + per_row * len(written)))  # a long run: thinner rows
-    return base_layout(fig, talk=talk, height=height or natural, grid=False)
+    # Talk mode: what is left of a 720-px screen under the buttons and the written text; a long run: thinner rows.
+    height = 320 if talk else min(700, max(220, 130 + 20 * len(written)))
+    return base_layout(fig, talk=talk, height=height, grid=False)
 
 
 def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool = False) -> go.Figure:
@@ -202,9 +200,8 @@ def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool
 
 
 def shared_kv_figure(
-    weights: np.ndarray, tokens: Sequence[str], *, layer: int, block: int = 1, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    weights: np.ndarray, tokens: Sequence[str], *, layer: int, block: int = 1, talk: bool = False
+) -> go.Figure:
     """One layer's query heads side by side, ``weights`` ``(H, m, m)``: the same keys and values (one K/V head),
     four different queries, so four different patterns."""
     w = np.asarray(weights, dtype=np.float32)
@@ -231,13 +228,13 @@ def shared_kv_figure(
     for col in range(2, n_heads + 1):  # the rows are the same tokens in every panel: labelled once, at the left
         fig.update_yaxes(showticklabels=False, row=1, col=col)
     fig.update_annotations(font={"size": size})
-    base_layout(fig, talk=talk, height=height or (360 if talk else 330), grid=False)
+    base_layout(fig, talk=talk, height=360 if talk else 330, grid=False)
     return fig.update_layout(margin={"t": 40})
 
 
 def window_figure(
     local: np.ndarray, global_: np.ndarray, *, local_layer: int, global_layer: int, window: int, block: int,
-    talk: bool = False, height: int | None = None,
+    talk: bool = False,
 ) -> go.Figure:  # fmt: skip
     """A local layer's weights beside a global layer's, both ``(m, m)`` means of ``block``×``block`` tokens:
     the band of the sliding window against the full causal triangle. A dashed line marks the window's edge."""
@@ -270,12 +267,12 @@ def window_figure(
     fig.update_yaxes(range=[m * block - block / 2, -block / 2], fixedrange=True, showgrid=False)
     fig.update_yaxes(title={"text": "query position"}, row=1, col=1)
     fig.update_annotations(font={"size": size})
-    base_layout(fig, talk=talk, height=height or 440, grid=False)
+    base_layout(fig, talk=talk, height=440, grid=False)
     return fig.update_layout(margin={"t": 80 if talk else 70})
 
 
 def sink_figure(
-    shares: np.ndarray, *, global_layers: Sequence[int] = (), talk: bool = False, height: int | None = None
+    shares: np.ndarray, *, global_layers: Sequence[int] = (), talk: bool = False
 ) -> go.Figure:
     """Each layer's share of attention on the first token (BOS): a bar per layer (the mean of its heads, local
     blue, global vermillion) and a dot per head."""
@@ -301,7 +298,7 @@ def sink_figure(
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, fixedrange=True, showgrid=False)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", fixedrange=True,
                      title={"text": "attention on the first token"})  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (380 if talk else 340))
+    base_layout(fig, talk=talk, height=380 if talk else 340)
     return fig.update_layout(barmode="overlay", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
 
 

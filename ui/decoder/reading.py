@@ -46,7 +46,7 @@ TOP_K = (5, 10, 15, 20)
 
 def next_figure(text: str, temperature: float, k: int, talk: bool) -> go.Figure:
     d = next_tokens(text, temperature, k)
-    return next_token_figure(d.tokens, d.probs, talk=talk, height=None if not talk else 90 + 30 * k)
+    return next_token_figure(d.tokens, d.probs, talk=talk)
 
 
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
