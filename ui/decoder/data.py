@@ -43,7 +43,6 @@ class PromptReading:
     layers: list[np.ndarray]  # per layer (H, m, m) float16, at most LAYER_SIDE cells a side
     block: int  # tokens a layer's cell is the mean of, a side
     sinks: np.ndarray  # (n_layers, H): each head's share on the first token
-    global_layers: list[int]
 
     @property
     def n(self) -> int:
@@ -66,8 +65,7 @@ def prompt_data(text: str) -> PromptReading:
         tile, grid_block = shrink(shown, GRID_SIDE)
         grid.append(tile)
     return PromptReading(list(run.tokens), run.logits[-1].detach().to("cpu", torch.float32).numpy(), np.stack(grid),
-                         grid_block, layers, block, np.stack(sinks),
-                         [a.layer for a in run.attentions if a.is_global])  # fmt: skip
+                         grid_block, layers, block, np.stack(sinks))  # fmt: skip
 
 
 def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:

@@ -51,7 +51,7 @@ def next_figure(text: str, temperature: float, k: int, talk: bool) -> go.Figure:
 
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return decoder_grid(d.grid, global_layers=d.global_layers, selected=(layer, head), block=d.grid_block, talk=talk)
+    return decoder_grid(d.grid, global_layers=GLOBAL_LAYERS, selected=(layer, head), block=d.grid_block, talk=talk)
 
 
 def kv_figure(text: str, layer: int, talk: bool) -> go.Figure:
@@ -89,7 +89,7 @@ def shift_fig(text: str, k: int, talk: bool) -> go.Figure:
 
 def sinks_fig(text: str, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return sink_figure(d.sinks, global_layers=d.global_layers, talk=talk)
+    return sink_figure(d.sinks, global_layers=GLOBAL_LAYERS, talk=talk)
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,14 +265,13 @@ def sinks_tab(text: str) -> None:
         "of 1 in every row, so a head with nothing to pick up parks it somewhere harmless. In decoders that place "
         "is the first token (here `<bos>`): every later token can see it, so it is always there to take the rest."
     )
-    d = prompt_data(text)
-    s, glob = d.sinks, d.global_layers
-    local = [x for x in range(s.shape[0]) if x not in glob]
+    s = prompt_data(text).sinks  # (n_layers, H)
+    local, glob = (float(s[list(layers)].mean()) for layers in (LOCAL_LAYERS, GLOBAL_LAYERS))
     draw.chart(draw.figure(sinks_fig, text, talk()), "dc_sinks")
     layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
     st.markdown(
-        f"On this prompt the local layers put **{s[local].mean():.0%}** of their attention on the first token, the "
-        f"global layers **{s[glob].mean():.0%}**; the heaviest sink is **{head_label(int(layer), int(head))}** with "
+        f"On this prompt the local layers put **{local:.0%}** of their attention on the first token, the "
+        f"global layers **{glob:.0%}**; the heaviest sink is **{head_label(int(layer), int(head))}** with "
         f"{s[layer, head]:.2f}. Shares are over the rows that can see the first token (after it, and within a local "
         "layer's window)."
     )
