@@ -125,10 +125,6 @@ class KVCache:
     def capacity(self) -> int:
         return self.k[0].shape[2]
 
-    @property
-    def nbytes(self) -> int:
-        return sum(t.element_size() * t.numel() for t in (*self.k, *self.v))
-
 
 @dataclass(frozen=True)
 class LayerAttention:
