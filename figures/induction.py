@@ -18,7 +18,6 @@ from .style import HIGHLIGHT, SCALED, SEQUENTIAL, THEORY, UNSCALED, base_layout,
 
 FIRST, REPEAT = "#888888", SCALED  # the two halves' losses
 HEAD_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-ABOVE = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "xanchor": "left"}
 
 
 def _fonts(fig: go.Figure, talk: bool, height: int, top: int = 40) -> go.Figure:
@@ -147,7 +146,7 @@ def position_loss_figure(
     # A fifth of headroom above the highest loss keeps "the repeat" clear of the curves.
     fig.update_yaxes(title_text="loss (nats)", range=[0, 1.25 * top if top > 0 else 1])
     _fonts(fig, talk, height)
-    return fig.update_layout(legend=ABOVE)
+    return fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "xanchor": "left"})
 
 
 def sequence_figure(
