@@ -93,17 +93,16 @@ class GemmaTokenizer:
         nxt, prv = list(range(1, n + 1)), list(range(-1, n - 1))
         heap: list[tuple[int, int, int, str, str]] = []
 
-        def push(i: int) -> None:
-            j = nxt[i]
+        def push(i: int) -> None:  # queue the pair that starts at symbol i, if its join is a piece
+            j = nxt[i] if i >= 0 else n
             if j < n:
                 a, b = symbols[i], symbols[j]
                 merged = ids.get(a + b)  # type: ignore[operator]
                 if merged is not None:
-                    heap.append((merged, -len(a), i, a, b))  # type: ignore[arg-type]
+                    heapq.heappush(heap, (merged, -len(a), i, a, b))  # type: ignore[arg-type]
 
         for i in range(n - 1):
             push(i)
-        heapq.heapify(heap)
         while heap:
             _, _, i, a, b = heapq.heappop(heap)
             j = nxt[i]
@@ -113,13 +112,8 @@ class GemmaTokenizer:
             nxt[i] = nxt[j]
             if nxt[j] < n:
                 prv[nxt[j]] = i
-            for k in (prv[i], i):
-                if k >= 0:
-                    j2 = nxt[k]
-                    if j2 < n:
-                        merged = ids.get(symbols[k] + symbols[j2])  # type: ignore[operator]
-                        if merged is not None:
-                            heapq.heappush(heap, (merged, -len(symbols[k]), k, symbols[k], symbols[j2]))  # type: ignore[arg-type]
+            push(prv[i])  # the new symbol's pairs with its neighbours
+            push(i)
         out: list[int] = []
         i = 0
         while i < n:
