@@ -4,6 +4,7 @@ each layer puts on the first token. Weights use the app's fixed 0…1 blue scale
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,9 +31,7 @@ def token_label(token: str, limit: int = 16) -> str:
 def unique_labels(tokens: Sequence[str]) -> list[str]:
     """Distinct axis labels: a repeated token gets its position (“␣the ·7”), as plotly merges equal categories."""
     shown = [token_label(t) for t in tokens]
-    counts: dict[str, int] = {}
-    for s in shown:
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(shown)
     return [f"{s} ·{i}" if counts[s] > 1 else s for i, s in enumerate(shown)]
 
 
@@ -46,7 +45,7 @@ def _check_probs(name: str, p: Sequence[float], n: int) -> np.ndarray:
 
 
 def next_token_figure(
-    tokens: Sequence[str], probs: Sequence[float], *, talk: bool = False, height: int | None = None
+    tokens: Sequence[str], probs: Sequence[float], *, talk: bool = False
 ) -> go.Figure:
     """The top-k next tokens as horizontal bars, most likely on top, each bar's probability written on it."""
     p = _check_probs("probs", probs, len(tokens))
@@ -59,14 +58,13 @@ def next_token_figure(
     top = float(p.max()) if len(p) else 1.0
     fig.update_xaxes(range=[0, min(1.0, top * 1.25) or 1.0], tickformat=".0%", fixedrange=True,
                      title={"text": "probability of being the next token"})  # fmt: skip
-    per_row = 34 if talk else 26
-    return base_layout(fig, talk=talk, height=height or 70 + per_row * max(len(tokens), 3))
+    rows = max(len(tokens), 3)
+    return base_layout(fig, talk=talk, height=90 + 30 * rows if talk else 70 + 26 * rows)
 
 
 def shift_figure(
-    tokens: Sequence[str], p_on: Sequence[float], p_off: Sequence[float], *, window: int, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    tokens: Sequence[str], p_on: Sequence[float], p_off: Sequence[float], *, window: int, talk: bool = False
+) -> go.Figure:
     """Next-token probabilities with the sliding window (the model as trained) and with it switched off."""
     a, b = _check_probs("p_on", p_on, len(tokens)), _check_probs("p_off", p_off, len(tokens))
     labels = unique_labels(tokens)
@@ -79,23 +77,19 @@ def shift_figure(
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size}, fixedrange=True, showgrid=False)
     fig.update_xaxes(tickformat=".0%", fixedrange=True, title={"text": "next-token probability"})
     per_row = 44 if talk else 34
-    base_layout(fig, talk=talk, height=height or 110 + per_row * max(len(tokens), 3))
+    base_layout(fig, talk=talk, height=110 + per_row * max(len(tokens), 3))
     return fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.12 - 0.4 / max(len(tokens), 3),
                                                       "x": 0, "yanchor": "top"})  # fmt: skip
 
 
-def _check_grid(weights: np.ndarray, global_layers: Sequence[int]) -> np.ndarray:
-    w = np.asarray(weights, dtype=np.float32)
-    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
-    if any(not 0 <= g < w.shape[0] for g in global_layers):
-        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {w.shape[0]})")
-    return w
+def _check_layers(global_layers: Sequence[int], n_layers: int) -> None:
+    if any(not 0 <= g < n_layers for g in global_layers):
+        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {n_layers})")
 
 
 def decoder_grid(
     weights: np.ndarray, *, global_layers: Sequence[int] = (), selected: tuple[int, int] | None = None,
-    block: int = 1, talk: bool = False, height: int | None = None,
+    block: int = 1, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
     """Every head's causal weights as one tiled heatmap: layers across, heads down (18 × 4 reads left to right).
 
@@ -104,14 +98,17 @@ def decoder_grid(
     A transparent marker sits at each tile's centre, one per head in layer-major order (point ``i`` is head
     ``divmod(i, H)``): a click on a tile selects that head. Global layers get a vermillion label and frame.
     """
-    w = _check_grid(weights, global_layers)
+    w = np.asarray(weights, dtype=np.float32)
+    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
+        raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
     n_layers, n_heads, n, _ = w.shape
+    _check_layers(global_layers, n_layers)
     gap = max(1, n // 6)
     step = n + gap
     z = np.full((n_heads * step - gap, n_layers * step - gap), np.nan, dtype=np.float32)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            z[head * step : head * step + n, layer * step : layer * step + n] = w[layer, head]  # (m, m) tile
+    heads = list(np.ndindex(n_layers, n_heads))  # layer-major: point i of the markers is head divmod(i, H)
+    for layer, head in heads:
+        z[head * step : head * step + n, layer * step : layer * step + n] = w[layer, head]  # (m, m) tile
     centre = (n - 1) / 2
     size = font_size(talk)
     fig = go.Figure(
@@ -120,13 +117,11 @@ def decoder_grid(
             colorbar={"thickness": 12, "len": 0.9, "title": {"text": "weight", "side": "right"}},
         )
     )  # fmt: skip
-    xs = [layer * step + centre for layer in range(n_layers) for head in range(n_heads)]
-    ys = [head * step + centre for layer in range(n_layers) for head in range(n_heads)]
-    names = [head_label(layer, head) + (" (global)" if layer in global_layers else " (local)")
-             for layer in range(n_layers) for head in range(n_heads)]  # fmt: skip
+    names = [head_label(layer, head) + (" (global)" if layer in global_layers else " (local)") for layer, head in heads]
     note = f"<br>each cell: the mean of {block}×{block} tokens" if block > 1 else ""
     fig.add_scatter(
-        x=xs, y=ys, mode="markers", marker={"size": 1, "opacity": 0}, customdata=names, showlegend=False,
+        x=[lay * step + centre for lay, _ in heads], y=[h * step + centre for _, h in heads], mode="markers",
+        marker={"size": 1, "opacity": 0}, customdata=names, showlegend=False,
         hovertemplate=f"%{{customdata}}<br>click: open this head in the walkthrough{note}<extra></extra>", name="heads",
     )  # fmt: skip
     for g in global_layers:  # a thin frame around a global layer's column
@@ -148,14 +143,13 @@ def decoder_grid(
                      title={"text": title, "font": {"size": size - 3}})  # fmt: skip
     fig.update_yaxes(tickvals=[h * step + centre for h in range(n_heads)], ticktext=[f"H{h}" for h in range(n_heads)],
                      autorange="reversed", tickfont={"size": size}, fixedrange=True)  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (330 if talk else 300), grid=False)
+    base_layout(fig, talk=talk, height=330 if talk else 300, grid=False)
     return fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, clickmode="event+select")
 
 
 def generation_figure(
-    rows: np.ndarray, context: Sequence[str], written: Sequence[str], *, n_prompt: int, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    rows: np.ndarray, context: Sequence[str], written: Sequence[str], *, n_prompt: int, talk: bool = False
+) -> go.Figure:
     """The attention row of each generated token: one row per step (``written``), one column per token of the
     context (prompt, then what was written). ``rows`` is ``(n_steps, n_ctx)``; a step's future columns are NaN.
     A dotted line marks where the prompt ends."""
@@ -180,9 +174,9 @@ def generation_figure(
                      showgrid=False, nticks=60)  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", tickfont={"size": size - 2}, fixedrange=True,
                      showgrid=False, nticks=24)  # fmt: skip
-    per_row = 26 if talk else 20
-    natural = min(520 if talk else 700, max(220, 130 + per_row * len(written)))  # a long run: thinner rows
-    return base_layout(fig, talk=talk, height=height or natural, grid=False)
+    # Talk mode: what is left of a 720-px screen under the buttons and the written text; a long run: thinner rows.
+    height = 320 if talk else min(700, max(220, 130 + 20 * len(written)))
+    return base_layout(fig, talk=talk, height=height, grid=False)
 
 
 def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool = False) -> go.Figure:
@@ -206,9 +200,8 @@ def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool
 
 
 def shared_kv_figure(
-    weights: np.ndarray, tokens: Sequence[str], *, layer: int, block: int = 1, talk: bool = False,
-    height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    weights: np.ndarray, tokens: Sequence[str], *, layer: int, block: int = 1, talk: bool = False
+) -> go.Figure:
     """One layer's query heads side by side, ``weights`` ``(H, m, m)``: the same keys and values (one K/V head),
     four different queries, so four different patterns."""
     w = np.asarray(weights, dtype=np.float32)
@@ -235,13 +228,13 @@ def shared_kv_figure(
     for col in range(2, n_heads + 1):  # the rows are the same tokens in every panel: labelled once, at the left
         fig.update_yaxes(showticklabels=False, row=1, col=col)
     fig.update_annotations(font={"size": size})
-    base_layout(fig, talk=talk, height=height or (360 if talk else 330), grid=False)
+    base_layout(fig, talk=talk, height=360 if talk else 330, grid=False)
     return fig.update_layout(margin={"t": 40})
 
 
 def window_figure(
     local: np.ndarray, global_: np.ndarray, *, local_layer: int, global_layer: int, window: int, block: int,
-    talk: bool = False, height: int | None = None,
+    talk: bool = False,
 ) -> go.Figure:  # fmt: skip
     """A local layer's weights beside a global layer's, both ``(m, m)`` means of ``block``×``block`` tokens:
     the band of the sliding window against the full causal triangle. A dashed line marks the window's edge."""
@@ -274,12 +267,12 @@ def window_figure(
     fig.update_yaxes(range=[m * block - block / 2, -block / 2], fixedrange=True, showgrid=False)
     fig.update_yaxes(title={"text": "query position"}, row=1, col=1)
     fig.update_annotations(font={"size": size})
-    base_layout(fig, talk=talk, height=height or 440, grid=False)
+    base_layout(fig, talk=talk, height=440, grid=False)
     return fig.update_layout(margin={"t": 80 if talk else 70})
 
 
 def sink_figure(
-    shares: np.ndarray, *, global_layers: Sequence[int] = (), talk: bool = False, height: int | None = None
+    shares: np.ndarray, *, global_layers: Sequence[int] = (), talk: bool = False
 ) -> go.Figure:
     """Each layer's share of attention on the first token (BOS): a bar per layer (the mean of its heads, local
     blue, global vermillion) and a dot per head."""
@@ -289,8 +282,7 @@ def sink_figure(
     if s.size and (not np.isfinite(s).all() or s.min() < -1e-9 or s.max() > 1 + 1e-9):
         raise ValueError("shares must be in [0, 1]")
     n_layers, n_heads = s.shape
-    if any(not 0 <= g < n_layers for g in global_layers):
-        raise ValueError(f"global layers {tuple(global_layers)} must be layer indices in [0, {n_layers})")
+    _check_layers(global_layers, n_layers)
     x = [f"L{layer}" for layer in range(n_layers)]
     fig = go.Figure()
     for is_global, name, colour in ((False, "local layer (window)", LOCAL), (True, "global layer", GLOBAL)):
@@ -298,16 +290,15 @@ def sink_figure(
         if idx:
             fig.add_bar(x=[x[i] for i in idx], y=s[idx].mean(axis=1), name=name, marker={"color": colour},
                         opacity=0.75, hovertemplate="%{x}: mean of its heads %{y:.2f}<extra></extra>")  # fmt: skip
-    heads_x = [x[layer] for layer in range(n_layers) for _ in range(n_heads)]
-    heads_y = s.reshape(-1)
-    names = [head_label(layer, h) for layer in range(n_layers) for h in range(n_heads)]
-    fig.add_scatter(x=heads_x, y=heads_y, mode="markers", name="one head", customdata=names,
+    heads = list(np.ndindex(n_layers, n_heads))  # layer-major, as s.reshape(-1)
+    fig.add_scatter(x=[x[layer] for layer, _ in heads], y=s.reshape(-1), mode="markers", name="one head",
+                    customdata=[head_label(*lh) for lh in heads],
                     marker={"color": "#111111", "size": 7, "symbol": "circle-open"},
                     hovertemplate="%{customdata}: %{y:.2f}<extra></extra>")  # fmt: skip
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x, fixedrange=True, showgrid=False)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", fixedrange=True,
                      title={"text": "attention on the first token"})  # fmt: skip
-    base_layout(fig, talk=talk, height=height or (380 if talk else 340))
+    base_layout(fig, talk=talk, height=380 if talk else 340)
     return fig.update_layout(barmode="overlay", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
 
 

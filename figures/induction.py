@@ -18,7 +18,6 @@ from .style import HIGHLIGHT, SCALED, SEQUENTIAL, THEORY, UNSCALED, base_layout,
 
 FIRST, REPEAT = "#888888", SCALED  # the two halves' losses
 HEAD_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-ABOVE = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "xanchor": "left"}
 
 
 def _fonts(fig: go.Figure, talk: bool, height: int, top: int = 40) -> go.Figure:
@@ -147,7 +146,7 @@ def position_loss_figure(
     # A fifth of headroom above the highest loss keeps "the repeat" clear of the curves.
     fig.update_yaxes(title_text="loss (nats)", range=[0, 1.25 * top if top > 0 else 1])
     _fonts(fig, talk, height)
-    return fig.update_layout(legend=ABOVE)
+    return fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "xanchor": "left"})
 
 
 def sequence_figure(
@@ -160,21 +159,18 @@ def sequence_figure(
     n = len(tokens)
     if w.shape != (n, n) or len(predicted) != n or len(confidence) != n:
         raise ValueError(f"weights must be ({n}, {n}) and one guess per token, got {w.shape}, {len(predicted)}")
-    ticks = [f"{t}" for t in tokens]
     guesses = [f"{i}: {t}, guess {p} ({c:.0%})" for i, (t, p, c) in enumerate(zip(tokens, predicted, confidence,
                                                                                strict=True))]  # fmt: skip
     fig = go.Figure(go.Heatmap(z=w, zmin=0, zmax=1, colorscale=SEQUENTIAL, customdata=np.array(guesses)[:, None]
                                .repeat(n, axis=1), colorbar={"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
                                hovertemplate="query %{customdata}<br>key %{x}: %{z:.2f}<extra></extra>"))  # fmt: skip
-    show_cells = n <= 16
-    if show_cells:
+    if n <= 16:  # short sequences: the larger weights written in their cells
         fig.update_traces(text=np.where(w >= 0.3, np.round(w, 2).astype(str), ""), texttemplate="%{text}",
                           textfont={"size": font_size(talk) - 6})  # fmt: skip
-    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=ticks, side="top", showgrid=False)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(n)),
-                     ticktext=[f"{t} → {p}" for t, p in zip(tokens, predicted, strict=True)], autorange="reversed",
-                     showgrid=False)  # fmt: skip
     _fonts(fig, talk, height, top=10)
     small = font_size(talk) - (7 if talk else 3)
-    fig.update_xaxes(tickfont={"size": small}, tickangle=-60)
-    return fig.update_yaxes(tickfont={"size": small}, title_font={"size": small})
+    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=[str(t) for t in tokens], side="top",
+                     showgrid=False, tickfont={"size": small}, tickangle=-60)  # fmt: skip
+    return fig.update_yaxes(tickmode="array", tickvals=list(range(n)), autorange="reversed", showgrid=False,
+                            ticktext=[f"{t} → {p}" for t, p in zip(tokens, predicted, strict=True)],
+                            tickfont={"size": small}, title_font={"size": small})  # fmt: skip

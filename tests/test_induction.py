@@ -290,7 +290,7 @@ def test_the_held_out_batch_is_fixed() -> None:
         lambda: train(steps=-1),
         lambda: train(lr=0.0),
         lambda: train(seed=-1),
-        lambda: train(weights="no"),
+        lambda: train(config="no"),
         lambda: previous_token_score(torch.ones(2, 3)),
         lambda: previous_token_score(torch.tensor([[float("nan")]])),
         lambda: prefix_matching_score(torch.ones(1, 6, 6), 4),

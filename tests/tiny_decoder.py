@@ -48,7 +48,7 @@ def tiny(*, n_kv_heads: int = 1, window: int = 4, seed: int = 0, device: str | t
         for _ in range(cfg.n_layers)
     )
     weights = DecoderWeights(embed=w(cfg.vocab_size, D), final_norm=gain(D), layers=layers)
-    return Decoder("tiny", cfg, weights, GemmaTokenizer(PIECES, TYPES, bos_id=2, eos_id=1, unk_id=3), "")
+    return Decoder(cfg, weights, GemmaTokenizer(PIECES, TYPES, bos_id=2, eos_id=1, unk_id=3))
 
 
 def ids_of(n: int, seed: int = 1) -> torch.Tensor:

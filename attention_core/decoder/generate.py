@@ -21,14 +21,12 @@ from .run import check_temperature, probabilities
 class DecodeStep:
     """One generated token.
 
-    ``index`` (0 = the first new token); ``id`` and ``token`` (its piece, ``▁`` as a space);
-    ``text_so_far``: the generated text so far, without the prompt; ``seconds``: the wall time from the
-    step's start to its token (step 0's includes the prompt's forward); ``attention_row (n_layers,
-    n_heads, n_ctx)`` float32: how the position that chose this
-    token attended to each of the ``n_ctx`` positions before it (itself included).
+    ``id`` and ``token`` (its piece, ``▁`` as a space); ``text_so_far``: the generated text so far, without the
+    prompt; ``seconds``: the wall time from the step's start to its token (the first step's includes the prompt's
+    forward); ``attention_row (n_layers, n_heads, n_ctx)`` float32: how the position that chose this token
+    attended to each of the ``n_ctx`` positions before it (itself included).
     """
 
-    index: int
     id: int
     token: str
     text_so_far: str
@@ -65,7 +63,7 @@ def _steps(
         if len(ids) > 1:  # the prompt but its last token, without tracing; the last one runs as a step
             forward(model, torch.tensor([ids[:-1]], device=dev), cache, window=window)
     last = ids[-1]
-    for index in range(n_new):
+    for _ in range(n_new):
         with torch.inference_mode():
             hidden, records = forward(model, torch.tensor([[last]], device=dev), cache, trace=True, window=window)
             logits = logits_of(model, hidden[0, -1])  # (vocab,)
@@ -73,10 +71,7 @@ def _steps(
             row = torch.stack([r.weights[0, :, -1, :] for r in records])  # (n_layers, h, n_ctx)
         seconds = time.perf_counter() - start
         new.append(chosen)
-        yield DecodeStep(
-            index=index, id=chosen, token=tok.token_strings([chosen])[0], text_so_far=tok.decode(new),
-            seconds=seconds, attention_row=row,
-        )  # fmt: skip
+        yield DecodeStep(chosen, tok.token_strings([chosen])[0], tok.decode(new), seconds, row)
         if stop_at_eos and chosen == model.config.eos_id:
             return
         last = chosen

@@ -15,6 +15,7 @@ in one pass and an array of numbers with one ``numpy.frombuffer``.
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 from dataclasses import dataclass
@@ -54,10 +55,6 @@ class TensorInfo:
     ggml_type: int
     offset: int
     nbytes: int
-
-    @property
-    def type_name(self) -> str:
-        return GGML_TYPES[self.ggml_type][0] if self.ggml_type in GGML_TYPES else f"type {self.ggml_type}"
 
 
 @dataclass(frozen=True)
@@ -170,7 +167,7 @@ def read_gguf(path: str | Path) -> GGUFFile:
         if kind not in GGML_TYPES:
             raise ValueError(f"{path}: tensor {name} has ggml type {kind}, which this reader does not know")
         _, per_block, block_bytes = GGML_TYPES[kind]
-        count = int(np.prod(shape)) if shape else 1
+        count = math.prod(shape)
         if shape[-1] % per_block:
             raise ValueError(f"{path}: tensor {name}'s rows are not whole blocks")
         nbytes = count // per_block * block_bytes

@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from ..attention import attention_trace, dot_product_attention
 from ..device import busy_cpu, one_thread
 from .tokenizer import GemmaTokenizer, tokenizer_from_metadata
-from .weights import MODEL_NAME, DecoderConfig, DecoderWeights, LayerWeights, load_weights
+from .weights import DecoderConfig, DecoderWeights, LayerWeights, load_weights
 
 
 def _threads(device: torch.device) -> contextlib.AbstractContextManager:
@@ -47,13 +47,11 @@ def _linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Decoder:
-    """A loaded decoder: config, weights (one device, one dtype), tokenizer, and the GGUF it came from."""
+    """A loaded decoder: config, weights (one device, one dtype) and tokenizer."""
 
-    name: str
     config: DecoderConfig
     weights: DecoderWeights
     tokenizer: GemmaTokenizer
-    path: str
 
     @property
     def device(self) -> torch.device:
@@ -67,7 +65,7 @@ class Decoder:
 def load_decoder(dtype: torch.dtype = torch.bfloat16, device: str | torch.device | None = None) -> Decoder:
     """Gemma 3 270M from the installed package (assembled and cached on first use) in ``dtype`` on ``device``."""
     f, cfg, weights = load_weights(dtype=dtype, device=device)
-    return Decoder(MODEL_NAME, cfg, weights, tokenizer_from_metadata(f.metadata), f.path)
+    return Decoder(cfg, weights, tokenizer_from_metadata(f.metadata))
 
 
 # -- pieces of the layer ----------------------------------------------------------------------------------
@@ -88,15 +86,10 @@ def rope_cos_sin(positions: torch.Tensor, dim: int, base: float, dtype: torch.dt
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """(x₁, x₂) → (−x₂, x₁) over the last axis's two halves."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
-
-
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate each pair (i, i + d/2) of ``x (..., m, d)`` by its position's angle."""
-    return x * cos + rotate_half(x) * sin  # (..., m, d)
+    """Rotate each pair (i, i + d/2) of ``x (..., m, d)`` by its position's angle: x·cos + (−x₂, x₁)·sin."""
+    x1, x2 = x.chunk(2, dim=-1)  # the two halves
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (..., m, d)
 
 
 def decoder_mask(n_q: int, n_k: int, *, window: int | None, device: torch.device) -> torch.Tensor | None:
@@ -131,10 +124,6 @@ class KVCache:
     @property
     def capacity(self) -> int:
         return self.k[0].shape[2]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.element_size() * t.numel() for t in (*self.k, *self.v))
 
 
 @dataclass(frozen=True)
@@ -230,7 +219,8 @@ def forward(
     positions = torch.arange(p0, p0 + m, device=ids.device)  # (m,)
     ropes = {base: rope_cos_sin(positions, cfg.head_dim, base, model.dtype)
              for base in (cfg.rope_base_local, cfg.rope_base_global)}  # fmt: skip
-    x = F.embedding(ids, w.embed) * _embed_scale(cfg, model.dtype)  # (1, m, D)
+    # √D rounded to the weights' dtype, as transformers applies it (25.25 in bfloat16)
+    x = F.embedding(ids, w.embed) * float(torch.tensor(math.sqrt(cfg.d_model), dtype=model.dtype))  # (1, m, D)
     records = []
     with _threads(ids.device):
         for i, lw in enumerate(w.layers):
@@ -245,11 +235,6 @@ def forward(
     if cache is not None:
         cache.length = p0 + m
     return rms_norm(x, w.final_norm, cfg.rms_eps), records
-
-
-def _embed_scale(cfg: DecoderConfig, dtype: torch.dtype) -> float:
-    """√D rounded to the weights' dtype, as transformers applies it (25.25 in bfloat16)."""
-    return float(torch.tensor(math.sqrt(cfg.d_model), dtype=dtype))
 
 
 def logits_of(model: Decoder, hidden: torch.Tensor) -> torch.Tensor:

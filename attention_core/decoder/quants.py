@@ -14,6 +14,8 @@ all blocks at once, a 262,144 × 640 Q8_0 table takes well under a second on two
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .gguf_file import GGML_TYPES
@@ -77,22 +79,20 @@ def _q6_k(b: torch.Tensor) -> torch.Tensor:  # b: (n_blocks, 210)
 
 
 _KERNELS = {"Q8_0": _q8_0, "Q5_0": _q5_0, "Q4_K": _q4_k, "Q6_K": _q6_k}
+CHUNK = 1 << 16  # blocks dequantised at a time
 
 
 def dequantize(
-    raw: torch.Tensor, ggml_type: int, shape: tuple[int, ...], dtype: torch.dtype = torch.float32,
-    *, chunk_blocks: int = 1 << 16,
-) -> torch.Tensor:  # fmt: skip
+    raw: torch.Tensor, ggml_type: int, shape: tuple[int, ...], dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """The values of a tensor stored as ``raw`` bytes (uint8, 1-D) in ggml type ``ggml_type``, as ``shape``.
 
-    Works ``chunk_blocks`` blocks at a time, so the float32 intermediates of a large table stay small.
+    Works 65,536 blocks at a time, so the float32 intermediates of a large table stay small.
     """
     if ggml_type not in GGML_TYPES:
         raise ValueError(f"ggml type {ggml_type} is not one this reader knows ({sorted(GGML_TYPES)})")
     name, per_block, block_bytes = GGML_TYPES[ggml_type]
-    count = 1
-    for s in shape:
-        count *= s
+    count = math.prod(shape)
     if raw.dtype != torch.uint8 or raw.dim() != 1 or raw.numel() != count // per_block * block_bytes:
         raise ValueError(f"{name} data for shape {shape} must be {count // per_block * block_bytes} bytes (uint8, 1-D)")
     if name == "F32":
@@ -102,6 +102,6 @@ def dequantize(
     blocks = raw.reshape(-1, block_bytes)  # (n_blocks, block_bytes)
     out = torch.empty(blocks.shape[0], per_block, dtype=dtype, device=raw.device)  # (n_blocks, per_block)
     kernel = _KERNELS[name]
-    for start in range(0, blocks.shape[0], chunk_blocks):
-        out[start : start + chunk_blocks] = kernel(blocks[start : start + chunk_blocks])
+    for start in range(0, blocks.shape[0], CHUNK):
+        out[start : start + CHUNK] = kernel(blocks[start : start + CHUNK])
     return out.reshape(shape)

@@ -24,15 +24,13 @@ class DecoderRun:
 
     ``tokens``: the pieces as text (``<bos>`` first; SentencePiece's ``▁`` shown as a space, byte pieces as
     ``<0xE2>``); ``ids``; ``logits``: float32 ``(rows, vocab)``, the last position only (``rows = 1``) unless
-    :func:`run_decoder` was asked for all (``rows = n``; 1 MB per token); ``attentions``: one per layer;
-    ``sliding_window``: whether the local layers used their window.
+    :func:`run_decoder` was asked for all (``rows = n``; 1 MB per token); ``attentions``: one per layer.
     """
 
     tokens: list[str]
     ids: list[int]
     logits: torch.Tensor
     attentions: list[LayerAttention]
-    sliding_window: bool = True
 
     def next_token_probs(self, temperature: float = 1.0) -> torch.Tensor:
         """softmax(logits of the last position / T) ``(vocab,)``, float32; T = 0 gives the argmax one-hot."""
@@ -70,7 +68,7 @@ def run_decoder(model: Decoder, text: str, *, sliding_window: bool = True, all_l
         logits = (
             logits_of(model, hidden[0]) if all_logits else logits_of(model, hidden[0, -1]).unsqueeze(0)
         )  # (rows, vocab)
-    return DecoderRun(model.tokenizer.token_strings(ids), ids, logits, records, bool(sliding_window))
+    return DecoderRun(model.tokenizer.token_strings(ids), ids, logits, records)
 
 
 def head_inputs(model: Decoder, text: str, layer: int, head: int, *, sliding_window: bool = True) -> dict:

@@ -36,12 +36,12 @@ class GemmaTokenizer:
     """``encode(text) -> ids`` (``<bos>`` first), ``decode(ids) -> text``, ``token_strings(ids)``."""
 
     def __init__(self, pieces: Sequence[str], types: Sequence[int] | np.ndarray, *, bos_id: int, eos_id: int,
-                 unk_id: int, pad_id: int = 0) -> None:  # fmt: skip
+                 unk_id: int) -> None:  # fmt: skip
         if len(pieces) != len(types) or not len(pieces):
             raise ValueError("a tokenizer needs one type per piece and at least one piece")
         types = np.asarray(types)
         self.pieces = [SPACE * len(p) if p and not p.strip(" ") else p for p in pieces]  # "  " → "▁▁"
-        self.bos_id, self.eos_id, self.unk_id, self.pad_id = bos_id, eos_id, unk_id, pad_id
+        self.bos_id, self.eos_id, self.unk_id = bos_id, eos_id, unk_id
         self.vocab_size = len(pieces)
         self._ids = {p: i for i, p in enumerate(self.pieces)}
         # Pieces kept whole where the text spells them: control ones, and user-defined ones that are not
@@ -93,17 +93,16 @@ class GemmaTokenizer:
         nxt, prv = list(range(1, n + 1)), list(range(-1, n - 1))
         heap: list[tuple[int, int, int, str, str]] = []
 
-        def push(i: int) -> None:
-            j = nxt[i]
+        def push(i: int) -> None:  # queue the pair that starts at symbol i, if its join is a piece
+            j = nxt[i] if i >= 0 else n
             if j < n:
                 a, b = symbols[i], symbols[j]
                 merged = ids.get(a + b)  # type: ignore[operator]
                 if merged is not None:
-                    heap.append((merged, -len(a), i, a, b))  # type: ignore[arg-type]
+                    heapq.heappush(heap, (merged, -len(a), i, a, b))  # type: ignore[arg-type]
 
         for i in range(n - 1):
             push(i)
-        heapq.heapify(heap)
         while heap:
             _, _, i, a, b = heapq.heappop(heap)
             j = nxt[i]
@@ -113,13 +112,8 @@ class GemmaTokenizer:
             nxt[i] = nxt[j]
             if nxt[j] < n:
                 prv[nxt[j]] = i
-            for k in (prv[i], i):
-                if k >= 0:
-                    j2 = nxt[k]
-                    if j2 < n:
-                        merged = ids.get(symbols[k] + symbols[j2])  # type: ignore[operator]
-                        if merged is not None:
-                            heapq.heappush(heap, (merged, -len(symbols[k]), k, symbols[k], symbols[j2]))  # type: ignore[arg-type]
+            push(prv[i])  # the new symbol's pairs with its neighbours
+            push(i)
         out: list[int] = []
         i = 0
         while i < n:
@@ -167,5 +161,4 @@ def tokenizer_from_metadata(meta: dict) -> GemmaTokenizer:
         meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.token_type"],
         bos_id=int(meta.get("tokenizer.ggml.bos_token_id", 2)), eos_id=int(meta.get("tokenizer.ggml.eos_token_id", 1)),
         unk_id=int(meta.get("tokenizer.ggml.unknown_token_id", 3)),
-        pad_id=int(meta.get("tokenizer.ggml.padding_token_id", 0)),
     )  # fmt: skip

@@ -56,8 +56,7 @@ class DecoderConfig:
     rope_base_global: float = 1_000_000.0
     rms_eps: float = 1e-6
     query_pre_attn_scalar: float = QUERY_PRE_ATTN_SCALAR
-    attn_softcap: float | None = None  # Gemma 2 capped scores and logits; Gemma 3 stores neither
-    final_softcap: float | None = None
+    final_softcap: float | None = None  # Gemma 2 capped its logits; Gemma 3 stores no cap
     max_tokens: int = MAX_TOKENS
     bos_id: int = 2
     eos_id: int = 1
@@ -129,13 +128,14 @@ def read_config(f: GGUFFile) -> DecoderConfig:
         vocab_size=len(meta["tokenizer.ggml.tokens"]),
         rope_base_global=float(get("rope.freq_base")),
         rms_eps=float(get("attention.layer_norm_rms_epsilon")),
-        attn_softcap=_optional_float(meta.get("gemma3.attn_logit_softcapping")),
         final_softcap=_optional_float(meta.get("gemma3.final_logit_softcapping")),
         bos_id=int(meta.get("tokenizer.ggml.bos_token_id", 2)),
         eos_id=int(meta.get("tokenizer.ggml.eos_token_id", 1)),
     )
     if int(get("attention.value_length", cfg.head_dim)) != cfg.head_dim or cfg.n_heads % cfg.n_kv_heads:
         raise ValueError(f"{f.path}: this forward needs equal key and value sizes and whole groups of heads")
+    if _optional_float(meta.get("gemma3.attn_logit_softcapping")) is not None:
+        raise ValueError(f"{f.path}: this forward does not soft-cap attention scores (attn_logit_softcapping)")
     return cfg
 
 
@@ -163,14 +163,14 @@ def _package() -> Any:
         ) from None
 
 
-def gguf_path(folder: str | Path | None = None) -> Path:
-    """The assembled GGUF in ``folder`` (default :func:`cache_dir`), assembled first when missing.
+def gguf_path() -> Path:
+    """The assembled GGUF in :func:`cache_dir`, assembled first when missing.
 
     Assembly (about a second) checks the file's SHA-256; an existing file of the expected size is
     trusted, so a load does not hash 242 MB every time.
     """
     pkg = _package()
-    target = Path(folder or cache_dir()) / pkg.MODEL_NAME
+    target = cache_dir() / pkg.MODEL_NAME
     expected = sum(p.stat().st_size for p in pkg.chunk_paths())
     if not (target.is_file() and target.stat().st_size == expected):
         try:
@@ -222,13 +222,13 @@ def _assemble_weights(t: dict[str, torch.Tensor], cfg: DecoderConfig, device: to
             raise ValueError(f"the decoder's weights lack {name!r}; delete the cache folder {cache_dir()} and reload")
         return t[name].to(device)
 
-    names = [field for field in LayerWeights.__dataclass_fields__]
-    layers = tuple(LayerWeights(**{n: get(f"{i}.{n}") for n in names}) for i in range(cfg.n_layers))
+    layers = tuple(LayerWeights(**{n: get(f"{i}.{n}") for n in LayerWeights.__dataclass_fields__})
+                   for i in range(cfg.n_layers))  # fmt: skip
     return DecoderWeights(embed=get("embed"), final_norm=get("final_norm"), layers=layers)
 
 
 def load_weights(
-    dtype: torch.dtype = torch.bfloat16, device: str | torch.device | None = None, folder: str | Path | None = None
+    dtype: torch.dtype = torch.bfloat16, device: str | torch.device | None = None
 ) -> tuple[GGUFFile, DecoderConfig, DecoderWeights]:
     """The GGUF (parsed header), the config and the weights in ``dtype`` on ``device``.
 
@@ -238,7 +238,7 @@ def load_weights(
     if dtype not in (torch.bfloat16, torch.float32):
         raise ValueError(f"dtype must be torch.bfloat16 or torch.float32, got {dtype}")
     dev = resolve_device(device)
-    path = gguf_path(folder)
+    path = gguf_path()
     f = read_gguf(path)
     cfg = read_config(f)
     cached = path.with_suffix(".bf16.safetensors")

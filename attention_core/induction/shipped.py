@@ -14,7 +14,7 @@ Remake it (a few minutes on a 2-core CPU) with::
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ RUNS: dict[str, dict[str, Any]] = {
 }
 SEED = 0
 EVERY = 10
-HISTORY_COLUMNS = ("step", "seconds", "loss_first", "loss_repeat", "induction_score")
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,13 @@ class Run:
 
     weights: InductionWeights
     settings: dict[str, Any]
-    history: list[dict[str, Any]]  # one row per record: HISTORY_COLUMNS, and the per-head scores
+    history: list[dict[str, Any]]  # one row per record: a Progress without its weights
     scores: dict[str, Any]  # head_scores() of the final weights on the held-out batch, as lists
 
 
 def history_row(p: Progress) -> dict[str, Any]:
     """A :class:`Progress` as plain numbers (no weights): what a history keeps of each record."""
-    row = {c: getattr(p, c) for c in HISTORY_COLUMNS}
-    return row | {"previous_token": p.previous_token, "prefix_matching": p.prefix_matching, "copying": p.copying}
+    return {f.name: getattr(p, f.name) for f in fields(p) if f.name != "weights"}
 
 
 def scores_of(weights: InductionWeights, causal: bool, seed: int = SEED) -> dict[str, Any]:

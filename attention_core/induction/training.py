@@ -78,8 +78,7 @@ def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
 def train(
     seed: int = 0, layers: int = 2, *, steps: int = 2000, batch: int = 64, lr: float = 5e-3,
     weight_decay: float = 0.01, causal: bool = True, every: int = 10, config: InductionConfig | None = None,
-    weights: InductionWeights | None = None, device: str | torch.device | None = None,
-    single_thread: bool | None = None,
+    device: str | torch.device | None = None, single_thread: bool | None = None,
 ) -> Iterator[Progress]:  # fmt: skip
     """Train the attention-only decoder on repeated random tokens; yield a :class:`Progress` every ``every`` steps.
 
@@ -90,8 +89,7 @@ def train(
     (:func:`eval_tokens`), so records are comparable from step to step and from run to run.
 
     The first record is step 0 (before any update), the last is ``steps``. ``config`` defaults to
-    :class:`InductionConfig` with ``layers`` layers; ``weights`` continues from given weights (trained in
-    place) instead of a fresh start. ``causal=False`` trains without the causal mask: each position can
+    :class:`InductionConfig` with ``layers`` layers. ``causal=False`` trains without the causal mask: each position can
     read the token it is asked to predict. The same ``seed`` (and device and thread choice) gives the same
     records, except ``seconds``. Stop early by leaving the loop (``break``) or closing the generator.
 
@@ -108,16 +106,11 @@ def train(
     every = check_int("every", every, low=1, high=1_000_000)
     lr = check_float("lr", lr, low=0.0, low_open=True, high=1.0)
     weight_decay = check_float("weight_decay", weight_decay, low=0.0, high=1.0)
-    if weights is not None:
-        if not isinstance(weights, InductionWeights):
-            raise ValueError(f"weights must be InductionWeights or None, got {type(weights).__name__}")
-        config, dev = weights.config, weights.device
-    else:
-        config = config or InductionConfig(layers=check_int("layers", layers, low=1, high=4))
-        if not isinstance(config, InductionConfig):
-            raise ValueError(f"config must be an InductionConfig or None, got {type(config).__name__}")
-        dev = new_tensor_device(device)
-        weights = init_weights(config, seed, dev)
+    config = config or InductionConfig(layers=check_int("layers", layers, low=1, high=4))
+    if not isinstance(config, InductionConfig):
+        raise ValueError(f"config must be an InductionConfig or None, got {type(config).__name__}")
+    dev = new_tensor_device(device)
+    weights = init_weights(config, seed, dev)
     if single_thread is None:
         single_thread = busy_cpu()
     return _loop(weights, seed, steps, batch, lr, weight_decay, causal, every, dev, bool(single_thread))

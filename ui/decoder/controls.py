@@ -6,6 +6,8 @@ from typing import Any
 
 import streamlit as st
 
+from ui.page import example_or_own
+
 from .prompts import EXAMPLES, OWN
 
 N_LAYERS, N_HEADS = 18, 4  # gemma-3-270m; the tests check these against the loaded model's config
@@ -13,28 +15,18 @@ GLOBAL_LAYERS = (5, 11, 17)  # full causal; the others slide a window of 512 (ch
 LAYER_NAMES = {i: f"{i} (global)" if i in GLOBAL_LAYERS else str(i) for i in range(N_LAYERS)}
 
 
-def _pick_example() -> None:
-    if st.session_state.dc_ex != OWN:
-        st.session_state.dc_text = EXAMPLES[st.session_state.dc_ex]
-
-
-def _typed() -> None:
-    s = st.session_state
-    if s.dc_ex != OWN and s.dc_text != EXAMPLES[s.dc_ex]:
-        s.dc_ex = OWN
-
-
 def prompt_controls(box: Any) -> str:
     """The example and the prompt, drawn in ``box``; returns the prompt.
 
     The prompt box's default is the chosen example's text, so a link names an example alone (``dc_ex=Code``)
     and carries a prompt only when it is the viewer's own."""
+    picked, typed = example_or_own(EXAMPLES, OWN, "dc_ex", "dc_text")
     with box:
         c = st.columns([1, 3])
-        ex = c[0].selectbox("Example", tuple(EXAMPLES), key="dc_ex", bind="query-params", on_change=_pick_example,
+        ex = c[0].selectbox("Example", tuple(EXAMPLES), key="dc_ex", bind="query-params", on_change=picked,
                             help="The long diary is over 512 tokens: past the window of the local layers.")  # fmt: skip
         return c[1].text_area(
-            "Prompt", EXAMPLES[ex], max_chars=6000, height=68, key="dc_text", bind="query-params", on_change=_typed,
+            "Prompt", EXAMPLES[ex], max_chars=6000, height=68, key="dc_text", bind="query-params", on_change=typed,
             help="Any text up to 1,000 tokens (the model reads a <bos> token first). Ctrl+Enter runs it.",
         )  # fmt: skip
 

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention_core.decoder import run_decoder
+from attention_core.decoder import probabilities, run_decoder
 from figures.decoder import blank_blocked, shrink
 
 from .model import decoder
@@ -43,7 +43,6 @@ class PromptReading:
     layers: list[np.ndarray]  # per layer (H, m, m) float16, at most LAYER_SIDE cells a side
     block: int  # tokens a layer's cell is the mean of, a side
     sinks: np.ndarray  # (n_layers, H): each head's share on the first token
-    global_layers: list[int]
 
     @property
     def n(self) -> int:
@@ -66,19 +65,12 @@ def prompt_data(text: str) -> PromptReading:
         tile, grid_block = shrink(shown, GRID_SIDE)
         grid.append(tile)
     return PromptReading(list(run.tokens), run.logits[-1].detach().to("cpu", torch.float32).numpy(), np.stack(grid),
-                         grid_block, layers, block, np.stack(sinks),
-                         [a.layer for a in run.attentions if a.is_global])  # fmt: skip
+                         grid_block, layers, block, np.stack(sinks))  # fmt: skip
 
 
 def softmax_t(logits: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(z / T) in float64; T = 0 is the limit, all weight on the largest logit (greedy)."""
-    z = np.asarray(logits, dtype=np.float64)
-    if temperature <= 0:
-        p = np.zeros_like(z)
-        p[int(np.argmax(z))] = 1.0
-        return p
-    e = np.exp((z - z.max()) / temperature)
-    return e / e.sum()
+    """The core's softmax(z / T) (T = 0: all weight on the largest logit), as float64 numpy."""
+    return probabilities(torch.from_numpy(logits), temperature).double().numpy()
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from .prompts import EXAMPLES, LONG_NAME
 
 WALKTHROUGH = "app_pages/walkthrough.py"
 DECODER_PRESET = "Gemma decoder"  # the walkthrough's name for its decoder preset, as links write it
-WALK_MAX = DECODER_MAX_TOKENS  # the walkthrough writes every number of a head's n × n matrices
 WINDOW = 512
 HEAD_DIM, BF16 = 256, "bfloat16"
 MAX_CONTEXT = 32_768  # gemma-3-270m's context length (its file's context_length)
@@ -47,12 +46,12 @@ TOP_K = (5, 10, 15, 20)
 
 def next_figure(text: str, temperature: float, k: int, talk: bool) -> go.Figure:
     d = next_tokens(text, temperature, k)
-    return next_token_figure(d.tokens, d.probs, talk=talk, height=None if not talk else 90 + 30 * k)
+    return next_token_figure(d.tokens, d.probs, talk=talk)
 
 
 def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return decoder_grid(d.grid, global_layers=d.global_layers, selected=(layer, head), block=d.grid_block, talk=talk)
+    return decoder_grid(d.grid, global_layers=GLOBAL_LAYERS, selected=(layer, head), block=d.grid_block, talk=talk)
 
 
 def kv_figure(text: str, layer: int, talk: bool) -> go.Figure:
@@ -90,7 +89,7 @@ def shift_fig(text: str, k: int, talk: bool) -> go.Figure:
 
 def sinks_fig(text: str, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    return sink_figure(d.sinks, global_layers=d.global_layers, talk=talk)
+    return sink_figure(d.sinks, global_layers=GLOBAL_LAYERS, talk=talk)
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,17 +130,17 @@ def heads_tab(text: str) -> None:
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
     layer, head = layer_control(c[0]), head_control(c[1])
     query = walkthrough_query(text, layer, head)
-    if d.n <= WALK_MAX:
+    if d.n <= DECODER_MAX_TOKENS:  # the walkthrough writes every number of a head's n × n matrices
         c[2].page_link(WALKTHROUGH, label=f"Open {head_label(layer, head)} in the walkthrough: its Q, K, V through "
                        "the five steps", icon=":material/stairs:", query_params=query)  # fmt: skip
     else:
-        c[2].caption(f"The walkthrough draws a head's matrices number by number, for prompts of up to {WALK_MAX} "
-                     f"tokens; this one has {d.n}.")  # fmt: skip
+        c[2].caption(f"The walkthrough draws a head's matrices number by number, for prompts of up to "
+                     f"{DECODER_MAX_TOKENS} tokens; this one has {d.n}.")  # fmt: skip
     with grid:  # above its controls, drawn with their values
         event = draw.chart(draw.figure(grid_figure, text, layer, head, talk()), "dc_grid", on_select="rerun",
                            selection_mode="points", config={**PLOTLY_CONFIG, "displayModeBar": False})  # fmt: skip
     points = [p for p in (event.selection.points if event else []) if p.get("curve_number") == 1]
-    if points and d.n <= WALK_MAX:  # a click on a tile: that head, in the walkthrough
+    if points and d.n <= DECODER_MAX_TOKENS:  # a click on a tile: that head, in the walkthrough
         layer, head = divmod(int(points[0]["point_index"]), N_HEADS)
         st.switch_page(WALKTHROUGH, query_params=walkthrough_query(text, layer, head))
 
@@ -266,14 +265,13 @@ def sinks_tab(text: str) -> None:
         "of 1 in every row, so a head with nothing to pick up parks it somewhere harmless. In decoders that place "
         "is the first token (here `<bos>`): every later token can see it, so it is always there to take the rest."
     )
-    d = prompt_data(text)
-    s, glob = d.sinks, d.global_layers
-    local = [x for x in range(s.shape[0]) if x not in glob]
+    s = prompt_data(text).sinks  # (n_layers, H)
+    local, glob = (float(s[list(layers)].mean()) for layers in (LOCAL_LAYERS, GLOBAL_LAYERS))
     draw.chart(draw.figure(sinks_fig, text, talk()), "dc_sinks")
     layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
     st.markdown(
-        f"On this prompt the local layers put **{s[local].mean():.0%}** of their attention on the first token, the "
-        f"global layers **{s[glob].mean():.0%}**; the heaviest sink is **{head_label(int(layer), int(head))}** with "
+        f"On this prompt the local layers put **{local:.0%}** of their attention on the first token, the "
+        f"global layers **{glob:.0%}**; the heaviest sink is **{head_label(int(layer), int(head))}** with "
         f"{s[layer, head]:.2f}. Shares are over the rows that can see the first token (after it, and within a local "
         "layer's window)."
     )

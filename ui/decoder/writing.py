@@ -26,7 +26,6 @@ from .model import decoder
 
 RESULT = "dc_written"  # the session's last generation (kept across reruns, replaced by the next)
 MAX_NEW = 64
-TALK_ROWS_HEIGHT = 320
 
 
 def _flag(name: str) -> None:
@@ -71,9 +70,7 @@ class Generation:
 def rows_figure(g: Generation, layer: int, head: int, talk: bool) -> go.Figure:
     rows = g.rows_of(layer, head)
     context = (g.prompt_tokens + g.tokens)[: rows.shape[1]]
-    # Talk mode: what is left of a 720-px screen under the buttons and the written text.
-    return generation_figure(rows, context, g.tokens, n_prompt=len(g.prompt_tokens), talk=talk,
-                             height=TALK_ROWS_HEIGHT if talk else None)  # fmt: skip
+    return generation_figure(rows, context, g.tokens, n_prompt=len(g.prompt_tokens), talk=talk)
 
 
 def run_generation(text: str, temperature: float, seed: int, n_new: int, layer: int, head: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from figures.induction import head_name, patterns_figure, position_loss_figure
@@ -15,22 +16,9 @@ from ui.induction.train import titles_of
 PREVIOUS = 0.2  # a layer-0 head with a previous-token score above this is opened zeroed
 
 
-def head_choices(layers: int, heads: int) -> tuple[str, ...]:
-    return tuple(head_name(layer, h) for layer in range(layers) for h in range(heads))
-
-
-def parse_heads(choices: list[str]) -> tuple[tuple[int, int], ...]:
-    """``["L0 H2", …]`` → ``((0, 2), …)``, sorted."""
-    out = []
-    for c in choices:
-        layer, head = c.split()
-        out.append((int(layer[1:]), int(head[1:])))
-    return tuple(sorted(out))
-
-
 def _patterns(is_talk: bool, name: str, cut: tuple[tuple[int, int], ...]) -> Any:
     v, a = runs.view(name), runs.ablation(name, cut)
-    titles, rows = titles_of(a.scores.previous_token, a.scores.prefix_matching, v.layers - 1)
+    titles, rows = titles_of(a.scores.previous_token, a.scores.prefix_matching)
     for layer, head in cut:
         titles[layer][head] = f"H{head}  zeroed"
     return patterns_figure(a.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
@@ -53,11 +41,12 @@ def ablate_tab() -> None:
     ind_head = head_name(v.layers - 1, best)
     prev_heads = [head_name(0, h) for h in range(v.heads) if prev[h] > PREVIOUS] or [head_name(0, int(prev.argmax()))]
     (c,) = draw.settings([2, 5])
-    chosen = c[0].multiselect("Zero these heads", head_choices(v.layers, v.heads), default=prev_heads,
+    every = [head_name(*lh) for lh in np.ndindex(v.layers, v.heads)]
+    chosen = c[0].multiselect("Zero these heads", every, default=prev_heads,
                               key="in_ablate", bind="query-params", placeholder="none: the intact model",
                               help="Their outputs are multiplied by 0; every other weight stays. It opens on the "
                               f"layer-0 heads whose previous-token score is above {PREVIOUS}.")  # fmt: skip
-    cut = parse_heads(chosen)
+    cut = tuple(sorted((int(lay[1:]), int(h[1:])) for lay, h in (s.split() for s in chosen)))  # "L0 H2" → (0, 2)
     who = "the shipped two-layer model" if name.startswith("shipped:") else "your two-layer run"
     named = ", ".join(f"**{h}** ({prev[int(h[-1])]:.2f})" for h in prev_heads)
     c[1].markdown(f"On {who}. Its previous-token head{'s are' if len(prev_heads) > 1 else ' is'} {named}; its best "

@@ -111,8 +111,7 @@ class Scores:
     @classmethod
     def of(cls, s: dict[str, Any]) -> Scores:
         """From :func:`head_scores`' tensors or a run's recorded lists."""
-        heads = (torch.as_tensor(s[k], dtype=torch.float64).numpy() for k in ("previous_token", "prefix_matching",
-                                                                                "copying"))  # fmt: skip
+        heads = (np.asarray(s[k], dtype=np.float64) for k in ("previous_token", "prefix_matching", "copying"))
         return cls(*heads, float(s["loss_first"]), float(s["loss_repeat"]))
 
 

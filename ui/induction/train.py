@@ -77,12 +77,12 @@ def _height() -> int:
     return 400 if talk() else 440
 
 
-def titles_of(prev: np.ndarray, prefix: np.ndarray, last: int) -> tuple[list[list[str]], list[str]]:
+def titles_of(prev: np.ndarray, prefix: np.ndarray) -> tuple[list[list[str]], list[str]]:
     """Each panel's head and the score of its row's job, and the rows' names: previous-token score in layer 0,
-    prefix matching (induction) in the last layer."""
+    prefix matching (induction) in the last layer (a one-layer model's only layer is its last)."""
     rows, names = [], []
     for layer in range(prev.shape[0]):
-        job = prev if layer == 0 and last > 0 else prefix
+        job = prev if layer == 0 and prev.shape[0] > 1 else prefix
         rows.append([f"H{h}  {job[layer, h]:.2f}" for h in range(prev.shape[1])])
         names.append(f"L{layer} · {'prev-token' if job is prev else 'induction'}")
     return rows, names
@@ -97,7 +97,7 @@ def _loss(is_talk: bool, name: str) -> Any:
 
 def _heads(is_talk: bool, name: str) -> Any:
     v = runs.view(name)
-    titles, rows = titles_of(v.scores.previous_token, v.scores.prefix_matching, v.layers - 1)
+    titles, rows = titles_of(v.scores.previous_token, v.scores.prefix_matching)
     return patterns_figure(v.example.patterns, v.tokens, titles, row_titles=rows, half=v.half, talk=is_talk,
                            height=_height())  # fmt: skip
 
@@ -265,7 +265,7 @@ class _Live:
 
     def heads(self, p: Progress) -> Any:
         pats = runs.read(p.weights, self.tokens, self.causal).patterns  # (layers, H, L, L)
-        titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching), len(p.previous_token) - 1)
+        titles, rows = titles_of(np.array(p.previous_token), np.array(p.prefix_matching))
         if self._heads is None:
             self._heads = patterns_figure(pats, self.tokens[0].tolist(), titles, row_titles=rows, talk=talk(),
                                           half=self.tokens.shape[1] // 2, height=_height())  # fmt: skip
