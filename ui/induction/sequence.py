@@ -13,7 +13,6 @@ from figures.induction import head_name, sequence_figure
 from ui import draw
 from ui.frame import talk
 from ui.induction import runs
-from ui.page import columns
 
 SOURCES = {"words": "Your words", "random": "Random tokens"}
 DEFAULT_TEXT = "the quick brown fox jumps over the lazy dog and then the quick brown fox jumps over the lazy dog"
@@ -51,7 +50,7 @@ def sequence_controls(vocab: int, n_ctx: int) -> tuple[tuple[int, ...], tuple[st
     source = c[0].segmented_control("Sequence", tuple(SOURCES), default="words", required=True, wrap=True,
                                     format_func=SOURCES.__getitem__, key="in_source", bind="query-params")
     if source == "random":
-        r = columns(c[1], [1, 1, 1])
+        (r,) = draw.settings([1, 1, 1], box=c[1])
         length = r[0].slider("Tokens before the repeat", 2, 24, 7, key="in_len", bind="query-params",
                              help="Training never used fewer than 12: shorter repeats are new to the model.")
         repeats = r[1].slider("Repeats", 1, 5, 2, key="in_reps", bind="query-params")
