@@ -189,10 +189,7 @@ def random_example(
     )
 
 
-def _self_attention_only(cross: bool, model: str) -> None:
-    """A trained encoder or decoder has no second sequence to cross-attend to: say so for the mask ``cross``."""
-    if cross:
-        raise ValueError(f"{model} only has self-attention, so there is no cross-attention to show; pick another mask")
+NO_CROSS = "{} only has self-attention, so there is no cross-attention to show; pick another mask"
 
 
 def model_example(
@@ -206,7 +203,8 @@ def model_example(
     last column of 1s and each W a last row holding the bias. Pass a loaded ``model`` to avoid
     reading the weights again (otherwise they are loaded onto ``device``).
     """
-    _self_attention_only(cross, "all-MiniLM-L6-v2, an encoder,")
+    if cross:
+        raise ValueError(NO_CROSS.format("all-MiniLM-L6-v2, an encoder,"))
     bert = model if model is not None else load_bert(device=device)
     p = head_projections(bert, layer, head)  # validates layer and head
     batch, out = encode(bert, [text], trace=False)  # validates the text
@@ -235,7 +233,8 @@ def decoder_example(
     256, no biases). Q and K are the ones the scores use: X·W, then RMS-normalised (QK-norm) and rotated by
     position (RoPE), so here Q ≠ X·W_Q. Pass a loaded ``model`` to avoid loading it again.
     """
-    _self_attention_only(cross, "gemma-3-270m, a decoder,")
+    if cross:
+        raise ValueError(NO_CROSS.format("gemma-3-270m, a decoder,"))
     from .decoder import head_inputs, load_decoder
 
     dec = model if model is not None else load_decoder(device=device)

@@ -66,11 +66,9 @@ def cell_labels(values: np.ndarray) -> np.ndarray:
 
 
 def hover_label(x: float) -> str:
-    """The value on hover: 4 significant digits, whatever the cell shows."""
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "−∞" if x < 0 else "∞"
+    """The value on hover: 4 significant digits, whatever the cell shows ("—" for NaN)."""
+    if not math.isfinite(x):
+        return cell_label(x) or "—"
     return f"{x:.4g}".replace("-", "−")
 
 
