@@ -14,8 +14,7 @@ from figures.style import PLOTLY_CONFIG
 from ui import draw, links
 from ui.frame import talk
 
-from .data import Settings, Walkthrough, backward_data
-from .figures import BACKWARD, backward_figure, heatmap_figure, query_figure
+from .data import BACKWARD, Settings, Walkthrough, backward_data, backward_figure, heatmap_figure, query_figure
 
 STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 UPSTREAM_NAMES = {"row": "1 on one output row", "ones": "All ones", "random": "Random"}
