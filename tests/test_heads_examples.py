@@ -18,7 +18,7 @@ from figures.heads import (
     sharing_figure,
     split_figure,
 )
-from ui.heads.examples import decode_example, example_weights, heads_example
+from ui.heads.examples import example_weights, heads_example
 from ui.snippets import split_snippet
 
 
@@ -54,12 +54,13 @@ def test_example_uses_the_walkthrough_sentence() -> None:
     s = sentence_example(d_model=32, d_k=4, d_v=4, seed=0, positions=True)
     assert e.tokens == s.query_tokens and len(e.tokens) == 11
     torch.testing.assert_close(e.x, s.x_q)
+    torch.testing.assert_close(e.q, s.x_q @ example_weights(32, 4, 0)[0])  # the split tab's Q, before the split
 
 
 def test_decode_example_matches_causal_attention_and_grows_a_row_per_step() -> None:
-    d = decode_example(d_model=32, n_heads=8, n_kv_heads=2, seed=4)
-    assert d.max_abs_diff < 1e-5
-    assert [tuple(w.shape) for w in d.weights] == [(8, t + 1) for t in range(11)]
+    d = heads_example(d_model=32, n_heads=8, n_kv_heads=2, seed=4)
+    assert d.decode_diff < 1e-5
+    assert [tuple(w.shape) for w in d.decoded] == [(8, t + 1) for t in range(11)]
 
 
 def test_split_snippet_runs_and_its_comments_are_the_shapes_it_makes() -> None:
