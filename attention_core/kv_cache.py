@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from .heads import (
     split_heads,
 )
 from .power_law import fit_loglog_slope
-from .validation import check_float, check_int, check_int_list, check_tensor
+from .validation import check_choice, check_float, check_int, check_int_list, check_tensor
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
@@ -190,8 +191,7 @@ class DecodeTiming:
 
     def points(self, which: str) -> tuple[list[int], list[float]]:
         """The contexts and seconds per step that were measured for ``which`` ("cached" or "recompute")."""
-        if which not in ("cached", "recompute"):
-            raise ValueError(f"which must be 'cached' or 'recompute', got {which!r}")
+        check_choice("which", which, ("cached", "recompute"))
         times = self.cached_s if which == "cached" else self.recompute_s
         pairs = [(c, t) for c, t in zip(self.contexts, times, strict=True) if t is not None]
         return [c for c, _ in pairs], [t for _, t in pairs]
@@ -209,21 +209,13 @@ class DecodeTiming:
 
 def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:
     """Fastest of ``repeats`` calls (more while they add up to under ``min_total_s``), after a warm-up."""
-    start = time.perf_counter()
-    fn()  # warm-up: allocations, the thread pool
-    first = time.perf_counter() - start
-    if first > 0.1:
-        repeats = min(repeats, 2)  # a slow call is long enough to time reliably; spare the budget
-    best = math.inf
-    spent, count = 0.0, 0
-    while count < repeats or (spent < min_total_s and count < 200):
-        start = time.perf_counter()
-        fn()
-        took = time.perf_counter() - start
-        best = min(best, took)
-        spent += took
-        count += 1
-    return best
+    timer = timeit.Timer(fn)
+    if timer.timeit(1) > 0.1:  # the warm-up (allocations, the thread pool) took long enough to time reliably
+        repeats = min(repeats, 2)  # spare the budget
+    times: list[float] = []
+    while len(times) < repeats or (sum(times) < min_total_s and len(times) < 200):
+        times.append(timer.timeit(1))
+    return min(times)
 
 
 def time_decode_steps(

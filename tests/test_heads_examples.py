@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from attention_core.heads import mean_pool_kv, multi_head_attention
+from attention_core.kv_cache import DecodeTiming
 from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
@@ -126,9 +127,12 @@ def test_kv_cache_figure_plots_both_caches_and_the_budget() -> None:
 
 
 def test_decode_figures() -> None:
-    fits = {"cached": (1.0, -9.0, 256, 1024), "recompute": None}
-    fig = decode_timing_figure(([256, 512, 1024], [1e-4, 2e-4, 4e-4]), ([256], [1e-2]), fits)
+    timing = DecodeTiming((256, 512, 1024), (1e-4, 2e-4, 4e-4), (1e-2, None, None), threads=1, wall_s=1.0,
+                          max_abs_diff=0.0)  # fmt: skip
+    fig = decode_timing_figure(timing)
     assert "slope 1.00" in fig.data[0].name and fig.data[0].y[0] == pytest.approx(0.1)
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["with a KV cache (slope 1.00)",
+                                                                       "recomputing everything"]  # one point: no fit
     weights = [np.ones((2, t + 1)) / (t + 1) for t in range(4)]
     fig = decode_steps_figure(weights, ["a", "b", "c", "d"], 2, 1)
     assert fig.data[0].z.shape == (3, 4)

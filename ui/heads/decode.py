@@ -24,9 +24,8 @@ def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head:
 
 
 def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
-    s = timing_data(t_max, d_model, run).steps  # ``when`` keys the figure to this measurement (the cache lasts an hour)
-    fits = {which: s.fit(which) for which in ("cached", "recompute")}
-    return decode_timing_figure(s.points("cached"), s.points("recompute"), fits, talk=talk)
+    # ``when`` keys the figure to this measurement (the cache lasts an hour)
+    return decode_timing_figure(timing_data(t_max, d_model, run).steps, talk=talk)
 
 
 def decode_tab(sh: HeadSettings) -> None:
