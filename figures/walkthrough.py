@@ -122,8 +122,7 @@ def matrix_heatmap(
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
         automargin=False,
     )
-    margin = {"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
-    return fig.update_layout(margin=margin)
+    return fig.update_layout(margin={**geo.margin, "pad": 0})
 
 
 def query_scores(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,7 +25,7 @@ from ..device import one_thread
 from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
 from ..validation import any_true, check_int, holds_data
-from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
+from .tokens import Batch, load_tokenizer, make_batch
 from .weights import BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
 
 
@@ -67,9 +66,9 @@ class EncoderOutput:
     embedding: torch.Tensor
 
 
-def load_bert(folder: str | Path | None = None, device: str | torch.device | None = None) -> Bert:
-    """Load all-MiniLM-L6-v2 from the installed package (or another BERT folder) onto ``device``."""
-    path = model_dir() if folder is None else Path(folder)
+def load_bert(device: str | torch.device | None = None) -> Bert:
+    """Load all-MiniLM-L6-v2 from the installed package onto ``device``."""
+    path = model_dir()
     config = load_config(path)
     weights = load_weights(path, config, device=device)
     return Bert(config=config, weights=weights, tokenizer=load_tokenizer(path))
@@ -160,11 +159,9 @@ def bert_forward(
         return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real))
 
 
-def encode(
-    bert: Bert, texts: Sequence[str], *, trace: bool = True, max_tokens: int = MAX_TOKENS
-) -> tuple[Batch, EncoderOutput]:
+def encode(bert: Bert, texts: Sequence[str], *, trace: bool = True) -> tuple[Batch, EncoderOutput]:
     """Tokenise ``texts`` (padded to the longest) and run the encoder; ``ValueError`` for bad text."""
-    batch = make_batch(bert.tokenizer, texts, max_tokens=max_tokens, pad_id=bert.config.pad_id, device=bert.device)
+    batch = make_batch(bert.tokenizer, texts, pad_id=bert.config.pad_id, device=bert.device)
     return batch, bert_forward(bert, batch.input_ids, batch.attention_mask, trace=trace)
 
 

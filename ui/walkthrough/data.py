@@ -5,7 +5,7 @@ big)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import TypeVar
 
 import plotly.graph_objects as go
@@ -32,20 +32,20 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Settings:
-    """The walkthrough's controls, named as they are in the link; ``text``, ``layer`` and ``head`` are the
-    trained model's own three."""
+    """The walkthrough's controls, named as :func:`run_walkthrough`'s arguments; ``text``, ``layer`` and ``head``
+    are the trained model's own three."""
 
     preset: str
     mask: str
     scaled: bool
-    pos: bool
+    positions: bool
     n: int
     d_model: int
     d_k: int
     d_v: int
     seed: int
     pad: int
-    drop: float
+    dropout_p: float
     text: str = MODEL_TEXT
     layer: int = MODEL_LAYER
     head: int = MODEL_HEAD
@@ -125,11 +125,7 @@ def walkthrough_data(s: Settings) -> Walkthrough:
         from ui.decoder.model import decoder
 
         model = decoder()
-    r = run_walkthrough(
-        s.preset, n=s.n, d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, seed=s.seed, mask=s.mask, pad=s.pad,
-        scaled=s.scaled, positions=s.pos, dropout_p=s.drop, text=s.text, layer=s.layer, head=s.head, model=model,
-        device=DEVICE,
-    )  # fmt: skip
+    r = run_walkthrough(**asdict(s), model=model, device=DEVICE)
     r = _on_host(replace(r, inputs=_on_host(r.inputs), trace=_on_host(r.trace)))
     inp = r.inputs
     return Walkthrough(
