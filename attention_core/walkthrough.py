@@ -127,18 +127,6 @@ def run_walkthrough(
     )  # fmt: skip
 
 
-def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int = 2) -> list[tuple[str, float]]:
-    """The ``k`` keys a query takes most of its value from, as (token, share) pairs."""
-    row = weights_row.detach().to("cpu", torch.float64)
-    if row.dim() != 1 or row.numel() != len(key_tokens):
-        raise ValueError(
-            f"weights_row must be 1-D with one weight per key ({len(key_tokens)}), got {tuple(weights_row.shape)}"
-        )
-    k = check_int("k", k, low=1)
-    order = torch.argsort(row, descending=True)[:k].tolist()
-    return [(key_tokens[j], float(row[j])) for j in order if row[j] > 0]
-
-
 def upstream_gradient(kind: str, result: WalkthroughResult, *, row: int = 0) -> torch.Tensor:
     """dO ``(L, Ev)`` for the walkthrough's backward pass: 1 on output ``row`` only (``"row"``), 1 everywhere
     (``"ones"``, the gradient of the outputs' sum) or seeded Gaussian numbers (``"random"``)."""

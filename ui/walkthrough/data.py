@@ -17,7 +17,6 @@ from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, Walkthro
 from attention_core.walkthrough import (
     WalkthroughResult,
     run_walkthrough,
-    top_sources,
     upstream_gradient,
     walkthrough_backward,
 )
@@ -127,11 +126,13 @@ def walkthrough_data(s: Settings) -> Walkthrough:
         model = decoder()
     r = run_walkthrough(**asdict(s), model=model, device=DEVICE)
     r = _on_host(replace(r, inputs=_on_host(r.inputs), trace=_on_host(r.trace)))
-    inp = r.inputs
+    shares, keys = r.trace.weights.sort(dim=-1, descending=True, stable=True)  # (L, S) each, largest first
+    top = [[(r.inputs.key_tokens[j], w) for j, w in zip(k[:2], p[:2], strict=True) if w > 0]
+           for k, p in zip(keys.tolist(), shares.tolist(), strict=True)]  # fmt: skip
     return Walkthrough(
-        result=r, note=note(inp, s),
+        result=r, note=note(r.inputs, s),
         snippet=walkthrough_snippet(r) if s.preset != "decoder" else decoder_head_snippet(s.text, s.layer, s.head),
-        top=[top_sources(r.trace.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
+        top=top,
     )  # fmt: skip
 
 
