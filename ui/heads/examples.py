@@ -42,22 +42,18 @@ QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, v
 class HeadsExample:
     """The sentence through h query heads and g K/V heads, and decoded from a KV cache.
 
-    Shapes: ``x (L, d_model)``; ``q (L, d_model)``, Q before the split into heads; ``weights_mha``,
-    ``weights_gqa (h, L, L)``; ``out_mha``, ``out_gqa (L, d_model)``. ``max_abs_diff`` and ``rel_diff`` compare
-    the GQA output with the MHA one (``rel_diff`` = ‖Δ‖ / ‖out_mha‖, Frobenius norms); ``delta_torch`` is the
-    largest difference of the GQA output from torch's SDPA with ``enable_gqa=True``. ``decoded[t]`` is
-    ``(h, t + 1)``, the new token's weights over the GQA cache at step t; ``decode_diff`` compares the decoded
-    rows with causal attention over the whole sentence.
+    Shapes: ``q (L, d_model)``, Q before the split into heads; ``weights_mha``, ``weights_gqa (h, L, L)``.
+    ``max_abs_diff`` and ``rel_diff`` (‖Δ‖ / ‖MHA's‖, Frobenius norms) compare the GQA output with the MHA one;
+    ``delta_torch`` is the largest difference of the GQA output from torch's SDPA with ``enable_gqa=True``.
+    ``decoded[t]`` is ``(h, t + 1)``, the new token's weights over the GQA cache at step t; ``decode_diff``
+    compares the decoded rows with causal attention over the whole sentence.
     """
 
     tokens: tuple[str, ...]
     d_k: int
-    x: torch.Tensor
     q: torch.Tensor
     weights_mha: torch.Tensor
     weights_gqa: torch.Tensor
-    out_mha: torch.Tensor
-    out_gqa: torch.Tensor
     max_abs_diff: float
     rel_diff: float
     delta_torch: float
@@ -99,8 +95,8 @@ def heads_example(
     run = decode_with_cache(x, w_q, w_k_g, w_v_g, w_o, h, g)
     full = multi_head_attention(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=True)  # (L, d_model)
     return HeadsExample(
-        tokens=inputs.query_tokens, d_k=d_model // h, x=x, q=merge_heads(mha.q), weights_mha=mha.weights,
-        weights_gqa=gqa.weights, out_mha=mha.output, out_gqa=gqa.output, max_abs_diff=float(diff.abs().max()),
+        tokens=inputs.query_tokens, d_k=d_model // h, q=merge_heads(mha.q), weights_mha=mha.weights,
+        weights_gqa=gqa.weights, max_abs_diff=float(diff.abs().max()),
         rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
         delta_torch=float((merge_heads(fused) @ w_o - gqa.output).abs().max()),
         params_mha=attention_parameters(d_model, h), params_gqa=attention_parameters(d_model, h, g),
