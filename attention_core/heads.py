@@ -42,11 +42,6 @@ class MultiHeadTrace:
     concat: torch.Tensor
     output: torch.Tensor
 
-    @property
-    def weights(self) -> torch.Tensor:
-        """``(N, ..., h, L, S)``: each query head's attention weights."""
-        return self.heads.weights
-
 
 def check_head_counts(n_heads: object, n_kv_heads: object | None = None) -> tuple[int, int]:
     """``(h, g)`` as ints; ``g`` defaults to ``h``. ``ValueError`` unless 1 ≤ g ≤ h and g divides h."""

@@ -95,8 +95,8 @@ def heads_example(
     run = decode_with_cache(x, w_q, w_k_g, w_v_g, w_o, h, g)
     full = multi_head_attention(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=True)  # (L, d_model)
     return HeadsExample(
-        tokens=inputs.query_tokens, d_k=d_model // h, q=merge_heads(mha.q), weights_mha=mha.weights,
-        weights_gqa=gqa.weights, max_abs_diff=float(diff.abs().max()),
+        tokens=inputs.query_tokens, d_k=d_model // h, q=merge_heads(mha.q), weights_mha=mha.heads.weights,
+        weights_gqa=gqa.heads.weights, max_abs_diff=float(diff.abs().max()),
         rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
         delta_torch=float((merge_heads(fused) @ w_o - gqa.output).abs().max()),
         params_mha=attention_parameters(d_model, h), params_gqa=attention_parameters(d_model, h, g),
