@@ -58,6 +58,13 @@ class ModelShape:
         g = self.n_kv_heads if n_kv_heads is None else n_kv_heads
         return kv_cache_bytes(self.layers, g, self.head_dim, context, batch, dtype)
 
+    def longest_context(
+        self, memory_bytes: int, batch: int = 1, dtype: str = "float16", *, n_kv_heads: int | None = None
+    ) -> int:
+        """The longest context whose cache fits in ``memory_bytes`` (0 if not even one token fits)."""
+        per_token = self.cache_bytes(1, batch, dtype, n_kv_heads=n_kv_heads)
+        return check_int("memory_bytes", memory_bytes, low=0) // per_token
+
 
 # Each row is read from the Hugging Face config.json of the checkpoint named in ``source`` (GPT-2's keys are
 # n_layer/n_head/n_embd/n_positions, the others' num_hidden_layers/num_attention_heads/num_key_value_heads/
@@ -89,15 +96,6 @@ def kv_cache_bytes(
     if itemsize is None:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)} or a torch.dtype, got {dtype!r}")
     return 2 * layers * n_kv_heads * head_dim * context * batch * itemsize
-
-
-def max_context_that_fits(
-    memory_bytes: int, layers: int, n_kv_heads: int, head_dim: int, batch: int = 1, dtype: str = "float16"
-) -> int:
-    """The longest context whose cache fits in ``memory_bytes`` (0 if not even one token fits)."""
-    memory_bytes = check_int("memory_bytes", memory_bytes, low=0)
-    per_token = kv_cache_bytes(layers, n_kv_heads, head_dim, 1, batch, dtype)
-    return memory_bytes // per_token
 
 
 # ---- one decoding step ----------------------------------------------------------------------
