@@ -165,17 +165,15 @@ def sentence_example(
 
 def random_example(
     *, n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = False,
-    cross: bool = False, n_q: int | None = None, device: str | torch.device | None = None,
+    cross: bool = False, device: str | torch.device | None = None,
 ) -> WalkthroughInputs:  # fmt: skip
-    """Seeded Gaussian X and projections. With ``cross``, ``n_q`` queries (default n − 2, ≥ 1)."""
+    """Seeded Gaussian X and projections. With ``cross``, n − 2 queries (2 for n = 1, at least 1)."""
     n = check_int("n", n, low=1, high=MAX_TOKENS)
     d_model = check_int("d_model", d_model, low=1, high=MAX_DIM)
     d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
     d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
     seed = check_int("seed", seed, low=0, high=2**31 - 1)
-    if n_q is None:
-        n_q = max(1, n - 2) if n > 1 else 2
-    n_q = check_int("n_q", n_q, low=1, high=MAX_TOKENS)
+    n_q = max(1, n - 2) if n > 1 else 2
     g = torch.Generator().manual_seed(seed)
     x_kv = torch.randn(n, d_model, generator=g)  # (S, d_model)
     x_q = torch.randn(n_q, d_model, generator=g) if cross else x_kv  # (L, d_model)
