@@ -175,9 +175,8 @@ FIT_POINTS = 3  # the slopes are fitted over this many of the largest measured c
 class DecodeTiming:
     """Seconds per decoding step at each context length, with a cache and recomputing everything.
 
-    ``cached_s[i]`` and ``recompute_s[i]`` time one step at ``contexts[i]`` tokens already generated, or are
-    ``None`` where the step would have overrun the time budget. Each is the fastest of several calls: on a
-    shared machine, slower calls measure interruptions, not the work.
+    ``cached_s[i]`` and ``recompute_s[i]`` time one step at ``contexts[i]`` tokens already generated (the fastest of
+    several calls: slower ones measure interruptions), or are ``None`` where it would have overrun the budget.
     """
 
     contexts: tuple[int, ...]
