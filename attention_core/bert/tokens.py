@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from ..device import resolve_device
 
@@ -31,9 +32,6 @@ class Tokens:
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     unknown: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 @dataclass(frozen=True)
@@ -85,11 +83,8 @@ def make_batch(
     if isinstance(texts, str) or not isinstance(texts, Sequence) or len(texts) == 0:
         raise ValueError("texts must be a non-empty list of strings")
     items = tuple(tokenize(tokenizer, t) for t in texts)
-    n = max(len(it) for it in items)
+    ids = pad_sequence([torch.tensor(it.ids) for it in items], batch_first=True, padding_value=pad_id)  # (B, L)
+    lengths = tuple(len(it.ids) for it in items)
+    mask = torch.arange(ids.shape[1]).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (1, L) < (B, 1) -> (B, L)
     dev = resolve_device(device)
-    ids = torch.full((len(items), n), pad_id, dtype=torch.long)  # (B, L)
-    for b, it in enumerate(items):
-        ids[b, : len(it)] = torch.tensor(it.ids)
-    lengths = tuple(len(it) for it in items)
-    mask = torch.arange(n).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (1, L) < (B, 1) -> (B, L)
     return Batch(items=items, input_ids=ids.to(dev), attention_mask=mask.to(dev), lengths=lengths)
