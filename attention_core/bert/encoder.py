@@ -144,9 +144,8 @@ def bert_forward(
     lengths = _check_inputs(bert, input_ids, attention_mask)
     cfg, w = bert.config, bert.weights
     L, dev = input_ids.shape[1], input_ids.device
-    # Padded keys are blocked; the mask broadcasts over heads and queries.
-    keys_ok = padding_mask(lengths, L, device=dev).unsqueeze(1) if min(lengths) < L else None  # (B, 1, 1, L)
-    real = torch.arange(L, device=dev).unsqueeze(0) < torch.tensor(lengths, device=dev).unsqueeze(1)  # (B, L)
+    real = padding_mask(lengths, L, device=dev)  # (B, 1, L): True for the real tokens
+    keys_ok = real.unsqueeze(1) if min(lengths) < L else None  # (B, 1, 1, L): padded keys blocked for every query
     with torch.inference_mode(), one_thread(dev):
         x = w.word[input_ids] + w.position[torch.arange(L, device=dev)] + w.token_type[0]  # (B, L, D): type 0
         x = F.layer_norm(x, (cfg.d_model,), w.ln_w, w.ln_b, cfg.layer_norm_eps)  # (B, L, D)
@@ -156,7 +155,7 @@ def bert_forward(
             hidden.append(x)
             if record is not None:
                 attentions.append(record)
-        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real))
+        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real[:, 0]))
 
 
 def encode(bert: Bert, texts: Sequence[str], *, trace: bool = True) -> tuple[Batch, EncoderOutput]:
