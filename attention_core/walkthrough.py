@@ -11,7 +11,6 @@ from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, dot_product_attention
 from .backward import BackwardTrace, attention_backward
-from .bert import Bert
 from .masks import causal_mask, padding_mask
 from .presets import (
     MODEL_HEAD,
@@ -79,7 +78,7 @@ def run_walkthrough(
     *,
     n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = True,
     mask: str = "none", pad: int = 0, scaled: bool = True, dropout_p: float = 0.0,
-    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: Bert | object | None = None,
+    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: object | None = None,
     device: str | torch.device | None = None,
 ) -> WalkthroughResult:  # fmt: skip
     """Everything the walkthrough needs, from plain values: the inputs of ``preset`` (one of
