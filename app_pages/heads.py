@@ -8,8 +8,7 @@ from ui import draw, links
 from ui.heads.calculator import CONTEXTS, calculator_tab
 from ui.heads.decode import decode_tab
 from ui.heads.examples import D_MODELS, HeadSettings
-from ui.heads.gqa import gqa_tab
-from ui.heads.side_by_side import heads_tab
+from ui.heads.gqa import gqa_tab, heads_tab
 from ui.heads.split import split_tab
 from ui.page import tabbed_page
 

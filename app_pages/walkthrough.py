@@ -56,7 +56,7 @@ def controls(box: Any) -> Settings:
             "preset": preset, "mask": mask,
             "scaled": c[2].toggle("Divide by √d_k", True, key="scaled", bind="query-params",
                                   help="Off shows the raw, unscaled scores."),
-            "pos": c[3].toggle("Positional encodings", key="pos", bind="query-params",
+            "positions": c[3].toggle("Positional encodings", key="pos", bind="query-params",
                                disabled=preset in ("model", "decoder"),
                                help="Add sinusoidal position codes to X."),  # the model's X holds learned positions
         }  # fmt: skip
@@ -76,7 +76,7 @@ def controls(box: Any) -> Settings:
                                disabled=mask not in ("padding", "cross"),
                                help="How many keys at the end are padding. All of them leaves a query nothing "
                                "to attend to."),
-            "drop": c[6].slider("Dropout p", 0.0, 0.5, 0.0, 0.1, key="drop", bind="query-params",
+            "dropout_p": c[6].slider("Dropout p", 0.0, 0.5, 0.0, 0.1, key="drop", bind="query-params",
                                 help="Training-mode dropout on the weights; survivors are scaled by 1/(1−p)."),
         }  # fmt: skip
         if preset == "model":  # the trained model's own three

@@ -41,13 +41,6 @@ class MultiHeadTrace:
     heads: AttentionTrace
     concat: torch.Tensor
     output: torch.Tensor
-    n_heads: int
-    n_kv_heads: int
-
-    @property
-    def weights(self) -> torch.Tensor:
-        """``(N, ..., h, L, S)``: each query head's attention weights."""
-        return self.heads.weights
 
 
 def check_head_counts(n_heads: object, n_kv_heads: object | None = None) -> tuple[int, int]:
@@ -114,8 +107,8 @@ def repeat_kv(t: torch.Tensor, n_heads: int) -> torch.Tensor:
 def _project(
     x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor, n_heads: int,
     n_kv_heads: int | None, x_kv: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:  # fmt: skip
-    """The checked inputs' q ``(N, ..., h, L, d_k)``, k ``(N, ..., g, S, d_k)``, v ``(N, ..., g, S, d_v)``, h, g."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:  # fmt: skip
+    """The checked inputs' q ``(N, ..., h, L, d_k)``, k ``(N, ..., g, S, d_k)``, v ``(N, ..., g, S, d_v)``, and h."""
     h, g = check_head_counts(n_heads, n_kv_heads)
     check_tensor("x", x, min_dim=2)
     x_kv = x if x_kv is None else check_tensor("x_kv", x_kv, min_dim=2)
@@ -144,7 +137,7 @@ def _project(
     q = split_heads(x @ w_q, h)  # (N, ..., L, h·d_k) -> (N, ..., h, L, d_k)
     k = split_heads(x_kv @ w_k, g)  # (N, ..., S, g·d_k) -> (N, ..., g, S, d_k)
     v = split_heads(x_kv @ w_v, g)  # (N, ..., S, g·d_v) -> (N, ..., g, S, d_v)
-    return q, k, v, h, g
+    return q, k, v, h
 
 
 def multi_head_trace(
@@ -166,13 +159,13 @@ def multi_head_trace(
         scale: multiplier of the scores, default ``1/√d_k``.
         dropout_p: dropout on the weights (training), as torch SDPA's.
     """
-    q, k, v, h, g = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
+    q, k, v, h = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
     heads = attention_trace(
         q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, dropout_p, is_causal=is_causal, scale=scale
     )  # weights (N, ..., h, L, S), output (N, ..., h, L, d_v)
     concat = merge_heads(heads.output)  # (N, ..., L, h·d_v)
     output = concat @ w_o  # (N, ..., L, h·d_v) @ (h·d_v, d_out) -> (N, ..., L, d_out)
-    return MultiHeadTrace(q=q, k=k, v=v, heads=heads, concat=concat, output=output, n_heads=h, n_kv_heads=g)
+    return MultiHeadTrace(q=q, k=k, v=v, heads=heads, concat=concat, output=output)
 
 
 def multi_head_attention(
@@ -186,7 +179,7 @@ def multi_head_attention(
     Same arguments as :func:`multi_head_trace`, which keeps every intermediate; this one keeps none
     (the lean :func:`dot_product_attention` inside), so it costs what the arithmetic costs.
     """
-    q, k, v, h, _ = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
+    q, k, v, h = _project(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, x_kv)
     out = dot_product_attention(
         q, repeat_kv(k, h), repeat_kv(v, h), attn_mask, dropout_p, is_causal=is_causal, scale=scale
     )  # (N, ..., h, L, d_v)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from .heads import (
     split_heads,
 )
 from .power_law import fit_loglog_slope
-from .validation import check_float, check_int, check_int_list, check_tensor
+from .validation import check_choice, check_float, check_int, check_int_list, check_tensor
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
@@ -56,6 +57,13 @@ class ModelShape:
         """This model's KV cache; ``n_kv_heads`` overrides its own (``n_heads`` gives the MHA cache)."""
         g = self.n_kv_heads if n_kv_heads is None else n_kv_heads
         return kv_cache_bytes(self.layers, g, self.head_dim, context, batch, dtype)
+
+    def longest_context(
+        self, memory_bytes: int, batch: int = 1, dtype: str = "float16", *, n_kv_heads: int | None = None
+    ) -> int:
+        """The longest context whose cache fits in ``memory_bytes`` (0 if not even one token fits)."""
+        per_token = self.cache_bytes(1, batch, dtype, n_kv_heads=n_kv_heads)
+        return check_int("memory_bytes", memory_bytes, low=0) // per_token
 
 
 # Each row is read from the Hugging Face config.json of the checkpoint named in ``source`` (GPT-2's keys are
@@ -88,15 +96,6 @@ def kv_cache_bytes(
     if itemsize is None:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)} or a torch.dtype, got {dtype!r}")
     return 2 * layers * n_kv_heads * head_dim * context * batch * itemsize
-
-
-def max_context_that_fits(
-    memory_bytes: int, layers: int, n_kv_heads: int, head_dim: int, batch: int = 1, dtype: str = "float16"
-) -> int:
-    """The longest context whose cache fits in ``memory_bytes`` (0 if not even one token fits)."""
-    memory_bytes = check_int("memory_bytes", memory_bytes, low=0)
-    per_token = kv_cache_bytes(layers, n_kv_heads, head_dim, 1, batch, dtype)
-    return memory_bytes // per_token
 
 
 # ---- one decoding step ----------------------------------------------------------------------
@@ -176,9 +175,8 @@ FIT_POINTS = 3  # the slopes are fitted over this many of the largest measured c
 class DecodeTiming:
     """Seconds per decoding step at each context length, with a cache and recomputing everything.
 
-    ``cached_s[i]`` and ``recompute_s[i]`` time one step at ``contexts[i]`` tokens already generated, or are
-    ``None`` where the step would have overrun the time budget. Each is the fastest of several calls: on a
-    shared machine, slower calls measure interruptions, not the work.
+    ``cached_s[i]`` and ``recompute_s[i]`` time one step at ``contexts[i]`` tokens already generated (the fastest of
+    several calls: slower ones measure interruptions), or are ``None`` where it would have overrun the budget.
     """
 
     contexts: tuple[int, ...]
@@ -190,8 +188,7 @@ class DecodeTiming:
 
     def points(self, which: str) -> tuple[list[int], list[float]]:
         """The contexts and seconds per step that were measured for ``which`` ("cached" or "recompute")."""
-        if which not in ("cached", "recompute"):
-            raise ValueError(f"which must be 'cached' or 'recompute', got {which!r}")
+        check_choice("which", which, ("cached", "recompute"))
         times = self.cached_s if which == "cached" else self.recompute_s
         pairs = [(c, t) for c, t in zip(self.contexts, times, strict=True) if t is not None]
         return [c for c, _ in pairs], [t for _, t in pairs]
@@ -209,21 +206,13 @@ class DecodeTiming:
 
 def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) -> float:
     """Fastest of ``repeats`` calls (more while they add up to under ``min_total_s``), after a warm-up."""
-    start = time.perf_counter()
-    fn()  # warm-up: allocations, the thread pool
-    first = time.perf_counter() - start
-    if first > 0.1:
-        repeats = min(repeats, 2)  # a slow call is long enough to time reliably; spare the budget
-    best = math.inf
-    spent, count = 0.0, 0
-    while count < repeats or (spent < min_total_s and count < 200):
-        start = time.perf_counter()
-        fn()
-        took = time.perf_counter() - start
-        best = min(best, took)
-        spent += took
-        count += 1
-    return best
+    timer = timeit.Timer(fn)
+    if timer.timeit(1) > 0.1:  # the warm-up (allocations, the thread pool) took long enough to time reliably
+        repeats = min(repeats, 2)  # spare the budget
+    times: list[float] = []
+    while len(times) < repeats or (sum(times) < min_total_s and len(times) < 200):
+        times.append(timer.timeit(1))
+    return min(times)
 
 
 def time_decode_steps(

@@ -165,17 +165,15 @@ def sentence_example(
 
 def random_example(
     *, n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = False,
-    cross: bool = False, n_q: int | None = None, device: str | torch.device | None = None,
+    cross: bool = False, device: str | torch.device | None = None,
 ) -> WalkthroughInputs:  # fmt: skip
-    """Seeded Gaussian X and projections. With ``cross``, ``n_q`` queries (default n − 2, ≥ 1)."""
+    """Seeded Gaussian X and projections. With ``cross``, n − 2 queries (2 for n = 1, at least 1)."""
     n = check_int("n", n, low=1, high=MAX_TOKENS)
     d_model = check_int("d_model", d_model, low=1, high=MAX_DIM)
     d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
     d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
     seed = check_int("seed", seed, low=0, high=2**31 - 1)
-    if n_q is None:
-        n_q = max(1, n - 2) if n > 1 else 2
-    n_q = check_int("n_q", n_q, low=1, high=MAX_TOKENS)
+    n_q = max(1, n - 2) if n > 1 else 2
     g = torch.Generator().manual_seed(seed)
     x_kv = torch.randn(n, d_model, generator=g)  # (S, d_model)
     x_q = torch.randn(n_q, d_model, generator=g) if cross else x_kv  # (L, d_model)
@@ -189,10 +187,7 @@ def random_example(
     )
 
 
-def _self_attention_only(cross: bool, model: str) -> None:
-    """A trained encoder or decoder has no second sequence to cross-attend to: say so for the mask ``cross``."""
-    if cross:
-        raise ValueError(f"{model} only has self-attention, so there is no cross-attention to show; pick another mask")
+NO_CROSS = "{} only has self-attention, so there is no cross-attention to show; pick another mask"
 
 
 def model_example(
@@ -206,7 +201,8 @@ def model_example(
     last column of 1s and each W a last row holding the bias. Pass a loaded ``model`` to avoid
     reading the weights again (otherwise they are loaded onto ``device``).
     """
-    _self_attention_only(cross, "all-MiniLM-L6-v2, an encoder,")
+    if cross:
+        raise ValueError(NO_CROSS.format("all-MiniLM-L6-v2, an encoder,"))
     bert = model if model is not None else load_bert(device=device)
     p = head_projections(bert, layer, head)  # validates layer and head
     batch, out = encode(bert, [text], trace=False)  # validates the text
@@ -235,7 +231,8 @@ def decoder_example(
     256, no biases). Q and K are the ones the scores use: X·W, then RMS-normalised (QK-norm) and rotated by
     position (RoPE), so here Q ≠ X·W_Q. Pass a loaded ``model`` to avoid loading it again.
     """
-    _self_attention_only(cross, "gemma-3-270m, a decoder,")
+    if cross:
+        raise ValueError(NO_CROSS.format("gemma-3-270m, a decoder,"))
     from .decoder import head_inputs, load_decoder
 
     dec = model if model is not None else load_decoder(device=device)

@@ -11,7 +11,6 @@ from torch.nn import functional as F
 
 from .attention import AttentionTrace, attention_trace, dot_product_attention
 from .backward import BackwardTrace, attention_backward
-from .bert import Bert
 from .masks import causal_mask, padding_mask
 from .presets import (
     MODEL_HEAD,
@@ -79,7 +78,7 @@ def run_walkthrough(
     *,
     n: int = 6, d_model: int = 8, d_k: int = 4, d_v: int = 4, seed: int = 0, positions: bool = True,
     mask: str = "none", pad: int = 0, scaled: bool = True, dropout_p: float = 0.0,
-    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: Bert | object | None = None,
+    text: str = MODEL_TEXT, layer: int = MODEL_LAYER, head: int = MODEL_HEAD, model: object | None = None,
     device: str | torch.device | None = None,
 ) -> WalkthroughResult:  # fmt: skip
     """Everything the walkthrough needs, from plain values: the inputs of ``preset`` (one of
@@ -125,18 +124,6 @@ def run_walkthrough(
         inputs=inputs, mask_kind=mask, mask=attn_mask, trace=trace, valid_keys=valid, delta_core=delta_core,
         delta_torch=delta_torch, seed=seed,
     )  # fmt: skip
-
-
-def top_sources(weights_row: torch.Tensor, key_tokens: tuple[str, ...], k: int = 2) -> list[tuple[str, float]]:
-    """The ``k`` keys a query takes most of its value from, as (token, share) pairs."""
-    row = weights_row.detach().to("cpu", torch.float64)
-    if row.dim() != 1 or row.numel() != len(key_tokens):
-        raise ValueError(
-            f"weights_row must be 1-D with one weight per key ({len(key_tokens)}), got {tuple(weights_row.shape)}"
-        )
-    k = check_int("k", k, low=1)
-    order = torch.argsort(row, descending=True)[:k].tolist()
-    return [(key_tokens[j], float(row[j])) for j in order if row[j] > 0]
 
 
 def upstream_gradient(kind: str, result: WalkthroughResult, *, row: int = 0) -> torch.Tensor:

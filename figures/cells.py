@@ -66,11 +66,9 @@ def cell_labels(values: np.ndarray) -> np.ndarray:
 
 
 def hover_label(x: float) -> str:
-    """The value on hover: 4 significant digits, whatever the cell shows."""
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "−∞" if x < 0 else "∞"
+    """The value on hover: 4 significant digits, whatever the cell shows ("—" for NaN)."""
+    if not math.isfinite(x):
+        return cell_label(x) or "—"
     return f"{x:.4g}".replace("-", "−")
 
 
@@ -91,14 +89,11 @@ def fit_font(longest_label_em: float, cell_w_px: float, cell_h_px: float, *, lar
 
 @dataclass(frozen=True)
 class HeatmapGeometry:
-    """Pixel layout of one heatmap: the figure, its margins, its cells, and how its text is set."""
+    """Pixel layout of one heatmap: the figure's height, its margins (plotly's ``l``, ``r``, ``t``, ``b``), its
+    cells, and how its text is set."""
 
-    width: int
     height: int
-    margin_l: int
-    margin_r: int
-    margin_t: int
-    margin_b: int
+    margin: dict[str, int]
     cell_w: float
     cell_h: float
     tick_angle: int  # 0, or −45 when the column labels do not fit a cell level
@@ -165,7 +160,6 @@ def heatmap_geometry(
     row_font = max(6, min(font, math.floor(cell_h / 1.3)))
     ann = fit_font(longest_em(cell_text), cell_w, cell_h, largest=font - 1, smallest=min_font)
     return HeatmapGeometry(
-        width=int(width), height=height, margin_l=margin_l, margin_r=margin_r, margin_t=margin_t, margin_b=margin_b,
-        cell_w=cell_w, cell_h=cell_h, tick_angle=tick_angle, row_font=row_font, col_font=col_font,
-        annotation_font=ann,
+        height=height, margin={"l": margin_l, "r": margin_r, "t": margin_t, "b": margin_b}, cell_w=cell_w,
+        cell_h=cell_h, tick_angle=tick_angle, row_font=row_font, col_font=col_font, annotation_font=ann,
     )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -11,6 +12,9 @@ from plotly.subplots import make_subplots
 
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
 from .walkthrough import PALETTE, matrix_heatmap
+
+if TYPE_CHECKING:  # figures stay torch-free
+    from attention_core.kv_cache import DecodeTiming
 
 # Vermillion is the costly baseline (the MHA cache, recomputing every step: as textbook on the
 # benchmark); green is the saving (the GQA cache, decoding with a cache).
@@ -152,22 +156,16 @@ def kv_cache_figure(
     return _log_log(fig, x, "context (tokens)", "KV cache (GiB)", 460 if talk else 400, talk)
 
 
-def decode_timing_figure(
-    cached: tuple[Sequence[int], Sequence[float]],
-    recompute: tuple[Sequence[int], Sequence[float]],
-    fits: dict[str, tuple[float, float, int, int] | None],
-    *,
-    talk: bool = False,
-) -> go.Figure:
+def decode_timing_figure(timing: DecodeTiming, *, talk: bool = False) -> go.Figure:
     """Milliseconds per decoding step against context (log-log), with each fitted power law dashed."""
     fig = go.Figure()
-    for key, label, colour, (xs, ys) in (
-        ("cached", "with a KV cache", SAVING, cached),
-        ("recompute", "recomputing everything", BASELINE, recompute),
+    for key, label, colour in (
+        ("cached", "with a KV cache", SAVING), ("recompute", "recomputing everything", BASELINE)
     ):
+        xs, ys = timing.points(key)
         if not xs:
             continue
-        fit = fits.get(key)
+        fit = timing.fit(key)
         fig.add_scatter(x=list(xs), y=[1e3 * t for t in ys], mode="lines+markers", marker={"size": 9},
                         name=label + (f" (slope {fit[0]:.2f})" if fit else ""), line={"color": colour, "width": 3},
                         hovertemplate="t = %{x}: %{y:.3g} ms per step<extra></extra>")  # fmt: skip
@@ -176,7 +174,7 @@ def decode_timing_figure(
             tt = np.geomspace(t0, t1, 20)
             fig.add_scatter(x=tt, y=1e3 * np.exp(intercept) * tt**slope, mode="lines", showlegend=False, opacity=0.45,
                             line={"color": colour, "width": 6, "dash": "dot"}, hoverinfo="skip")  # fmt: skip
-    ticks = sorted({*cached[0], *recompute[0]})
+    ticks = timing.points("cached")[0]  # recomputing is measured only where the cached step was
     return _log_log(fig, ticks, "context t (tokens already generated)", "ms per generated token", 470 if talk else 420,
                     talk)  # fmt: skip
 

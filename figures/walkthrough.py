@@ -55,12 +55,9 @@ def matrix_heatmap(
 ) -> go.Figure:
     """A labelled matrix. ``kind``: ``"signed"`` (diverging, centred on 0), ``"weights"`` (0…1),
     or ``"plain"`` (diverging, for inputs). ``blocked`` (bool, same shape) greys out and
-    labels masked cells "−∞"; ``dropped`` marks cells zeroed by dropout with ×.
-
-    ``width`` is the pixel width the figure will be shown at (the page's column) and ``height``
-    its height (default: from the number of rows). From them the cells' size is known, and the
-    numbers in the cells get the largest font that fits the longest of them, or are left out
-    (shown on hover) when the cells are too small to hold a legible one (:mod:`figures.cells`).
+    labels masked cells "−∞"; ``dropped`` marks cells zeroed by dropout with ×. ``width`` (the page column's
+    pixels) and ``height`` (default: from the rows) size the cells, and so the largest font their numbers fit,
+    or none (on hover only) when the cells are too small for a legible one (:mod:`figures.cells`).
     """
     z = as_array(values, float)
     if z.ndim != 2:
@@ -122,8 +119,7 @@ def matrix_heatmap(
         side="top", dtick=1, tickangle=geo.tick_angle, tickfont={"size": geo.col_font}, showticklabels=not many,
         automargin=False,
     )
-    margin = {"l": geo.margin_l, "r": geo.margin_r, "t": geo.margin_t, "b": geo.margin_b, "pad": 0}
-    return fig.update_layout(margin=margin)
+    return fig.update_layout(margin={**geo.margin, "pad": 0})
 
 
 def query_scores(

@@ -96,7 +96,7 @@ def test_geometry_never_lets_a_number_outgrow_its_cell(
         text, [f"token{i}" for i in range(n_rows)], [str(j) for j in range(n_cols)],
         width=width, height=height, font=font, min_font=14 if talk else 10, row_title=True, col_title=True,
     )  # fmt: skip
-    assert geo.cell_h * n_rows + geo.margin_t + geo.margin_b == pytest.approx(geo.height)
+    assert geo.cell_h * n_rows + geo.margin["t"] + geo.margin["b"] == pytest.approx(geo.height)
     if geo.annotation_font is not None:
         widest = max(text_width_em(t) for t in text) * geo.annotation_font
         assert widest + 2 * CELL_PAD_PX + XGAP_PX <= geo.cell_w + 1e-9

@@ -70,7 +70,7 @@ def test_mha_equals_torch_multihead_attention_with_its_weights_copied_in(h: int,
     expected, expected_w = ref(x, x, x, need_weights=True, average_attn_weights=False)
     tr = heads.multi_head_trace(x, w_q, w_k, w_v, w_o, h)
     torch.testing.assert_close(tr.output, expected, atol=ATOL, rtol=1e-4)
-    torch.testing.assert_close(tr.weights, expected_w, atol=ATOL, rtol=1e-4)  # each head's weights
+    torch.testing.assert_close(tr.heads.weights, expected_w, atol=ATOL, rtol=1e-4)  # each head's weights
     causal = torch.ones(9, 9, dtype=torch.bool, device=device).tril()
     expected_c, _ = ref(x, x, x, attn_mask=~causal, need_weights=False)  # torch: True = blocked
     torch.testing.assert_close(heads.multi_head_attention(x, w_q, w_k, w_v, w_o, h, is_causal=True), expected_c,
@@ -81,7 +81,7 @@ def test_cross_attention_takes_keys_from_another_sequence() -> None:
     x, mem = torch.randn(1, 4, 16), torch.randn(1, 6, 16)
     w = weights(16, 4, 2)
     tr = heads.multi_head_trace(x, *w, 4, 2, x_kv=mem)
-    assert tr.weights.shape == (1, 4, 4, 6)
+    assert tr.heads.weights.shape == (1, 4, 4, 6)
     q = heads.split_heads(x @ w[0], 4)
     k, v = heads.split_heads(mem @ w[1], 2), heads.split_heads(mem @ w[2], 2)
     ref = heads.merge_heads(F.scaled_dot_product_attention(q, k, v, enable_gqa=True)) @ w[3]
@@ -134,7 +134,7 @@ def test_any_grouping_matches_a_float64_reference(
         outs.append(torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d_k), dim=-1) @ v)
     ref = torch.cat(outs, dim=-1) @ w_o
     torch.testing.assert_close(tr.output.double(), ref, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(tr.weights.sum(-1), torch.ones(batch, h, L), atol=1e-5, rtol=0)
+    torch.testing.assert_close(tr.heads.weights.sum(-1), torch.ones(batch, h, L), atol=1e-5, rtol=0)
 
 
 @settings(max_examples=25, deadline=None)

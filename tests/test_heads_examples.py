@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from attention_core.heads import mean_pool_kv, multi_head_attention
+from attention_core.kv_cache import DecodeTiming
 from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
@@ -18,8 +19,13 @@ from figures.heads import (
     sharing_figure,
     split_figure,
 )
-from ui.heads.examples import decode_example, example_weights, heads_example
+from ui.heads.examples import example_weights, heads_example
 from ui.snippets import split_snippet
+
+
+def sentence(d_model: int, seed: int) -> torch.Tensor:
+    """The walkthrough sentence's token vectors with positions, ``(L, d_model)``: what the heads example reads."""
+    return sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True).x_q
 
 
 def test_mha_example_agrees_with_torch_multihead_attention() -> None:
@@ -29,9 +35,8 @@ def test_mha_example_agrees_with_torch_multihead_attention() -> None:
     with torch.no_grad():
         ref.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T]))
         ref.out_proj.weight.copy_(w_o.T)
-        x = e.x.unsqueeze(0)
-        out, weights = ref(x, x, x, average_attn_weights=False)
-    torch.testing.assert_close(e.out_mha, out[0], atol=1e-5, rtol=1e-4)
+        x = sentence(32, 2).unsqueeze(0)
+        _, weights = ref(x, x, x, average_attn_weights=False)
     torch.testing.assert_close(e.weights_mha, weights[0], atol=1e-5, rtol=1e-4)
     assert e.max_abs_diff == 0.0 and e.rel_diff == 0.0  # g = h: the conversion changes nothing
 
@@ -40,10 +45,12 @@ def test_mha_example_agrees_with_torch_multihead_attention() -> None:
 def test_gqa_example_is_mha_with_mean_pooled_kv(g: int) -> None:
     e = heads_example(d_model=16, n_heads=4, n_kv_heads=g, seed=1, causal=True)
     w_q, w_k, w_v, w_o = example_weights(16, 4, 1)
-    expected = multi_head_attention(e.x, w_q, mean_pool_kv(w_k, 4, g), mean_pool_kv(w_v, 4, g), w_o, 4, g,
+    x = sentence(16, 1)
+    expected = multi_head_attention(x, w_q, mean_pool_kv(w_k, 4, g), mean_pool_kv(w_v, 4, g), w_o, 4, g,
                                     is_causal=True)  # fmt: skip
-    torch.testing.assert_close(e.out_gqa, expected)
-    assert e.max_abs_diff == pytest.approx(float((expected - e.out_mha).abs().max()))
+    mha = multi_head_attention(x, w_q, w_k, w_v, w_o, 4, is_causal=True)
+    assert e.max_abs_diff == pytest.approx(float((expected - mha).abs().max()))
+    assert e.rel_diff == pytest.approx(float((expected - mha).norm() / mha.norm()))
     assert e.max_abs_diff > 0 and e.delta_torch < 1e-5
     assert e.params_gqa < e.params_mha
     assert bool(torch.all(torch.triu(e.weights_gqa, diagonal=1) == 0))  # causal: nothing above the diagonal
@@ -53,13 +60,13 @@ def test_example_uses_the_walkthrough_sentence() -> None:
     e = heads_example()
     s = sentence_example(d_model=32, d_k=4, d_v=4, seed=0, positions=True)
     assert e.tokens == s.query_tokens and len(e.tokens) == 11
-    torch.testing.assert_close(e.x, s.x_q)
+    torch.testing.assert_close(e.q, s.x_q @ example_weights(32, 4, 0)[0])  # the split tab's Q, before the split
 
 
 def test_decode_example_matches_causal_attention_and_grows_a_row_per_step() -> None:
-    d = decode_example(d_model=32, n_heads=8, n_kv_heads=2, seed=4)
-    assert d.max_abs_diff < 1e-5
-    assert [tuple(w.shape) for w in d.weights] == [(8, t + 1) for t in range(11)]
+    d = heads_example(d_model=32, n_heads=8, n_kv_heads=2, seed=4)
+    assert d.decode_diff < 1e-5
+    assert [tuple(w.shape) for w in d.decoded] == [(8, t + 1) for t in range(11)]
 
 
 def test_split_snippet_runs_and_its_comments_are_the_shapes_it_makes() -> None:
@@ -125,9 +132,12 @@ def test_kv_cache_figure_plots_both_caches_and_the_budget() -> None:
 
 
 def test_decode_figures() -> None:
-    fits = {"cached": (1.0, -9.0, 256, 1024), "recompute": None}
-    fig = decode_timing_figure(([256, 512, 1024], [1e-4, 2e-4, 4e-4]), ([256], [1e-2]), fits)
+    timing = DecodeTiming((256, 512, 1024), (1e-4, 2e-4, 4e-4), (1e-2, None, None), threads=1, wall_s=1.0,
+                          max_abs_diff=0.0)  # fmt: skip
+    fig = decode_timing_figure(timing)
     assert "slope 1.00" in fig.data[0].name and fig.data[0].y[0] == pytest.approx(0.1)
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["with a KV cache (slope 1.00)",
+                                                                       "recomputing everything"]  # one point: no fit
     weights = [np.ones((2, t + 1)) / (t + 1) for t in range(4)]
     fig = decode_steps_figure(weights, ["a", "b", "c", "d"], 2, 1)
     assert fig.data[0].z.shape == (3, 4)

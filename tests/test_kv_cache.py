@@ -16,7 +16,6 @@ from attention_core.kv_cache import (
     decode_step,
     decode_with_cache,
     kv_cache_bytes,
-    max_context_that_fits,
     time_decode_steps,
 )
 
@@ -106,10 +105,10 @@ def test_cache_bytes_are_2_l_g_d_t_b_s(layers: int, g: int, d: int, ctx: int, ba
         assert kv_cache_bytes(layers, g, d, ctx, batch, dtype) == 2 * layers * t.nbytes
 
 
-def test_max_context_that_fits_is_the_largest() -> None:
+def test_longest_context_is_the_largest_that_fits() -> None:
     m = MODEL_SHAPES["Llama-3-70B"]
     mem = 40 * 2**30
-    n = max_context_that_fits(mem, m.layers, m.n_kv_heads, m.head_dim, 2)
+    n = m.longest_context(mem, 2)
     assert kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, n, 2) <= mem
     assert kv_cache_bytes(m.layers, m.n_kv_heads, m.head_dim, n + 1, 2) > mem
 

@@ -89,16 +89,6 @@ class HeadReading:
         return min(self.a_right - self.a_wrong, self.b_right - self.b_wrong)
 
 
-@dataclass(frozen=True)
-class PairReading:
-    """A Winograd-style pair: the same pronoun, two sentences, two different referents."""
-
-    pronoun: str
-    a_referent: str
-    b_referent: str
-    heads: tuple[HeadReading, ...]  # every head, best margin first
-
-
 def _index(tokens: tuple[str, ...], word: str, what: str) -> int:
     if word not in tokens:
         raise ValueError(f"{what} {word!r} is not one of the tokens {list(tokens)}")
@@ -108,9 +98,9 @@ def _index(tokens: tuple[str, ...], word: str, what: str) -> int:
 def coreference_pair(
     a: tuple[tuple[str, ...], torch.Tensor], b: tuple[tuple[str, ...], torch.Tensor],
     *, pronoun: str, a_referent: str, b_referent: str,
-) -> PairReading:  # fmt: skip
-    """Compare every head's weight from ``pronoun`` on the two nouns in sentences ``a`` and ``b``
-    (each ``(tokens, weights (n_layers, H, L, L))``). In ``a`` the pronoun means ``a_referent``,
+) -> tuple[HeadReading, ...]:  # fmt: skip
+    """Every head's weight from ``pronoun`` on the two nouns in a Winograd-style pair of sentences ``a`` and ``b``
+    (each ``(tokens, weights (n_layers, H, L, L))``), best margin first. In ``a`` the pronoun means ``a_referent``,
     in ``b`` it means ``b_referent``; each sentence must contain both nouns."""
     rows = []
     for (tokens, weights), right, wrong in ((a, a_referent, b_referent), (b, b_referent, a_referent)):
@@ -121,5 +111,4 @@ def coreference_pair(
     if rows[0].shape != rows[2].shape:
         raise ValueError("both sentences must come from the same model (same layers and heads)")
     readings = [HeadReading(*lh, *(float(r[lh]) for r in rows)) for lh in np.ndindex(*rows[0].shape)]
-    readings.sort(key=lambda h: h.margin, reverse=True)
-    return PairReading(pronoun=pronoun, a_referent=a_referent, b_referent=b_referent, heads=tuple(readings))
+    return tuple(sorted(readings, key=lambda h: h.margin, reverse=True))

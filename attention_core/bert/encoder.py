@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,7 +25,7 @@ from ..device import one_thread
 from ..heads import merge_heads, split_heads
 from ..masks import padding_mask
 from ..validation import any_true, check_int, holds_data
-from .tokens import MAX_TOKENS, Batch, load_tokenizer, make_batch
+from .tokens import Batch, load_tokenizer, make_batch
 from .weights import BertConfig, BertWeights, LayerWeights, load_config, load_weights, model_dir
 
 
@@ -67,9 +66,9 @@ class EncoderOutput:
     embedding: torch.Tensor
 
 
-def load_bert(folder: str | Path | None = None, device: str | torch.device | None = None) -> Bert:
-    """Load all-MiniLM-L6-v2 from the installed package (or another BERT folder) onto ``device``."""
-    path = model_dir() if folder is None else Path(folder)
+def load_bert(device: str | torch.device | None = None) -> Bert:
+    """Load all-MiniLM-L6-v2 from the installed package onto ``device``."""
+    path = model_dir()
     config = load_config(path)
     weights = load_weights(path, config, device=device)
     return Bert(config=config, weights=weights, tokenizer=load_tokenizer(path))
@@ -145,9 +144,8 @@ def bert_forward(
     lengths = _check_inputs(bert, input_ids, attention_mask)
     cfg, w = bert.config, bert.weights
     L, dev = input_ids.shape[1], input_ids.device
-    # Padded keys are blocked; the mask broadcasts over heads and queries.
-    keys_ok = padding_mask(lengths, L, device=dev).unsqueeze(1) if min(lengths) < L else None  # (B, 1, 1, L)
-    real = torch.arange(L, device=dev).unsqueeze(0) < torch.tensor(lengths, device=dev).unsqueeze(1)  # (B, L)
+    real = padding_mask(lengths, L, device=dev)  # (B, 1, L): True for the real tokens
+    keys_ok = real.unsqueeze(1) if min(lengths) < L else None  # (B, 1, 1, L): padded keys blocked for every query
     with torch.inference_mode(), one_thread(dev):
         x = w.word[input_ids] + w.position[torch.arange(L, device=dev)] + w.token_type[0]  # (B, L, D): type 0
         x = F.layer_norm(x, (cfg.d_model,), w.ln_w, w.ln_b, cfg.layer_norm_eps)  # (B, L, D)
@@ -157,14 +155,12 @@ def bert_forward(
             hidden.append(x)
             if record is not None:
                 attentions.append(record)
-        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real))
+        return EncoderOutput(tuple(hidden), tuple(attentions), mean_pool(x, real[:, 0]))
 
 
-def encode(
-    bert: Bert, texts: Sequence[str], *, trace: bool = True, max_tokens: int = MAX_TOKENS
-) -> tuple[Batch, EncoderOutput]:
+def encode(bert: Bert, texts: Sequence[str], *, trace: bool = True) -> tuple[Batch, EncoderOutput]:
     """Tokenise ``texts`` (padded to the longest) and run the encoder; ``ValueError`` for bad text."""
-    batch = make_batch(bert.tokenizer, texts, max_tokens=max_tokens, pad_id=bert.config.pad_id, device=bert.device)
+    batch = make_batch(bert.tokenizer, texts, pad_id=bert.config.pad_id, device=bert.device)
     return batch, bert_forward(bert, batch.input_ids, batch.attention_mask, trace=trace)
 
 

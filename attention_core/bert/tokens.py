@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from ..device import resolve_device
-from ..validation import check_int
 
 MAX_TOKENS = 128  # what the pages accept, [CLS] and [SEP] included
 MAX_CHARS = 2000  # a guard before tokenising: 128 tokens never need more
@@ -32,9 +32,6 @@ class Tokens:
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     unknown: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 @dataclass(frozen=True)
@@ -58,9 +55,9 @@ def load_tokenizer(folder: str | Path) -> Any:
     return tok
 
 
-def tokenize(tokenizer: Any, text: str, *, max_tokens: int = MAX_TOKENS) -> Tokens:
-    """Tokenise one text; ``ValueError`` when it is empty, too long, or nothing is left after cleaning."""
-    max_tokens = check_int("max_tokens", max_tokens, low=3, high=512)
+def tokenize(tokenizer: Any, text: str) -> Tokens:
+    """Tokenise one text; ``ValueError`` when it is empty, longer than :data:`MAX_TOKENS`, or nothing is left after
+    cleaning."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -69,9 +66,9 @@ def tokenize(tokenizer: Any, text: str, *, max_tokens: int = MAX_TOKENS) -> Toke
         raise ValueError(f"the text has {len(text)} characters; at most {MAX_CHARS} are accepted")
     enc = tokenizer.encode(text)
     ids, tokens = tuple(enc.ids), tuple(enc.tokens)
-    if len(ids) > max_tokens:
+    if len(ids) > MAX_TOKENS:
         raise ValueError(
-            f"the text is {len(ids)} tokens long ([CLS] and [SEP] included); at most {max_tokens} are accepted"
+            f"the text is {len(ids)} tokens long ([CLS] and [SEP] included); at most {MAX_TOKENS} are accepted"
         )
     if len(ids) <= 2:
         raise ValueError("no token is left once the text is cleaned (control or invisible characters only)")
@@ -80,18 +77,14 @@ def tokenize(tokenizer: Any, text: str, *, max_tokens: int = MAX_TOKENS) -> Toke
 
 
 def make_batch(
-    tokenizer: Any, texts: Sequence[str],
-    *, max_tokens: int = MAX_TOKENS, pad_id: int = 0, device: str | torch.device | None = None,
-) -> Batch:  # fmt: skip
+    tokenizer: Any, texts: Sequence[str], *, pad_id: int = 0, device: str | torch.device | None = None
+) -> Batch:
     """Tokenise ``texts`` and pad them on the right to the longest, with ``pad_id``."""
     if isinstance(texts, str) or not isinstance(texts, Sequence) or len(texts) == 0:
         raise ValueError("texts must be a non-empty list of strings")
-    items = tuple(tokenize(tokenizer, t, max_tokens=max_tokens) for t in texts)
-    n = max(len(it) for it in items)
+    items = tuple(tokenize(tokenizer, t) for t in texts)
+    ids = pad_sequence([torch.tensor(it.ids) for it in items], batch_first=True, padding_value=pad_id)  # (B, L)
+    lengths = tuple(len(it.ids) for it in items)
+    mask = torch.arange(ids.shape[1]).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (1, L) < (B, 1) -> (B, L)
     dev = resolve_device(device)
-    ids = torch.full((len(items), n), pad_id, dtype=torch.long)  # (B, L)
-    for b, it in enumerate(items):
-        ids[b, : len(it)] = torch.tensor(it.ids)
-    lengths = tuple(len(it) for it in items)
-    mask = torch.arange(n).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (1, L) < (B, 1) -> (B, L)
     return Batch(items=items, input_ids=ids.to(dev), attention_mask=mask.to(dev), lengths=lengths)

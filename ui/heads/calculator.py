@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.device import format_bytes
-from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES, max_context_that_fits
+from attention_core.kv_cache import BYTES_PER_VALUE, MODEL_SHAPES
 from figures.heads import kilo, kv_cache_figure
 from ui import draw
 from ui.frame import talk
@@ -52,8 +52,7 @@ def calculator_tab(_: object) -> None:
         rf"\underbrace{{{batch}}}_{{\text{{batch}}}}\cdot \underbrace{{{BYTES_PER_VALUE[dtype]}}}_{{\text{{bytes}}}}"
         rf" = \text{{{format_bytes(own)}}}"
     )
-    fits, fits_mha = (max_context_that_fits(max(left, 0), m.layers, heads, m.head_dim, batch, dtype)
-                      for heads in (m.n_kv_heads, m.n_heads))  # fmt: skip
+    fits, fits_mha = (m.longest_context(max(left, 0), batch, dtype, n_kv_heads=g) for g in (None, m.n_heads))
     draw.metrics(
         (f"MHA · {m.n_heads} K/V heads", format_bytes(mha), "without GQA"),
         (f"{m.name} · {m.n_kv_heads} K/V", format_bytes(own), f"{own / mha:.0%} of MHA" if own != mha else "it is MHA"),

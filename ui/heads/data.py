@@ -4,45 +4,27 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
 import streamlit as st
 import torch
 
 from attention_core.kv_cache import DecodeTiming, time_decode_steps
-from attention_core.presets import sentence_example
-from ui.heads.examples import DecodeExample, HeadsExample, decode_example, example_weights, heads_example
+from ui.heads.examples import HeadsExample, heads_example
 from ui.runlock import RunLock, server_lock
 
 N_TOKENS = 11  # the sentence preset
-E = TypeVar("E", HeadsExample, DecodeExample)
 
 
-def _plain(example: E) -> E:
+@st.cache_data(max_entries=256, show_spinner=False)
+def example_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool) -> HeadsExample:
     """The example with its tensors (and lists of them) as numpy arrays, which st.cache_data copies cheaply."""
 
     def cpu(v: Any) -> Any:
         return v.numpy() if isinstance(v, torch.Tensor) else [cpu(x) for x in v] if isinstance(v, list) else v
 
-    return replace(example, **{f.name: cpu(getattr(example, f.name)) for f in fields(example)})
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def example_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool) -> HeadsExample:
-    return _plain(heads_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed, causal=causal))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def q_data(d_model: int, n_heads: int, seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The sentence's Q before the split ``(L, d_model)``, and its tokens."""
-    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
-    return (inputs.x_q @ example_weights(d_model, n_heads, seed)[0]).numpy(), inputs.query_tokens  # (L, d_model)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def decode_data(d_model: int, n_heads: int, n_kv_heads: int, seed: int) -> DecodeExample:
-    return _plain(decode_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed))
+    e = heads_example(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seed=seed, causal=causal)
+    return replace(e, **{f.name: cpu(getattr(e, f.name)) for f in fields(e)})
 
 
 @dataclass(frozen=True)

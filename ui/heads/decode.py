@@ -9,7 +9,7 @@ from attention_core.heads import attention_kind
 from figures.heads import decode_steps_figure, decode_timing_figure, kilo
 from ui import draw
 from ui.frame import talk
-from ui.heads.data import N_TOKENS, decode_data, timing_data
+from ui.heads.data import N_TOKENS, example_data, timing_data
 from ui.heads.examples import HeadSettings
 from ui.heads.gqa import kv_heads_control
 
@@ -18,15 +18,14 @@ MEASURE_DM = (64, 128, 256)
 
 
 def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head: int, talk: bool) -> go.Figure:
-    d = decode_data(d_model, n_heads, g, seed)
+    d = example_data(d_model, n_heads, g, seed, False)  # the decoding is causal whatever the mask control says
     room = draw.room("heads.Decode", 560) if talk else 560  # talk: its numbers sized for the projector's room
-    return decode_steps_figure(d.weights, d.tokens, step, head, talk=talk, max_height=room)
+    return decode_steps_figure(d.decoded, d.tokens, step, head, talk=talk, max_height=room)
 
 
 def timing_figure(t_max: int, d_model: int, run: int, when: str, talk: bool) -> go.Figure:
-    s = timing_data(t_max, d_model, run).steps  # ``when`` keys the figure to this measurement (the cache lasts an hour)
-    fits = {which: s.fit(which) for which in ("cached", "recompute")}
-    return decode_timing_figure(s.points("cached"), s.points("recompute"), fits, talk=talk)
+    # ``when`` keys the figure to this measurement (the cache lasts an hour)
+    return decode_timing_figure(timing_data(t_max, d_model, run).steps, talk=talk)
 
 
 def decode_tab(sh: HeadSettings) -> None:
@@ -40,7 +39,7 @@ def decode_tab(sh: HeadSettings) -> None:
                        help="Generate the sentence one token at a time; each step adds one row.")  # fmt: skip
     head = c[1].number_input("Head", 0, n_heads - 1, 0, key="hd_dhead", bind="query-params", disabled=n_heads == 1)
     g = kv_heads_control(n_heads, c[2])
-    d = decode_data(d_model, n_heads, g, seed)
+    d = example_data(d_model, n_heads, g, seed, False)
     draw.prose(
         f"At step {step} the new token “{d.tokens[step]}” is projected alone: one query per head, and one key "
         f"and one value per K/V head, which are appended to the cache. Its query then attends to the {step + 1} "
@@ -52,7 +51,7 @@ def decode_tab(sh: HeadSettings) -> None:
     draw.metrics(
         ("Keys and values in the cache", f"{step + 1} tokens",
          f"{2 * (step + 1) * g * d.d_k * 4} B in this one layer (float32)"),
-        ("Token-by-token vs full causal", f"|Δ| ≤ {d.max_abs_diff:.1e}", None,
+        ("Token-by-token vs full causal", f"|Δ| ≤ {d.decode_diff:.1e}", None,
          "Every decoded row against causal multi-head attention over the whole sentence."),
         ("K/V heads in the cache", f"{g} of {n_heads}", attention_kind(n_heads, g)),
         border=True,

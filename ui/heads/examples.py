@@ -1,4 +1,4 @@
-"""The heads page's examples, computed with the core (torch only, no streamlit, so tests call them directly): the
+"""The heads page's example, computed with the core (torch only, no streamlit, so tests call it directly): the
 walkthrough's sentence through multi-head attention and its grouped-query conversion, and decoded from a KV cache."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from attention_core.heads import (
     multi_head_trace,
 )
 from attention_core.kv_cache import decode_with_cache
-from attention_core.presets import WalkthroughInputs, sentence_example
+from attention_core.presets import sentence_example
 from attention_core.validation import check_int
 
 D_MODELS = (16, 32, 64)
@@ -40,26 +40,27 @@ QK_GAIN = 2.0  # W_q and W_k are drawn twice as wide as Xavier's std: sharper, v
 
 @dataclass(frozen=True)
 class HeadsExample:
-    """The sentence through h query heads and g K/V heads.
+    """The sentence through h query heads and g K/V heads, and decoded from a KV cache.
 
-    Shapes: ``x (L, d_model)``; ``weights_mha``, ``weights_gqa (h, L, L)``; ``out_mha``,
-    ``out_gqa (L, d_model)``. ``max_abs_diff`` and ``rel_diff`` compare the GQA output with
-    the MHA one (``rel_diff`` = ‖Δ‖ / ‖out_mha‖, Frobenius norms); ``delta_torch`` is the
-    largest difference of the GQA output from torch's SDPA with ``enable_gqa=True``.
+    Shapes: ``q (L, d_model)``, Q before the split into heads; ``weights_mha``, ``weights_gqa (h, L, L)``.
+    ``max_abs_diff`` and ``rel_diff`` (‖Δ‖ / ‖MHA's‖, Frobenius norms) compare the GQA output with the MHA one;
+    ``delta_torch`` is the largest difference of the GQA output from torch's SDPA with ``enable_gqa=True``.
+    ``decoded[t]`` is ``(h, t + 1)``, the new token's weights over the GQA cache at step t; ``decode_diff``
+    compares the decoded rows with causal attention over the whole sentence.
     """
 
     tokens: tuple[str, ...]
     d_k: int
-    x: torch.Tensor
+    q: torch.Tensor
     weights_mha: torch.Tensor
     weights_gqa: torch.Tensor
-    out_mha: torch.Tensor
-    out_gqa: torch.Tensor
     max_abs_diff: float
     rel_diff: float
     delta_torch: float
     params_mha: int
     params_gqa: int
+    decoded: list[torch.Tensor]
+    decode_diff: float
 
 
 def example_weights(
@@ -76,56 +77,28 @@ def example_weights(
     return QK_GAIN * w_q, QK_GAIN * w_k, w_v, w_o
 
 
-def _sentence(
-    d_model: int, n_heads: int, n_kv_heads: int | None, seed: int
-) -> tuple[int, int, WalkthroughInputs, tuple[torch.Tensor, ...]]:
-    """The checked (h, g), the sentence preset's inputs (``x_q (L, d_model)``: its token vectors with positions)
-    and the seeded MHA projections."""
-    h, g = check_head_counts(n_heads, n_kv_heads)
-    weights = example_weights(d_model, h, seed)  # validates d_model and seed; the sentence takes 4 ≤ d_model ≤ 64
-    return h, g, sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True), weights
-
-
 def heads_example(
     *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, causal: bool = False
 ) -> HeadsExample:
-    """The sentence preset through MHA and through its GQA conversion with ``n_kv_heads`` K/V heads."""
-    h, g, inputs, (w_q, w_k, w_v, w_o) = _sentence(d_model, n_heads, n_kv_heads, seed)
-    x = inputs.x_q  # (L, d_model)
+    """The sentence preset through MHA and through its GQA conversion with ``n_kv_heads`` K/V heads (``causal``
+    or not), and decoded token by token from a KV cache of the GQA conversion."""
+    h, g = check_head_counts(n_heads, n_kv_heads)
+    w_q, w_k, w_v, w_o = example_weights(d_model, h, seed)  # validates d_model and seed; the sentence: ≤ 64
+    inputs = sentence_example(d_model=d_model, d_k=4, d_v=4, seed=seed, positions=True)
+    x = inputs.x_q  # (L, d_model): the token vectors with positions
     mha = multi_head_trace(x, w_q, w_k, w_v, w_o, h, is_causal=causal)
     w_k_g, w_v_g = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
     gqa = multi_head_trace(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=causal)
     q, k, v = (t.unsqueeze(0) for t in (gqa.q, gqa.k, gqa.v))  # (1, h, L, d_k), (1, g, L, d_k) twice
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)[0]  # (h, L, d_k)
     diff = gqa.output - mha.output  # (L, d_model)
+    run = decode_with_cache(x, w_q, w_k_g, w_v_g, w_o, h, g)
+    full = multi_head_attention(x, w_q, w_k_g, w_v_g, w_o, h, g, is_causal=True)  # (L, d_model)
     return HeadsExample(
-        tokens=inputs.query_tokens, d_k=d_model // h, x=x, weights_mha=mha.weights, weights_gqa=gqa.weights,
-        out_mha=mha.output, out_gqa=gqa.output, max_abs_diff=float(diff.abs().max()),
+        tokens=inputs.query_tokens, d_k=d_model // h, q=merge_heads(mha.q), weights_mha=mha.heads.weights,
+        weights_gqa=gqa.heads.weights, max_abs_diff=float(diff.abs().max()),
         rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
         delta_torch=float((merge_heads(fused) @ w_o - gqa.output).abs().max()),
         params_mha=attention_parameters(d_model, h), params_gqa=attention_parameters(d_model, h, g),
+        decoded=run.weights, decode_diff=float((run.output - full).abs().max()),
     )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DecodeExample:
-    """The sentence generated token by token: ``weights[t]`` is ``(h, t + 1)``, the new token's
-    weights over the cache at step t; ``max_abs_diff`` compares the decoded rows with causal
-    attention over the whole sentence."""
-
-    tokens: tuple[str, ...]
-    d_k: int
-    weights: list[torch.Tensor]
-    max_abs_diff: float
-
-
-def decode_example(
-    *, d_model: int = 32, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0
-) -> DecodeExample:
-    """Decode the sentence with a KV cache (the GQA conversion when ``n_kv_heads`` < ``n_heads``)."""
-    h, g, inputs, (w_q, w_k, w_v, w_o) = _sentence(d_model, n_heads, n_kv_heads, seed)
-    w_k, w_v = mean_pool_kv(w_k, h, g), mean_pool_kv(w_v, h, g)  # (d_model, g·d_k)
-    run = decode_with_cache(inputs.x_q, w_q, w_k, w_v, w_o, h, g)
-    full = multi_head_attention(inputs.x_q, w_q, w_k, w_v, w_o, h, g, is_causal=True)  # (L, d_model)
-    return DecodeExample(tokens=inputs.query_tokens, d_k=d_model // h, weights=run.weights,
-                         max_abs_diff=float((run.output - full).abs().max()))  # fmt: skip

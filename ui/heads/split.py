@@ -8,13 +8,14 @@ import streamlit as st
 from figures.heads import split_figure
 from ui import draw
 from ui.frame import talk
-from ui.heads.data import N_TOKENS, q_data
+from ui.heads.data import N_TOKENS, example_data
 from ui.heads.examples import HeadSettings
 from ui.snippets import split_snippet
 
 
 def q_figure(d_model: int, n_heads: int, seed: int, talk: bool) -> go.Figure:
-    return split_figure(*q_data(d_model, n_heads, seed), n_heads, talk=talk)
+    d = example_data(d_model, n_heads, n_heads, seed, False)
+    return split_figure(d.q, d.tokens, n_heads, talk=talk)
 
 
 def split_tab(sh: HeadSettings) -> None:

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.bert.analysis import (
-    PairReading,
+    HeadReading,
     coreference_pair,
     entropy_share,
     sentence_weights,
@@ -59,7 +59,7 @@ def sentence_data(text: str) -> SentenceReading:
 
 
 @st.cache_data(show_spinner=False)
-def pair_data() -> PairReading:
+def pair_data() -> tuple[HeadReading, ...]:
     """Every head on the tired/wide pair: "it" → "animal" and "it" → "street" in both sentences.
 
     Sentence a is the tired one (it = animal), b the wide one (it = street): ``a_right`` is tired → animal,

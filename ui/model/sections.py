@@ -72,8 +72,8 @@ def token_section(text: str, d: SentenceReading) -> None:
 
 
 def pair_section() -> None:
-    p = pair_data()
-    n, good = len(p.heads), [h for h in p.heads if h.resolves]  # best margin first
+    heads = pair_data()
+    n, good = len(heads), [h for h in heads if h.resolves]  # best margin first
     st.markdown("##### The pair: “…too tired” (it = animal) against “…too wide” (it = street)")
     lines = ["No head puts more of “it” on the right noun in both sentences."]
     if good:
@@ -84,15 +84,15 @@ def pair_section() -> None:
         if good[0].margin < 0.1:
             lines.append(f"All by small margins (at most {good[0].margin:.2f}): none of them links “it” to its noun "
                          "as firmly as the head below links it to “animal”.")
-    strong = max(p.heads, key=lambda h: h.a_right)
+    strong = max(heads, key=lambda h: h.a_right)
     if strong.b_wrong > strong.b_right:
         lines.append(
             f"**Where it goes wrong:** the strongest link, **{head_label(strong.layer, strong.head)}**, gives "
             f"“animal” {strong.a_right:.2f} in the tired sentence, but in the wide one it still prefers “animal” "
             f"({strong.b_wrong:.2f}) to “street” ({strong.b_right:.2f}): it follows the noun, not the meaning."
         )
-    street, animal = (sum(getattr(h, side) for h in p.heads) / n for side in ("b_right", "b_wrong"))
-    tired_ok, wide_ok = sum(h.a_right > h.a_wrong for h in p.heads), sum(h.b_right > h.b_wrong for h in p.heads)
+    street, animal = (sum(getattr(h, side) for h in heads) / n for side in ("b_right", "b_wrong"))
+    tired_ok, wide_ok = sum(h.a_right > h.a_wrong for h in heads), sum(h.b_right > h.b_wrong for h in heads)
     verdict = "still favours “animal”, the wrong noun" if animal > street else "favours “street”, the right noun"
     lines.append(
         f"Counting heads: {tired_ok} of {n} pick “animal” in the tired sentence, only {wide_ok} pick "

@@ -1,2 +1,2 @@
-"""The walkthrough page's parts: its cached result (:mod:`.data`), the figures built from it (:mod:`.figures`) and
-the views that show them (:mod:`.views`)."""
+"""The walkthrough page's parts: its cached result and the figures built from it (:mod:`.data`), and the views
+that show them (:mod:`.views`)."""

@@ -1,11 +1,14 @@
 """The walkthrough's numbers: the controls' values (:class:`Settings`), the core's result for them
-(:func:`walkthrough_data`) and its backward pass (:func:`backward_data`), cached on those values."""
+(:func:`walkthrough_data`) and its backward pass (:func:`backward_data`), cached on those values, and the figures
+built from them (keyed on those plain values, so ``draw.figure`` keeps each built figure without hashing anything
+big)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import TypeVar
 
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -14,10 +17,10 @@ from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, Walkthro
 from attention_core.walkthrough import (
     WalkthroughResult,
     run_walkthrough,
-    top_sources,
     upstream_gradient,
     walkthrough_backward,
 )
+from figures.walkthrough import matrix_heatmap, output_blend, query_scores, query_weights
 from ui.decoder.snippet import decoder_head_snippet
 from ui.device import DEVICE
 from ui.model import encoder, unknown_words
@@ -28,20 +31,20 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Settings:
-    """The walkthrough's controls, named as they are in the link; ``text``, ``layer`` and ``head`` are the
-    trained model's own three."""
+    """The walkthrough's controls, named as :func:`run_walkthrough`'s arguments; ``text``, ``layer`` and ``head``
+    are the trained model's own three."""
 
     preset: str
     mask: str
     scaled: bool
-    pos: bool
+    positions: bool
     n: int
     d_model: int
     d_k: int
     d_v: int
     seed: int
     pad: int
-    drop: float
+    dropout_p: float
     text: str = MODEL_TEXT
     layer: int = MODEL_LAYER
     head: int = MODEL_HEAD
@@ -121,17 +124,15 @@ def walkthrough_data(s: Settings) -> Walkthrough:
         from ui.decoder.model import decoder
 
         model = decoder()
-    r = run_walkthrough(
-        s.preset, n=s.n, d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, seed=s.seed, mask=s.mask, pad=s.pad,
-        scaled=s.scaled, positions=s.pos, dropout_p=s.drop, text=s.text, layer=s.layer, head=s.head, model=model,
-        device=DEVICE,
-    )  # fmt: skip
+    r = run_walkthrough(**asdict(s), model=model, device=DEVICE)
     r = _on_host(replace(r, inputs=_on_host(r.inputs), trace=_on_host(r.trace)))
-    inp = r.inputs
+    shares, keys = r.trace.weights.sort(dim=-1, descending=True, stable=True)  # (L, S) each, largest first
+    top = [[(r.inputs.key_tokens[j], w) for j, w in zip(k[:2], p[:2], strict=True) if w > 0]
+           for k, p in zip(keys.tolist(), shares.tolist(), strict=True)]  # fmt: skip
     return Walkthrough(
-        result=r, note=note(inp, s),
+        result=r, note=note(r.inputs, s),
         snippet=walkthrough_snippet(r) if s.preset != "decoder" else decoder_head_snippet(s.text, s.layer, s.head),
-        top=[top_sources(r.trace.weights[i], inp.key_tokens, k=2) for i in range(inp.n_q)],
+        top=top,
     )  # fmt: skip
 
 
@@ -140,3 +141,66 @@ def backward_data(upstream: str, row: int, s: Settings) -> Backward:
     """The backward pass of the walkthrough's trace for one upstream gradient, and its check against autograd."""
     r = walkthrough_data(s).result
     return Backward(*walkthrough_backward(r, upstream_gradient(upstream, r, row=row)))
+
+# The backward pass's steps: (matrix, its formula, rows, columns, what it says).
+BACKWARD = [
+    ("grad_output", r"dO = \frac{\partial L}{\partial O}", "query_tokens", "d_v",
+     "How the loss changes with each entry of the output: where the backward pass starts."),
+    ("grad_v", r"dV = P^\top dO", "key_tokens", "d_v",
+     "Each value row gets back the gradient of every output row that used it, weighted as much as it was used."),
+    ("grad_weights", r"dP = dO\,V^\top", "query_tokens", "key_tokens",
+     "How the loss changes with each weight: the output row's gradient, dotted with the value row it weighted."),
+    ("row_dot", r"D_i = \textstyle\sum_j dO_{ij}\, O_{ij} = \sum_j P_{ij}\, dP_{ij}", "query_tokens", "one",
+     "One number per query: the weight-averaged dP of its row. Softmax's backward needs nothing else from "
+     "the forward pass but P itself."),
+    ("grad_scores", r"dS = P \circ (dP - D)", "query_tokens", "key_tokens",
+     "Softmax's backward: each weight's gradient minus its row's average, times the weight. A blocked key "
+     "(P = 0) gets exactly 0."),
+    ("grad_q", r"dQ = dS\,K \cdot \mathrm{scale}", "query_tokens", "d_k",
+     "Back through QKᵀ and the scale, to the queries."),
+    ("grad_k", r"dK = dS^\top Q \cdot \mathrm{scale}", "key_tokens", "d_k", "…and to the keys."),
+]  # fmt: skip
+
+
+def labels(d: Walkthrough, name: str) -> list[str]:
+    """Axis labels by name: the tokens (``query_tokens``, ``key_tokens``), feature indices 0…d-1 of ``d_k``, ``d_v``
+    or ``d_model``, or "D" for ``one`` column."""
+    if name == "one":
+        return ["D"]
+    value = getattr(d.result.inputs, name)
+    return list(value) if isinstance(value, tuple) else [str(i) for i in range(value)]
+
+
+def matrix(d: Walkthrough, name: str) -> torch.Tensor:
+    """A matrix by its name in the core's result: an input (``x_kv``, ``w_q``, ``q``…) or a step of the trace."""
+    r = d.result
+    return getattr(r.trace if hasattr(r.trace, name) else r.inputs, name)
+
+
+def heatmap_figure(s: Settings, name: str, rows: str, cols: str, talk: bool, opts: tuple) -> go.Figure:
+    d = walkthrough_data(s)
+    kw = dict(opts)
+    if kw.pop("use_blocked", False):
+        kw["blocked"] = d.blocked
+    if kw.pop("use_dropped", False):
+        kw["dropped"] = ~d.result.trace.dropout_keep  # type: ignore[operator]
+    return matrix_heatmap(matrix(d, name), labels(d, rows), labels(d, cols), talk=talk, **kw)
+
+
+def query_figure(s: Settings, kind: str, i: int, talk: bool) -> go.Figure:
+    d = walkthrough_data(s)
+    t, keys = d.result.trace, d.result.inputs.key_tokens
+    if kind == "scores":
+        return query_scores(t.scores[i], t.scaled[i], keys, scale=t.scale, talk=talk)
+    if kind == "weights":
+        return query_weights(t.weights[i], keys, blocked=d.blocked[i], talk=talk)
+    return output_blend(t.weights[i], d.result.inputs.v, keys, talk=talk)
+
+
+def backward_figure(
+    s: Settings, upstream: str, row: int, i: int, talk: bool, width: int, height: int | None
+) -> go.Figure:
+    b, d = backward_data(upstream, row, s), walkthrough_data(s)
+    name, _formula, rows, cols, _text = BACKWARD[i]
+    return matrix_heatmap(getattr(b.steps, name), labels(d, rows), labels(d, cols), kind="signed", talk=talk,
+                          width=width, height=height, colorbar=cols != "one")  # fmt: skip

@@ -14,8 +14,7 @@ from figures.style import PLOTLY_CONFIG
 from ui import draw, links
 from ui.frame import talk
 
-from .data import Settings, Walkthrough, backward_data
-from .figures import BACKWARD, backward_figure, heatmap_figure, query_figure
+from .data import BACKWARD, Settings, Walkthrough, backward_data, backward_figure, heatmap_figure, query_figure
 
 STEP_NAMES = ("Inputs → Q, K, V", "Scores QKᵀ", "Scale ÷√d_k", "Mask", "Softmax", "Output ·V")
 UPSTREAM_NAMES = {"row": "1 on one output row", "ones": "All ones", "random": "Random"}
@@ -237,9 +236,10 @@ def compare_view(s: Settings, d: Walkthrough) -> None:
     height = _height("walkthrough.compare", d.result.inputs.n_q)
     for col, mask in zip(st.columns(2), ("none", "causal"), strict=True):  # one colour scale, 0…1: one colour bar
         with col:
-            _heatmap(replace(s, mask=mask, drop=0.0), "weights", "query_tokens", "key_tokens", f"wt_compare_{mask}",
-                     "walkthrough.compare", kind="weights", use_blocked=True, colorbar=mask == "causal",
-                     title="no mask" if mask == "none" else "causal mask", width=width, height=height)  # fmt: skip
+            _heatmap(replace(s, mask=mask, dropout_p=0.0), "weights", "query_tokens", "key_tokens",
+                     f"wt_compare_{mask}", "walkthrough.compare", kind="weights", use_blocked=True,
+                     colorbar=mask == "causal", title="no mask" if mask == "none" else "causal mask", width=width,
+                     height=height)  # fmt: skip
 
 
 def check_panel(d: Walkthrough) -> None:
