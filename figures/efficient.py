@@ -14,21 +14,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import HIGHLIGHT, IMPL_COLORS, SCALED, SEQUENTIAL, THEORY, base_layout, font_size
+from .style import HIGHLIGHT, IMPL_COLORS, SCALED, SEQUENTIAL, THEORY, chart_layout, font_size
 
 SKIPPED, PARTIAL = "#EEEEEE", "#9CC9E8"  # tile states: never computed, computed then masked (full: SCALED)
 TILE_NAMES = ("skipped", "computed, masked", "computed, full")
 ABOVE = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"}  # a legend in rows above the plot
-
-
-def _fonts(fig: go.Figure, talk: bool, height: int, legend: dict | None = None) -> go.Figure:
-    """The shared layout, with the axes' fonts set too (Streamlit's chart theme would shrink them)."""
-    size = font_size(talk)
-    base_layout(fig, talk=talk, height=height)
-    fig.update_xaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
-    fig.update_yaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
-    fig.update_annotations(font={"size": size})
-    return fig.update_layout(margin={"t": 40}, legend={"font": {"size": size - 3}, **(legend or {})})
 
 
 def _square_axes(fig: go.Figure, col: int, x_title: str, y_title: str) -> None:
@@ -62,7 +52,7 @@ def pattern_figure(allowed: np.ndarray, states: np.ndarray, n: int, tile: int, *
                               "tickfont": {"size": font_size(talk) - 2}})  # fmt: skip
     _square_axes(fig, 1, "key", "query")
     _square_axes(fig, 2, f"key tile ({tile} tokens)", "query tile")
-    return _fonts(fig, talk, 540)
+    return chart_layout(fig, talk=talk, height=540)
 
 
 def error_figure(
@@ -92,7 +82,7 @@ def error_figure(
     fig.update_xaxes(type="log", title_text="features m (Performer) or rank k (Linformer)", dtick=np.log10(2),
                      tickformat="d")  # fmt: skip
     fig.update_yaxes(type="log", title_text="relative error", dtick=1)
-    return _fonts(fig, talk, 480, ABOVE)
+    return chart_layout(fig, talk=talk, height=480, legend=ABOVE)
 
 
 def spectrum_figure(energy: np.ndarray, k: int, *, talk: bool = False) -> go.Figure:
@@ -115,7 +105,7 @@ def spectrum_figure(energy: np.ndarray, k: int, *, talk: bool = False) -> go.Fig
                     line={"color": HIGHLIGHT, "width": 3}, marker={"size": [0, 11]}, hoverinfo="skip")  # fmt: skip
     fig.update_xaxes(title_text="k, the largest singular values kept", type="log", dtick=np.log10(2), tickformat="d")
     fig.update_yaxes(title_text="share of the energy Σσ²", tickformat=".0%", range=[0, 1.02])
-    return _fonts(fig, talk, 480, ABOVE)
+    return chart_layout(fig, talk=talk, height=480, legend=ABOVE)
 
 
 def weights_figure(
@@ -144,4 +134,4 @@ def weights_figure(
                            yref="paper")  # fmt: skip
         fig.update_xaxes(visible=False, row=1, col=2)
         fig.update_yaxes(visible=False, row=1, col=2)
-    return _fonts(fig, talk, 500)
+    return chart_layout(fig, talk=talk, height=500)

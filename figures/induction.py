@@ -14,19 +14,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .arrays import as_array
-from .style import HIGHLIGHT, SCALED, SEQUENTIAL, THEORY, UNSCALED, base_layout, font_size
+from .style import HIGHLIGHT, SCALED, SEQUENTIAL, THEORY, UNSCALED, chart_layout, font_size
 
 FIRST, REPEAT = "#888888", SCALED  # the two halves' losses
 HEAD_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-
-
-def _fonts(fig: go.Figure, talk: bool, height: int, top: int = 40) -> go.Figure:
-    size = font_size(talk)
-    base_layout(fig, talk=talk, height=height)
-    fig.update_xaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
-    fig.update_yaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
-    fig.update_annotations(font={"size": size - 1})
-    return fig.update_layout(margin={"t": top, "l": 10, "r": 10, "b": 10}, legend={"font": {"size": size - 3}})
 
 
 def head_name(layer: int, head: int) -> str:
@@ -59,7 +50,7 @@ def loss_figure(
                            font={"color": "#9A6A00", "size": font_size(talk) - 2})  # fmt: skip
     fig.update_xaxes(title_text="training step", range=[0, max(max_step, 1)])
     fig.update_yaxes(title_text="loss (nats)", range=[0, max(chance * 1.35, 1.0)])
-    _fonts(fig, talk, height)
+    chart_layout(fig, talk=talk, height=height, note_size=-1)
     inside = {"x": 0.98, "xanchor": "right", "y": 0.45, "yanchor": "middle", "bgcolor": "rgba(255,255,255,0.85)"}
     return fig.update_layout(legend=inside, margin={"t": 36 if not talk else 44})
 
@@ -96,7 +87,7 @@ def patterns_figure(
     for layer in range(layers):
         fig.update_yaxes(title_text=row_titles[layer] if row_titles else f"layer {layer}", title_standoff=4,
                          row=layer + 1, col=1)  # fmt: skip
-    _fonts(fig, talk, height, top=30)
+    chart_layout(fig, talk=talk, height=height, top=30, note_size=-1)
     return fig.update_annotations(font={"size": font_size(talk) - (4 if talk else 2)})
 
 
@@ -118,7 +109,7 @@ def scores_figure(
     fig.update_xaxes(title_text="training step", range=[0, max(max_step, 1)])
     fig.update_yaxes(range=[0, 1.02])
     fig.update_yaxes(title_text="score", row=1, col=1)
-    _fonts(fig, talk, height)
+    chart_layout(fig, talk=talk, height=height, note_size=-1)
     return fig.update_layout(legend={"orientation": "h", "x": 1, "xanchor": "right", "y": -0.25, "yanchor": "top"})
 
 
@@ -145,7 +136,7 @@ def position_loss_figure(
     fig.update_xaxes(title_text="position of the predicted token", range=[0.5, n - 0.5])
     # A fifth of headroom above the highest loss keeps "the repeat" clear of the curves.
     fig.update_yaxes(title_text="loss (nats)", range=[0, 1.25 * top if top > 0 else 1])
-    _fonts(fig, talk, height)
+    chart_layout(fig, talk=talk, height=height, note_size=-1)
     return fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "xanchor": "left"})
 
 
@@ -167,7 +158,7 @@ def sequence_figure(
     if n <= 16:  # short sequences: the larger weights written in their cells
         fig.update_traces(text=np.where(w >= 0.3, np.round(w, 2).astype(str), ""), texttemplate="%{text}",
                           textfont={"size": font_size(talk) - 6})  # fmt: skip
-    _fonts(fig, talk, height, top=10)
+    chart_layout(fig, talk=talk, height=height, top=10, note_size=-1)
     small = font_size(talk) - (7 if talk else 3)
     fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=[str(t) for t in tokens], side="top",
                      showgrid=False, tickfont={"size": small}, tickangle=-60)  # fmt: skip

@@ -65,5 +65,18 @@ def base_layout(
     return fig
 
 
+def chart_layout(
+    fig: go.Figure, *, talk: bool, height: int, top: int = 40, legend: dict | None = None, note_size: int = 0
+) -> go.Figure:
+    """:func:`base_layout` with the axes', legend's and annotations' fonts set too (Streamlit's chart theme would
+    shrink them); ``top`` is the top margin, ``note_size`` the annotations' size against the labels'."""
+    size = font_size(talk)
+    base_layout(fig, talk=talk, height=height)
+    fig.update_xaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
+    fig.update_yaxes(tickfont={"size": size - 2}, title_font={"size": size - 2})
+    fig.update_annotations(font={"size": size + note_size})
+    return fig.update_layout(margin={"t": top}, legend={"font": {"size": size - 3}, **(legend or {})})
+
+
 # Passed as st.plotly_chart(fig, config=PLOTLY_CONFIG): no plotly logo, a clean mode bar.
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
