@@ -92,6 +92,13 @@ def check_int(name: str, value: object, *, low: int | None = None, high: int | N
     return value
 
 
+def check_bool(name: str, value: object) -> bool:
+    """``True`` or ``False``, not a truthy stand-in (0, 1, a numpy bool, a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def check_float(
     name: str, value: object, *, low: float | None = None, high: float | None = None,
     low_open: bool = False, high_open: bool = False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from attention_checks import NEG_INF
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core import attention_trace, dot_product_attention
-from attention_core.validation import broadcast_shapes
+from attention_core.validation import broadcast_shapes, check_bool
 
 # ---------------------------------------------------------------- validation
 
@@ -94,6 +95,14 @@ def test_mask_on_another_device_is_rejected() -> None:
     q, k, v = (t.cuda() for t in _qkv())
     with pytest.raises(ValueError, match="attn_mask is on cpu but q is on cuda"):
         dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
+
+
+def test_check_bool_takes_only_true_or_false() -> None:
+    """A flag that is truthy but no bool (1, numpy's bool, "no") is refused, where ``if flag:`` would guess."""
+    assert check_bool("causal", True) is True and check_bool("causal", False) is False
+    for bad in (1, 0, np.bool_(True), "no", None):
+        with pytest.raises(ValueError, match="causal must be True or False"):
+            check_bool("causal", bad)
 
 
 @settings(max_examples=200, deadline=None)

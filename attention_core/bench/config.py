@@ -12,7 +12,7 @@ import torch
 
 from ..device import resolve_device
 from ..heads import check_head_counts, repeat_kv
-from ..validation import check_choice, check_int
+from ..validation import check_bool, check_choice, check_int
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -58,8 +58,7 @@ class Shape:
         object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
         check_int("batch", self.batch, low=1, high=1 << 16)
         check_choice("dtype", self.dtype, DTYPES)
-        if not isinstance(self.causal, bool):
-            raise ValueError(f"causal must be True or False, got {self.causal!r}")
+        check_bool("causal", self.causal)
         object.__setattr__(self, "device", str(resolve_device(self.device)))
         check_choice("mode", self.mode, MODES)
 

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_args, overflow_error
-from ..validation import all_finite, broadcast_shapes, check_int
+from ..validation import all_finite, broadcast_shapes, check_bool, check_int
 
 DEFAULT_CHUNK = 64  # tokens per chunk of the causal form: a C×C square per chunk, n/C states
 
@@ -42,8 +42,7 @@ def _check_features(
 ) -> float:
     """Check the inputs of a feature route; return the scale (default 1/√E), for the Performer's."""
     s, _ = check_attention_args(phi_q, phi_k, v, None, 0.0, False, scale, positive_scale=True, min_length=1)
-    if not isinstance(is_causal, bool):
-        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    check_bool("is_causal", is_causal)
     if is_causal and phi_q.shape[-2] != phi_k.shape[-2]:
         raise ValueError(
             f"the causal form needs as many queries as keys (self-attention), got L={phi_q.shape[-2]} and "

@@ -30,7 +30,7 @@ import torch
 
 from ..attention import AttentionTrace, attention_trace, check_attention_args
 from ..textbook import reference_attention
-from ..validation import any_true, check_choice, check_int, check_int_list
+from ..validation import any_true, check_bool, check_choice, check_int, check_int_list
 from .accuracy import Accuracy, ErrorCurve, compare, random_qkv, relative_error
 from .linear import linear_attention
 from .lowrank import linformer_attention
@@ -78,8 +78,7 @@ def _route(
     is_causal: bool = False, scale: float | None = None,
 ) -> Callable[[torch.Tensor], torch.Tensor]:  # fmt: skip
     """The route as a function of the values, for checked ``q``, ``k`` and ``variant``."""
-    if not isinstance(is_causal, bool):
-        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    check_bool("is_causal", is_causal)
     if variant in PATTERNS:
         mod = variant_pattern(
             variant, n=max(q.shape[-2], k.shape[-2]), window=window, n_global=n_global, dilation=dilation,
