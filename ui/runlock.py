@@ -8,9 +8,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 
 @dataclass
@@ -68,6 +69,17 @@ def turn(what: str) -> Iterator[bool]:
         yield ours
     finally:
         server.release()
+
+
+def flag_button(where: DeltaGenerator, label: str, key: str, **button: Any) -> bool:
+    """``where.button(label, key=key, **button)``; whether it was pressed. The press is a session flag its click
+    callback sets: it survives a rerun that interrupts a run (Stop, a second click), where a return value would not."""
+    where.button(label, key=key, on_click=_raise_flag, args=(key,), **button)
+    return st.session_state.pop(f"{key}_asked", False)
+
+
+def _raise_flag(key: str) -> None:
+    st.session_state[f"{key}_asked"] = True
 
 
 def _wait(server: RunLock) -> bool:

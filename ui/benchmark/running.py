@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core import bench
-from ui.runlock import turn
+from ui.runlock import flag_button, turn
 
 KEPT_STATUSES = ("ok", "n/a", "oom")  # a skip depends on the cap and the budget, a cancel on the viewer
 
@@ -45,20 +45,13 @@ class Measured:
     fallback: str | None = None
 
 
-def _flag(name: str) -> None:
-    st.session_state[name] = True
-
-
 def run_buttons(run: DeltaGenerator, cancel: DeltaGenerator, page: str, *, disabled: bool, what: str) -> bool:
-    """Run and Cancel (they report through callbacks: a callback's flag survives a rerun that a return value
-    would not); whether Run was pressed. A Cancel is said in a toast."""
-    run.button("Run", key=f"{page}_run", type="primary", icon=":material/play_arrow:", disabled=disabled,
-               on_click=_flag, args=(f"{page}_run_asked",))  # fmt: skip
-    cancel.button("Cancel", key=f"{page}_cancel", icon=":material/stop:", help=f"Stops a running or queued {what}.",
-                  on_click=_flag, args=(f"{page}_cancel_asked",))  # fmt: skip
-    if st.session_state.pop(f"{page}_cancel_asked", False):
+    """Run and Cancel; whether Run was pressed. A Cancel is said in a toast."""
+    pressed = flag_button(run, "Run", f"{page}_run", type="primary", icon=":material/play_arrow:", disabled=disabled)
+    if flag_button(cancel, "Cancel", f"{page}_cancel", icon=":material/stop:",
+                   help=f"Stops a running or queued {what}."):
         st.toast("Cancelled.", icon=":material/stop:")
-    return st.session_state.pop(f"{page}_run_asked", False)
+    return pressed
 
 
 def _line(row: bench.BenchResult, reused: bool) -> str:

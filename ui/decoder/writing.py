@@ -18,7 +18,7 @@ from figures.decoder import generation_figure, step_times_figure
 from figures.model import head_label
 from ui import draw
 from ui.frame import talk
-from ui.runlock import turn
+from ui.runlock import flag_button, turn
 
 from .controls import head_control, layer_control, temperature_control
 from .data import prompt_data
@@ -26,10 +26,6 @@ from .model import decoder
 
 RESULT = "dc_written"  # the session's last generation (kept across reruns, replaced by the next)
 MAX_NEW = 64
-
-
-def _flag(name: str) -> None:
-    st.session_state[name] = True
 
 
 @dataclass
@@ -134,16 +130,15 @@ def write_tab(text: str) -> None:
     layer, head = layer_control(b[0]), head_control(b[1])
     # The buttons are never folded away: beside the head's controls here, in a row of their own in talk mode.
     c = row[1:] if row else b[2].columns(2)
-    c[0].button("Write", key="dc_write", type="primary", icon=":material/edit:", width="stretch", on_click=_flag,
-                args=("dc_write_asked",))  # fmt: skip
-    c[1].button("Stop", key="dc_stop", icon=":material/stop:", width="stretch", on_click=_flag,
-                args=("dc_stop_asked",), help="Stops the writing between two tokens; what was written stays.")
+    write = flag_button(c[0], "Write", "dc_write", type="primary", icon=":material/edit:", width="stretch")
+    stop = flag_button(c[1], "Stop", "dc_stop", icon=":material/stop:", width="stretch",
+                       help="Stops the writing between two tokens; what was written stays.")
     if talk():
         how = "greedy" if temperature == 0 else f"T = {temperature:.1f}, seed {seed}"
         c[2].markdown(f"{n_new} tokens, {how} · rows of {head_label(layer, head)}")
-    if st.session_state.pop("dc_stop_asked", False):
+    if stop:
         st.toast("Stopped.", icon=":material/stop:")
-    if st.session_state.pop("dc_write_asked", False):
+    if write:
         run_generation(text, float(temperature), int(seed), int(n_new), layer, head)
     g: Generation | None = st.session_state.get(RESULT)
     if not g or not g.tokens:

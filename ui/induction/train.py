@@ -20,7 +20,7 @@ from figures.induction import head_name, loss_figure, patterns_figure, scores_fi
 from ui import draw
 from ui.frame import talk
 from ui.induction import runs
-from ui.runlock import turn
+from ui.runlock import flag_button, turn
 
 STEP_CHOICES = (200, 300, 500, 800, 1000, 1200, 1500, 2000, 3000)
 EVERY = 10  # steps between records: the curves' resolution
@@ -40,10 +40,6 @@ ABOUT = {
 }
 
 
-def _flag(name: str) -> None:
-    st.session_state[name] = True
-
-
 def train_controls(c: list[Any]) -> tuple[str, int, int]:
     variant = c[0].segmented_control("Model", tuple(runs.VARIANTS), default="induction", required=True, wrap=True,
                                      format_func=runs.VARIANTS.__getitem__, key="in_model", bind="query-params",
@@ -57,15 +53,14 @@ def train_controls(c: list[Any]) -> tuple[str, int, int]:
 
 def buttons(row: DeltaGenerator, variant: str) -> tuple[bool, bool]:
     """Train, Stop and back to the shipped run; whether Train and Stop were pressed."""
-    pressed, stopped = st.session_state.pop("in_train_asked", False), st.session_state.pop("in_stop_asked", False)
+    pressed = flag_button(row, "Train", "in_train", type="primary", icon=":material/play_arrow:",
+                          help="Train from scratch, live. One training at a time on this server.")
+    stopped = flag_button(row, "Stop", "in_stop", icon=":material/stop:",
+                          help="Stops a running or queued training; what it learned so far is kept.")
     training = st.session_state.get(TRAINING)
     if stopped and training is not None:
         # Stop reruns the page, possibly on a new thread while the old run is still being kept: wait for it.
         training.wait(timeout=10.0)
-    row.button("Train", key="in_train", type="primary", icon=":material/play_arrow:", on_click=_flag,
-               args=("in_train_asked",), help="Train from scratch, live. One training at a time on this server.")
-    row.button("Stop", key="in_stop", icon=":material/stop:", on_click=_flag, args=("in_stop_asked",),
-               help="Stops a running or queued training; what it learned so far is kept.")
     shown = runs.current(variant)
     row.button("Show the shipped run", key="in_reset", icon=":material/restart_alt:", disabled=shown.startswith(
         "shipped:"), on_click=runs.forget, args=(variant,))  # fmt: skip
