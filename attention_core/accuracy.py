@@ -29,7 +29,7 @@ import torch
 
 from .attention import check_attention_args
 from .textbook import reference_attention, textbook_attention
-from .validation import check_float, check_tensor
+from .validation import check_tensor
 
 FLASH_FACTOR = 2.0  # FlashAttention's tests allow twice the error of the plain PyTorch baseline
 
@@ -41,12 +41,11 @@ class AccuracyCheck:
     error: float  # max |output − float64 reference|
     baseline_error: float  # max |textbook attention in the same dtype − float64 reference|
     floor: float  # one unit in the last place at the output's scale
-    factor: float = FLASH_FACTOR
     dtype: str = ""
 
     @property
     def bound(self) -> float:
-        return self.factor * self.baseline_error + self.floor
+        return FLASH_FACTOR * self.baseline_error + self.floor
 
     @property
     def passes(self) -> bool:
@@ -60,13 +59,11 @@ class AccuracyCheck:
         return 0.0 if self.error == 0 else float("inf")
 
     @classmethod
-    def judge(
-        cls, out: torch.Tensor, base: torch.Tensor, ref: torch.Tensor, floor: float, factor: float = FLASH_FACTOR
-    ) -> AccuracyCheck:
+    def judge(cls, out: torch.Tensor, base: torch.Tensor, ref: torch.Tensor, floor: float) -> AccuracyCheck:
         """Compare ``out`` and the textbook ``base`` (both in the inputs' dtype) with the float64 ``ref``."""
         error = float((out.to(device=ref.device, dtype=torch.float64) - ref).abs().max())
         baseline_error = float((base.double() - ref).abs().max())
-        return cls(error, baseline_error, floor, factor, str(base.dtype).removeprefix("torch."))
+        return cls(error, baseline_error, floor, str(base.dtype).removeprefix("torch."))
 
     def describe(self) -> str:
         verdict = "pass" if self.passes else "FAIL"
@@ -79,14 +76,13 @@ class AccuracyCheck:
 def flash_rule(
     out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attn_mask: torch.Tensor | None = None, is_causal: bool = False,
-    *, scale: float | None = None, rows: torch.Tensor | None = None, factor: float = FLASH_FACTOR,
+    *, scale: float | None = None, rows: torch.Tensor | None = None,
 ) -> AccuracyCheck:  # fmt: skip
     """Judge ``out (N, ..., L, Ev)``, some attention on ``q, k, v``, by FlashAttention's rule, on the inputs' device.
 
     ``rows`` (1-D indices into L) checks only those queries, against every key, so the float64 scores need
     not fit in memory at large n; ``is_causal`` keeps its meaning (query i sees keys 0..i) for them.
     """
-    factor = check_float("factor", factor, low=1.0)
     check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
     L, S = q.shape[-2], k.shape[-2]
     if out.shape[-2] != L:
@@ -105,7 +101,7 @@ def flash_rule(
         out = out[..., rows, :]  # (N, ..., R, Ev)
     ref = reference_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), float64
     base = textbook_attention(q, k, v, mask, is_causal, scale=scale)  # (N, ..., R, Ev), in q's dtype
-    return AccuracyCheck.judge(out, base, ref, ulp_floor(q.dtype, ref), factor)
+    return AccuracyCheck.judge(out, base, ref, ulp_floor(q.dtype, ref))
 
 
 def ulp_floor(dtype: torch.dtype, *refs: torch.Tensor) -> float:
@@ -153,14 +149,14 @@ class GradientCheck(NamedTuple):
         return {"err_dq": self.dq.error, "err_dk": self.dk.error, "err_dv": self.dv.error}
 
     def passes_beside(self, fused: GradientCheck) -> bool:
-        """The rule, or in float32 its exception (module note): each error within ``factor`` × the larger
+        """The rule, or in float32 its exception (module note): each error within 2× the larger
         of textbook attention's error and ``fused``'s (torch SDPA's gradients on the same inputs)."""
         if self.passes:
             return True
         if self.dq.dtype != "float32":
             return False
         pairs = zip(self, fused, strict=True)
-        return all(mine.error <= mine.factor * max(mine.baseline_error, theirs.error) + mine.floor
+        return all(mine.error <= FLASH_FACTOR * max(mine.baseline_error, theirs.error) + mine.floor
                    for mine, theirs in pairs)  # fmt: skip
 
     def describe(self) -> str:
@@ -171,14 +167,13 @@ class GradientCheck(NamedTuple):
 def gradient_rule(
     grads: Grads, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_out: torch.Tensor,
     attn_mask: torch.Tensor | None = None, is_causal: bool = False,
-    *, scale: float | None = None, factor: float = FLASH_FACTOR, textbook: Attention = textbook_attention,
+    *, scale: float | None = None, textbook: Attention = textbook_attention,
 ) -> GradientCheck:  # fmt: skip
     """Judge ``grads = (dQ, dK, dV)`` of some attention on ``q, k, v`` and upstream ``grad_out``, on the inputs' device.
 
     The baseline is ``textbook`` attention's autograd in ``q``'s dtype; with fewer K/V heads than query heads,
     pass one that repeats K and V to every query head first, so dK and dV are the sums over each group.
     """
-    factor = check_float("factor", factor, low=1.0)
     if textbook is textbook_attention:  # another baseline checks its own arguments when it runs
         check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)
     check_tensor("grad_out", grad_out, min_dim=2)
@@ -190,4 +185,4 @@ def gradient_rule(
     baseline = attention_grads(textbook, *args, scale=scale)
     floor = ulp_floor(q.dtype, *reference)
     triples = zip(grads, baseline, reference, strict=True)
-    return GradientCheck(*(AccuracyCheck.judge(g, b, r, floor, factor) for g, b, r in triples))
+    return GradientCheck(*(AccuracyCheck.judge(g, b, r, floor) for g, b, r in triples))

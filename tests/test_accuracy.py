@@ -106,5 +106,3 @@ def test_bad_arguments_are_explained() -> None:
         flash_rule(out, q, k, v, rows=torch.tensor([48]))
     with pytest.raises(ValueError, match="out must have"):
         flash_rule(out[..., :3, :], q, k, v)
-    with pytest.raises(ValueError, match="factor"):
-        flash_rule(out, q, k, v, factor=0.5)
