@@ -68,10 +68,8 @@ def check_weight(name: str, w: object, x: torch.Tensor, rows: int | None = None)
 def check_same_device(**tensors: torch.Tensor | None) -> None:
     """Every tensor given (``None`` skipped) on one device; else a ``ValueError`` that says how to fix it."""
     named = [(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
-    if not named:
-        return
-    first_name, first = named[0]
     for name, t in named[1:]:
+        first_name, first = named[0]
         if t.device != first.device:
             raise ValueError(
                 f"{name} is on {t.device} but {first_name} is on {first.device}; every input must be on one "
