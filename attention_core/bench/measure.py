@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import gc
 import math
@@ -32,8 +31,6 @@ from .config import DTYPES, MODES
 from .memory_models import PEAK_SQUARES
 
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
-LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
-GPU_CAP_FRACTION = 0.8  # of free GPU memory
 
 
 # ---- where we are -------------------------------------------------------------------------
@@ -87,7 +84,7 @@ def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int 
     free = free_memory_bytes(dev)
     if free is None:
         free = 4 * 2**30  # nothing to go by: assume a small machine
-    cap = int(free * (GPU_CAP_FRACTION if dev.type == "cuda" else LOCAL_CAP_FRACTION))
+    cap = int(free * (0.8 if dev.type == "cuda" else 0.5))  # half the RAM leaves room for the rest of the machine
     if ceiling is not None:
         cap = min(cap, check_int("ceiling", ceiling, low=1))
     return max(cap, 1)
@@ -249,15 +246,7 @@ _CLEAR_REFS = Path("/proc/self/clear_refs")
 _STATUS = "/proc/self/status"
 
 
-@functools.cache
-def _libc() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name) if name else None
-    except OSError:
-        return None
-
-
+_LIBC = ctypes.CDLL(None) if os.name == "posix" else None  # the process's own symbols, the C library's among them
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 MMAP_THRESHOLD_BYTES = 4 * 2**20
 
@@ -268,10 +257,9 @@ def _release_free_heap() -> None:
     freed, so blocks of a few MiB would come from the heap, where freed space lingers and a later peak RSS reads
     megabytes too high."""
     gc.collect()
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):  # glibc
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.malloc_trim(0)
+    if hasattr(_LIBC, "mallopt"):  # glibc
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        _LIBC.malloc_trim(0)
 
 
 def cpu_peak_supported() -> bool:
