@@ -32,8 +32,7 @@ def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Ten
         return None
     q, k, v = make_inputs(config, n=n, seed=1)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             out = torch.as_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         return None
@@ -74,8 +73,7 @@ def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | Non
     d_out = grad_out(config, n=side, seed=3)
     h = config.heads  # the textbook baseline repeats each K/V head for its query heads (no copy without GQA)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             grads = attention_grads(lambda q, k, v, **kw: impl.run((q, k, v), kw["is_causal"]), q, k, v, d_out,
                                     is_causal=config.causal)  # fmt: skip
     except RuntimeError:  # a forced kernel with no backward for these inputs: the row says so

@@ -3,8 +3,6 @@ tiled.py beside the Triton kernel that runs its recurrence in one launch."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from attention_core import bench
@@ -104,7 +102,7 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
             "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."
         )
     table = [{"impl": name, **{col: bench.format_bytes(bench.get_impl(name).predicted_bytes(
-                  replace(spec, impls=(name,), ns=(n,), mode=mode).configs()[0]))
+                  bench.BenchConfig(name, n, **(spec.shape() | {"mode": mode}))))
                                for col, mode in (("forward", "fwd"), ("forward + backward", "fwd+bwd"))}}
              for name in spec.impls if not bench.get_impl(name).no_backward]  # fmt: skip
     if table:
