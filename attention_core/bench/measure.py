@@ -311,8 +311,7 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
     fn = lambda: a @ b  # noqa: E731
     fn()
     _sync(dev)
-    timing = time_call(fn, dev, min_run_time=0.2, min_samples=3)
-    return 2 * side**3 / timing.median / 1e9
+    return 2 * side**3 / time_call(fn, dev).median / 1e9
 
 
 def cpu_load_per_core() -> float | None:
