@@ -40,8 +40,7 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
     """Memory a new allocation can use now: free GPU memory, or available RAM within any cgroup limit."""
     dev = resolve_device(device)
     if dev.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(dev)
-        return int(free)
+        return int(torch.cuda.mem_get_info(dev)[0])  # (free, total)
     available = _proc_kib("/proc/meminfo", "MemAvailable")
     known = [b for b in (None if available is None else available * 1024, _cgroup_headroom()) if b is not None]
     return min(known) if known else None
@@ -65,9 +64,7 @@ def _cgroup_headroom() -> int | None:
         current = int((base / "memory.current").read_text().strip())
     except (OSError, ValueError):
         return None
-    if not limit.isdigit():
-        return None  # "max": no limit
-    return max(int(limit) - current, 0)
+    return max(int(limit) - current, 0) if limit.isdigit() else None  # "max": no limit
 
 
 def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
