@@ -53,10 +53,7 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
 def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
     """For a route that approximates softmax attention, its relative error ‖O − O_ref‖ / ‖O_ref‖ against
     the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
-    if get_impl(config.impl).exact:
-        return ""
-    pair = _check_outputs(replace(config, n=n, batch=1), n)
-    if pair is None:
+    if get_impl(config.impl).exact or (pair := _check_outputs(replace(config, n=n, batch=1), n)) is None:
         return ""
     return f"approximation: relative error {relative_error(*pair):.1%} vs the float64 reference at n = {n}"
 
