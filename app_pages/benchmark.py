@@ -25,7 +25,7 @@ def benchmark() -> None:
     )
     spec = controls.sweep_controls()
     try:
-        cap = data.cap_and_free(spec.device)[0]
+        cap, free = data.cap_and_free(spec.device)
         planned = data.plan(spec, cap) if spec.impls else []
     except ValueError as exc:
         st.error(str(exc))
@@ -46,7 +46,7 @@ def benchmark() -> None:
         except ValueError as exc:
             st.error(str(exc))
     results.show_results()
-    theory.show_theory(spec, cap)
+    theory.show_theory(spec, cap, free)
     theory.show_triton_kernel(spec.device)
 
 

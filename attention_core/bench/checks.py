@@ -32,8 +32,7 @@ def _check_outputs(config: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Ten
         return None
     q, k, v = make_inputs(config, n=n, seed=1)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             out = torch.as_tensor(impl.run(impl.prepare(q, k, v), config.causal))
     except RuntimeError:
         return None
@@ -54,10 +53,7 @@ def correctness_error(config: BenchConfig, n: int = CHECK_N) -> float | None:
 def approximation_note(config: BenchConfig, n: int = APPROX_CHECK_N) -> str:
     """For a route that approximates softmax attention, its relative error ‖O − O_ref‖ / ‖O_ref‖ against
     the float64 reference at ``n`` (batch 1), as the row's note; "" for exact attention or where it cannot run."""
-    if get_impl(config.impl).exact:
-        return ""
-    pair = _check_outputs(replace(config, n=n, batch=1), n)
-    if pair is None:
+    if get_impl(config.impl).exact or (pair := _check_outputs(replace(config, n=n, batch=1), n)) is None:
         return ""
     return f"approximation: relative error {relative_error(*pair):.1%} vs the float64 reference at n = {n}"
 
@@ -74,8 +70,7 @@ def gradient_check(config: BenchConfig, n: int = CHECK_N) -> GradientCheck | Non
     d_out = grad_out(config, n=side, seed=3)
     h = config.heads  # the textbook baseline repeats each K/V head for its query heads (no copy without GQA)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             grads = attention_grads(lambda q, k, v, **kw: impl.run((q, k, v), kw["is_causal"]), q, k, v, d_out,
                                     is_causal=config.causal)  # fmt: skip
     except RuntimeError:  # a forced kernel with no backward for these inputs: the row says so

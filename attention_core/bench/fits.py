@@ -27,7 +27,6 @@ def crossover_n(rows: Sequence[BenchResult], impl: str, baseline: str = "sdpa") 
 
 
 MIN_GROWTH_SLOPE = 1.0  # attention's work grows at least as n: slower growth is a fixed cost per call (launches)
-MIN_POINTS_AFTER_KNEE = 3  # past a launch-bound stretch, an exponent needs three sizes that grow
 
 
 def growth_start(ns: Sequence[float], times: Sequence[float]) -> int:
@@ -89,7 +88,7 @@ def scaling_fits(rows: Sequence[BenchResult], tail: int = 3, min_n: int = FIT_MI
         m_slope = fit_loglog_slope(ns, mem)[0] if all(m is not None and m > 0 for m in mem) else None
         start = growth_start([r.n for r in ok], [r.median_ms for r in ok])
         flat_to = ok[start - 1].n if start > 0 else None
-        if start > 0 and len(ok) - start < MIN_POINTS_AFTER_KNEE:
+        if start > 0 and len(ok) - start < 3:  # past a launch-bound stretch, an exponent needs three growing sizes
             grows = len(ok) - start >= 2  # else not one step grows: every size is launch-bound
             below, upto = (ok[start].n, flat_to) if grows else (None, ok[-1].n)
             fits[name] = ScalingFit(name, None, m_slope, ok[0].n, ok[-1].n, launch_bound_below=below,

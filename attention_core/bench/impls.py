@@ -57,7 +57,6 @@ _KERNELS = {
     SDPBackend.EFFICIENT_ATTENTION: ("efficient", "memory-efficient kernel"),
     SDPBackend.CUDNN_ATTENTION: ("cudnn", "cuDNN kernel"),
 }
-_CUDA_ONLY = (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION)
 
 
 def sdpa_choice(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str:
@@ -90,7 +89,7 @@ def _sdpa_entry(backend: SDPBackend | None, description: str) -> Impl:
         return _kernel_label(_KERNELS[backend][0], inputs[0].device)
 
     def not_here(device: torch.device, dtype: torch.dtype) -> str | None:
-        if backend not in _CUDA_ONLY or device.type == "cuda":
+        if backend not in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION) or device.type == "cuda":
             return None
         return f"torch has the {_KERNELS[backend][1]} only for CUDA GPUs; this device is the {device.type.upper()}"
 

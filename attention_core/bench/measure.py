@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import gc
 import math
@@ -32,8 +31,6 @@ from .config import DTYPES, MODES
 from .memory_models import PEAK_SQUARES
 
 CAP_ENV = "ATTENTION_BENCH_CAP_GB"
-LOCAL_CAP_FRACTION = 0.5  # of free memory: leaves room for the rest of the machine
-GPU_CAP_FRACTION = 0.8  # of free GPU memory
 
 
 # ---- where we are -------------------------------------------------------------------------
@@ -43,8 +40,7 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
     """Memory a new allocation can use now: free GPU memory, or available RAM within any cgroup limit."""
     dev = resolve_device(device)
     if dev.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(dev)
-        return int(free)
+        return int(torch.cuda.mem_get_info(dev)[0])  # (free, total)
     available = _proc_kib("/proc/meminfo", "MemAvailable")
     known = [b for b in (None if available is None else available * 1024, _cgroup_headroom()) if b is not None]
     return min(known) if known else None
@@ -68,9 +64,7 @@ def _cgroup_headroom() -> int | None:
         current = int((base / "memory.current").read_text().strip())
     except (OSError, ValueError):
         return None
-    if not limit.isdigit():
-        return None  # "max": no limit
-    return max(int(limit) - current, 0)
+    return max(int(limit) - current, 0) if limit.isdigit() else None  # "max": no limit
 
 
 def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int | None = None) -> int:
@@ -87,7 +81,7 @@ def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int 
     free = free_memory_bytes(dev)
     if free is None:
         free = 4 * 2**30  # nothing to go by: assume a small machine
-    cap = int(free * (GPU_CAP_FRACTION if dev.type == "cuda" else LOCAL_CAP_FRACTION))
+    cap = int(free * (0.8 if dev.type == "cuda" else 0.5))  # half the RAM leaves room for the rest of the machine
     if ceiling is not None:
         cap = min(cap, check_int("ceiling", ceiling, low=1))
     return max(cap, 1)
@@ -249,15 +243,7 @@ _CLEAR_REFS = Path("/proc/self/clear_refs")
 _STATUS = "/proc/self/status"
 
 
-@functools.cache
-def _libc() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name) if name else None
-    except OSError:
-        return None
-
-
+_LIBC = ctypes.CDLL(None) if os.name == "posix" else None  # the process's own symbols, the C library's among them
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 MMAP_THRESHOLD_BYTES = 4 * 2**20
 
@@ -268,10 +254,9 @@ def _release_free_heap() -> None:
     freed, so blocks of a few MiB would come from the heap, where freed space lingers and a later peak RSS reads
     megabytes too high."""
     gc.collect()
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):  # glibc
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.malloc_trim(0)
+    if hasattr(_LIBC, "mallopt"):  # glibc
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        _LIBC.malloc_trim(0)
 
 
 def cpu_peak_supported() -> bool:
@@ -323,8 +308,7 @@ def matmul_peak_gflops(device: str = "cpu", dtype: str = "float32") -> float:
     fn = lambda: a @ b  # noqa: E731
     fn()
     _sync(dev)
-    timing = time_call(fn, dev, min_run_time=0.2, min_samples=3)
-    return 2 * side**3 / timing.median / 1e9
+    return 2 * side**3 / time_call(fn, dev).median / 1e9
 
 
 def cpu_load_per_core() -> float | None:

@@ -24,20 +24,21 @@ def _square(c: BenchConfig, itemsize: int | None = None) -> int:
     return c.batch_heads * c.n * c.n * (c.itemsize if itemsize is None else itemsize)
 
 
-def _output(c: BenchConfig) -> int:
-    return c.batch_heads * c.n * c.d * c.itemsize
+def _rows(c: BenchConfig, itemsize: int | None = None) -> int:
+    """One ``(B, H, n, d)`` tensor, the output's size."""
+    return c.batch_heads * c.n * c.d * (c.itemsize if itemsize is None else itemsize)
 
 
 def _repeated_kv(c: BenchConfig) -> int:
     """K and V repeated to every query head, for a path that cannot share them (0 without GQA)."""
-    return 2 * _output(c) if c.grouped else 0
+    return 2 * _rows(c) if c.grouped else 0
 
 
 def _kept_copies(c: BenchConfig, copies: int) -> int:
     """With GQA in fwd+bwd, the repeated K and V a path keeps at its backward's peak: the textbook graph holds K's
     copy (V's goes once W·V's backward has run), tiled's autograd node both. Measured in fresh processes (8 query,
     2 K/V heads)."""
-    return copies * _output(c) if c.grouped and c.mode == "fwd+bwd" else 0
+    return copies * _rows(c) if c.grouped and c.mode == "fwd+bwd" else 0
 
 
 def textbook_extra_bytes(c: BenchConfig) -> int:
@@ -45,8 +46,8 @@ def textbook_extra_bytes(c: BenchConfig) -> int:
     scaled, then the scaled scores (still named) and the weights while the output is written.
     Causal adds the ``(n, n)`` boolean mask, and its inverse while it is applied."""
     if c.causal:
-        return 2 * _square(c) + max(2 * c.n * c.n, c.n * c.n + _output(c)) + _repeated_kv(c)
-    return 2 * _square(c) + _output(c) + _repeated_kv(c)
+        return 2 * _square(c) + max(2 * c.n * c.n, c.n * c.n + _rows(c)) + _repeated_kv(c)
+    return 2 * _square(c) + _rows(c) + _repeated_kv(c)
 
 
 def trace_extra_bytes(c: BenchConfig) -> int:
@@ -55,8 +56,8 @@ def trace_extra_bytes(c: BenchConfig) -> int:
     six ``n × n`` tensors at the peak, seven plus the boolean mask when causal. (Its NaN and
     overflow scans make boolean ``n × n`` tensors too, but earlier, when less is alive.)"""
     if c.causal:
-        return 7 * _square(c) + 2 * c.n * c.n + _output(c) + _repeated_kv(c)  # + the (n, n) bool mask and its inverse
-    return 6 * _square(c) + _output(c) + _repeated_kv(c)
+        return 7 * _square(c) + 2 * c.n * c.n + _rows(c) + _repeated_kv(c)  # + the (n, n) bool mask and its inverse
+    return 6 * _square(c) + _rows(c) + _repeated_kv(c)
 
 
 def textbook_training_bytes(c: BenchConfig) -> int:
@@ -65,9 +66,9 @@ def textbook_training_bytes(c: BenchConfig) -> int:
     backward: W, its gradient dW = dO·Vᵀ and the scores' gradient dS, three n×n, beside the output
     and dV. Measured in fresh processes (n = 1024, float32 and bfloat16, causal or not) within 1 %."""
     if c.mode == "bwd":
-        return 2 * _square(c) + _output(c)  # dW and dS (W was there), dV
+        return 2 * _square(c) + _rows(c)  # dW and dS (W was there), dV
     mask = c.n * c.n if c.causal else 0
-    return 3 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
+    return 3 * _square(c) + 2 * _rows(c) + mask + _kept_copies(c, 1)  # W, dW, dS; output, dV
 
 
 def trace_training_bytes(c: BenchConfig) -> int:
@@ -80,15 +81,15 @@ def trace_training_bytes(c: BenchConfig) -> int:
     can be the higher. Measured in fresh processes (n = 1024, float32, bfloat16) within 1 %."""
     if c.mode == "bwd":
         eq = _square(c, 1) if c.itemsize < 4 else 0
-        return 5 * _square(c) + eq + _output(c)
+        return 5 * _square(c) + eq + _rows(c)
     mask = c.n * c.n if c.causal else 0
-    backward = 7 * _square(c) + 2 * _output(c) + mask + _kept_copies(c, 1)
+    backward = 7 * _square(c) + 2 * _rows(c) + mask + _kept_copies(c, 1)
     return max(backward, trace_extra_bytes(c) + mask)
 
 
 def fused_extra_bytes(c: BenchConfig) -> int:
     """A fused kernel writes the output and a per-row log-sum-exp; its tiles are negligible."""
-    return _output(c) + c.batch_heads * c.n * 4
+    return _rows(c) + c.batch_heads * c.n * 4
 
 
 def _math_itemsize(c: BenchConfig) -> int:
@@ -109,9 +110,8 @@ def math_extra_bytes(c: BenchConfig) -> int:
     i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
     """
     acc = _math_itemsize(c)
-    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
-    upcast = 3 * rows * acc if acc != c.itemsize else 0  # float32 copies of q, k, v
-    scaled_qk = 2 * rows * acc  # q·√scale, and k·√scale (until the matmul ends)
+    upcast = 3 * _rows(c, acc) if acc != c.itemsize else 0  # float32 copies of q, k, v
+    scaled_qk = 2 * _rows(c, acc)  # q·√scale, and k·√scale (until the matmul ends)
     mask = c.n * c.n * acc if c.causal else 0  # the (n, n) additive causal mask
     return 2 * _square(c, acc) + _square(c, 1) + upcast + scaled_qk + mask + _repeated_kv(c)  # it repeats K/V for GQA
 
@@ -123,10 +123,9 @@ def math_training_bytes(c: BenchConfig) -> int:
     causal flag's additive mask lives only in the forward. Measured in fresh processes (n = 1024,
     float32 and bfloat16) within 1 %."""
     acc = _math_itemsize(c)
-    rows = c.batch_heads * c.n * c.d * acc  # one (B, H, n, d) tensor in the accumulation dtype
     if c.mode == "bwd":
-        return 2 * _square(c, acc) + rows
-    backward = 3 * _square(c, acc) + 3 * rows + _output(c) + _kept_copies(c, 1)  # scaled q, k; dV; output
+        return 2 * _square(c, acc) + _rows(c, acc)
+    backward = 3 * _square(c, acc) + 3 * _rows(c, acc) + _rows(c) + _kept_copies(c, 1)  # scaled q, k; dV; output
     return max(backward, math_extra_bytes(c))
 
 
@@ -138,26 +137,25 @@ def fused_training_bytes(c: BenchConfig) -> int:
     backward holds dQ, dK, dV, a float32 dQ accumulator and D = rowsum(dO ∘ O) per row, and with GQA
     dK and dV per query head before they are summed (a model from its source, not yet checked against
     the allocator). The CPU kernel writes dK and dV of the shared K/V heads directly."""
-    rows = c.batch_heads * c.n * c.d  # elements of one (B, H, n, d) tensor
     grads = (c.heads + 2 * c.kv_heads) * c.batch * c.n * c.d * c.itemsize  # dQ, and dK, dV of the shared heads
     if c.device == "cpu":
         q_split = 256 if c.n >= 768 else 64 if c.n >= 192 else 32  # torch's split sizes for the CPU kernel
         tile = min(q_split, c.n) * min(512, c.n)
         per_thread = 2 * tile * (4 + (c.itemsize if c.itemsize < 4 else 0))  # attn and grad_attn, float32 (+16-bit)
-        work = rows * c.itemsize + torch.get_num_threads() * per_thread  # dO made contiguous
+        work = _rows(c) + torch.get_num_threads() * per_thread  # dO made contiguous
     else:
-        work = rows * 4 + c.batch_heads * c.n * 4 + _repeated_kv(c)  # dQ in float32; D; dK, dV per query head
+        work = _rows(c, 4) + c.batch_heads * c.n * 4 + _repeated_kv(c)  # dQ in float32; D; dK, dV per query head
     backward = grads + work
     if c.mode == "bwd":
         return backward
-    return _output(c) + c.batch_heads * c.n * 4 + backward  # kept: the output and the row log-sum-exp
+    return _rows(c) + c.batch_heads * c.n * 4 + backward  # kept: the output and the row log-sum-exp
 
 
 def numpy_extra_bytes(c: BenchConfig) -> int:
     """The product, then the scaled scores (max subtracted in place) and their exp (divided in
     place), both alive while the output is written. Causal adds the ``(n, n)`` boolean mask."""
     mask = c.n * c.n if c.causal else 0
-    return 2 * _square(c) + mask + _output(c) + _repeated_kv(c)
+    return 2 * _square(c) + mask + _rows(c) + _repeated_kv(c)
 
 
 def tiled_config_bytes(c: BenchConfig) -> int:
@@ -174,17 +172,17 @@ def tiled_training_bytes(c: BenchConfig) -> int:
     O(n·block), never n×n."""
     acc = max(c.itemsize, 4)
     widened = acc != c.itemsize
-    bh, rows = c.batch_heads, c.batch_heads * c.n * c.d  # rows: elements of one (B, H, n, d) tensor
+    bh = c.batch_heads
     block = pick_block_size(c.device, c.n, c.n, batch_heads=bh, itemsize=c.itemsize)
     b = min(block, c.n)
-    copies = rows * acc + (3 * rows * acc if widened else 0)  # q·scale; float32 k, v, dO
-    grads = 3 * rows * acc + (3 * rows * c.itemsize if widened else 0)  # accumulators; cast back
+    copies = _rows(c, acc) + (3 * _rows(c, acc) if widened else 0)  # q·scale; float32 k, v, dO
+    grads = 3 * _rows(c, acc) + (3 * _rows(c) if widened else 0)  # accumulators; cast back
     tiles = bh * b * b * 2 * acc + 3 * bh * b * c.d * acc  # scores (then P) and dP; dQ's buffer, dK and dV
     backward = copies + bh * c.n * acc + grads + tiles + _kept_copies(c, 2)
     if c.mode == "bwd":
         return backward
     kept = tiled_saved_bytes(c.n, c.d, itemsize=c.itemsize, batch_heads=bh)
-    return kept + (_output(c) if widened else 0) + backward
+    return kept + (_rows(c) if widened else 0) + backward
 
 
 def triton_config_bytes(c: BenchConfig) -> int:
@@ -201,11 +199,10 @@ def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: 
     """An efficient route's forward (:mod:`.routes`), as each allocates, plus what it holds between calls (the dense
     mask, Linformer's projections), which a measured peak of one call does not see."""
     bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
-    rows = _output(c)  # one (B, H, n, d) tensor: the output's size
     if route == "sdpa-masked":
-        own = n * n + n * n * item + rows + bh * n * 4  # bool mask, its float copy, output, row statistic
+        own = n * n + n * n * item + _rows(c) + bh * n * 4  # bool mask, its float copy, output, row statistic
     elif route == "flex-window":
-        own = rows + bh * n * 4 + 8 * math.ceil(n / FLEX_BLOCK) ** 2 * 4  # output, log-sum-exp, tiles (int32)
+        own = _rows(c) + bh * n * 4 + 8 * math.ceil(n / FLEX_BLOCK) ** 2 * 4  # output, log-sum-exp, tiles (int32)
     elif route == "linformer":
         # E and F (held between calls), E·K and F·V, then the (n, rank) scores and their softmax
         own = 2 * rank * n * item + 2 * bh * rank * d * item + 2 * bh * n * rank * item
@@ -216,16 +213,15 @@ def route_extra_bytes(route: str, c: BenchConfig, *, features: int = 256, rank: 
 
 def _feature_bytes(c: BenchConfig, width: int, *, performer: bool) -> int:
     bh, n, d, item = c.batch_heads, c.n, c.d, c.itemsize
-    rows = _output(c)
     maps = 2 * bh * n * width * item  # φ(q) and φ(k)
     # Building them: linear's elu is elementwise; the Performer holds φ(q) while φ(k)'s projection,
     # exponent, shifted exponent and exp are alive at once, and q and k times √scale.
-    build = 5 * maps // 2 + 2 * rows if performer else maps
+    build = 5 * maps // 2 + 2 * _rows(c) if performer else maps
     if not c.causal:
-        return max(build, maps + 2 * rows + bh * width * d * item)  # + φ(q)·S, the output, S (width, d)
+        return max(build, maps + 2 * _rows(c) + bh * width * d * item)  # + φ(q)·S, the output, S (width, d)
     chunk = min(DEFAULT_CHUNK, n)  # linear_attention's causal chunks
     chunks = math.ceil(n / chunk)
     padded = 2 * bh * chunks * chunk * width * item + bh * chunks * chunk * d * item  # padded φ(q), φ(k), v
     states = 3 * bh * chunks * width * d * item  # each chunk's φ(k)ᵀv, their cumulative sum, shifted
     local = 2 * bh * chunks * chunk * chunk * item  # the chunk squares, before and after masking
-    return max(build, maps + padded + states + local + 2 * rows)
+    return max(build, maps + padded + states + local + 2 * _rows(c))

@@ -66,8 +66,7 @@ def _pattern(window: int, is_causal: bool) -> Any:
 
 
 def _with(extra: Any) -> Any:
-    """``prepare``: the inputs and what ``extra(q)`` makes once, outside the timing. K and V are repeated to
-    every query head (GQA) inside the timed call, as for the other entries that cannot share them."""
+    """``prepare``: the inputs, and what ``extra(q)`` makes once, outside the timing."""
     return lambda q, k, v: (q, k, v, extra(q))
 
 

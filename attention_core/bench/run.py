@@ -120,8 +120,7 @@ def run_config(config: BenchConfig, *, cap_bytes: int | None = None, min_run_tim
             first_s = time.perf_counter() - started
             return out
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True, action="always") as caught:
             try:
                 inputs, step = config_call(config)  # bwd: the forward runs here
                 if warm_up or dev.type == "cuda":

@@ -152,8 +152,5 @@ def plan(spec: SweepSpec, cap_bytes: int | None = None) -> list[PlannedConfig]:
     """What :func:`run_sweep` would do about memory, without running anything."""
     configs = spec.configs()
     cap = default_cap_bytes(configs[0].device) if cap_bytes is None else check_int("cap_bytes", cap_bytes, low=1)
-    out = []
-    for c in configs:
-        impl = get_impl(c.impl)
-        out.append(PlannedConfig(c, impl.cannot_run(c) or guard_reason(impl.guard_bytes(c), cap)))
-    return out
+    return [PlannedConfig(c, (impl := get_impl(c.impl)).cannot_run(c) or guard_reason(impl.guard_bytes(c), cap))
+            for c in configs]

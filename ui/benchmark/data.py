@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from attention_core import bench
@@ -15,17 +14,16 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 
 
 @st.cache_data(show_spinner=False)
-def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> pd.DataFrame:
+def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> list[dict]:
     """One row per n: one score matrix's size, and whether it and each baseline's peak fit."""
-    return pd.DataFrame(bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode))
+    return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
 
 
 @st.cache_data(show_spinner=False)
-def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> pd.DataFrame:
+def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> list[dict]:
     """One row per step of the timed passes: its formula, its GFLOP and its share of the whole."""
-    rows = pd.DataFrame(bench.flop_table(n, d, batch, heads, causal, mode))
-    return pd.DataFrame({"step": rows["operation"], "formula": rows["formula"], "GFLOP": rows["flops"] / 1e9,
-                         "share": rows["share"]})  # fmt: skip
+    return [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
+            for r in bench.flop_table(n, d, batch, heads, causal, mode)]
 
 
 @st.cache_data(show_spinner=False, ttl=30)  # the load average in it moves

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from attention_core import bench
 from attention_core.device import available_devices
+from ui import links
 from ui.device import DEVICE
 
 CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and the app itself needs ≈ 1 GB
@@ -16,11 +17,9 @@ CLOUD_CAP_BYTES = 640 * 2**20  # Community Cloud gives ≈ 2.7 GB in all, and th
 def running_on_streamlit_cloud() -> bool:
     """``$ATTENTION_CLOUD`` (1/0) decides when set; otherwise two public markers of Community Cloud's
     containers: the host name ``streamlit`` and the repository mounted under ``/mount/src``."""
-    override = os.environ.get("ATTENTION_CLOUD", "").strip().lower()
-    if override in ("1", "true", "yes", "on"):
-        return True
-    if override in ("0", "false", "no", "off"):
-        return False
+    override = links.on_off(os.environ.get("ATTENTION_CLOUD", "").strip())
+    if override is not None:
+        return override == "true"
     return os.environ.get("HOSTNAME", "") == "streamlit" or Path("/mount/src").is_dir()
 
 

@@ -12,8 +12,6 @@ from streamlit.delta_generator import DeltaGenerator
 from attention_core import bench
 from ui.runlock import flag_button, turn
 
-KEPT_STATUSES = ("ok", "n/a", "oom")  # a skip depends on the cap and the budget, a cancel on the viewer
-
 
 @dataclass
 class ResultStore:
@@ -24,7 +22,7 @@ class ResultStore:
 
     def remember(self, row: bench.BenchResult) -> None:
         """Keep a finished row for reuse, unless it only says the run was cut short."""
-        if row.status in KEPT_STATUSES:
+        if row.status in ("ok", "n/a", "oom"):  # a skip depends on the cap and the budget, a cancel on the viewer
             self.rows[bench.BenchConfig(row.impl, row.n, **row.shape())] = row
 
 

@@ -3,8 +3,6 @@ tiled.py beside the Triton kernel that runs its recurrence in one launch."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from attention_core import bench
@@ -28,7 +26,7 @@ EXPECT = {  # on a 2-core CPU, fp32, 8 heads, d = 64, n = 1024 to 4096
 }
 
 
-def show_theory(spec: bench.SweepSpec, cap: int) -> None:
+def show_theory(spec: bench.SweepSpec, cap: int, free: int | None) -> None:
     """Always on the page: the n×n memory table, the FLOP table and the environment card."""
     st.subheader("What to expect")
     left, right = st.columns(2, gap="large")
@@ -37,7 +35,6 @@ def show_theory(spec: bench.SweepSpec, cap: int) -> None:
     with left:
         st.markdown(f"**One n×n score matrix** ({spec.dtype}, batch {spec.batch}, {spec.heads} heads)")
         st.latex(r"\text{bytes} = n^2 \cdot \text{itemsize} \cdot B \cdot H")
-        _cap, free = data.cap_and_free(spec.device)
         rounded = None if free is None else free // 2**20 * 2**20  # to the MiB: not a new table per byte that moves
         st.dataframe(
             data.memory_table(spec.dtype, spec.batch, spec.heads, rounded, cap, spec.mode), hide_index=True,
@@ -104,7 +101,7 @@ def training_memory(spec: bench.SweepSpec, n: int) -> None:
             "and rebuilds P = exp(S − lse) tile by tile: a fifth matmul, for never storing n×n."
         )
     table = [{"impl": name, **{col: bench.format_bytes(bench.get_impl(name).predicted_bytes(
-                  replace(spec, impls=(name,), ns=(n,), mode=mode).configs()[0]))
+                  bench.BenchConfig(name, n, **(spec.shape() | {"mode": mode}))))
                                for col, mode in (("forward", "fwd"), ("forward + backward", "fwd+bwd"))}}
              for name in spec.impls if not bench.get_impl(name).no_backward]  # fmt: skip
     if table:
