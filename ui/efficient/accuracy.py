@@ -120,9 +120,9 @@ def show_numbers(d: RouteReading, variant: str, layer: int | None) -> None:
         items.append(("Per-row KL", "—", "no weights to compare (see the figure)"))
     elif variant in PATTERNS:  # KL(exact ‖ pattern) is ∞ wherever the pattern drops a weighted key
         items.append(("Exact weight kept", f"{acc.kept:.0%}", "on the keys the pattern allows"))
-        items.append(("KL(route ‖ exact)", f"{acc.mean_reverse_kl:.3f} nats", "−log(weight kept), row mean"))
+        items.append(("KL(route ‖ exact)", f"{float(acc.reverse_kl.mean()):.3f} nats", "−log(weight kept), row mean"))
     else:
-        kl = acc.mean_kl
+        kl = float(acc.kl.mean())
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
     if d.it is not None:
         exact, kept, distance = d.it
