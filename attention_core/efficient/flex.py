@@ -60,14 +60,12 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
         return f"torch.compile is switched off here (${NO_COMPILE_ENV} is set)"
     if importlib.util.find_spec("torch.nn.attention.flex_attention") is None:
         return f"this torch ({torch.__version__}) has no FlexAttention; it needs torch 2.5 or later"
-    if dev.type == "cpu":
-        if not _has_cpp_compiler():
-            return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
-    elif dev.type == "cuda":
-        if importlib.util.find_spec("triton") is None:
-            return "torch.compile needs Triton on a GPU and it is not installed"
-    else:
+    if dev.type not in ("cpu", "cuda"):
         return f"FlexAttention is not set up here for {dev.type} devices"
+    if dev.type == "cpu" and not _has_cpp_compiler():
+        return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
+    if dev.type == "cuda" and importlib.util.find_spec("triton") is None:
+        return "torch.compile needs Triton on a GPU and it is not installed"
     return _failed.get(dev.type)
 
 
