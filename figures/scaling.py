@@ -50,13 +50,15 @@ def _log_y(fig: go.Figure, **kw: object) -> None:
     fig.update_yaxes(type="log", dtick=kw.pop("dtick", 1), exponentformat="power", **kw)
 
 
-def _keys(weights: Sequence[float]) -> tuple[list[str], list[float]]:
-    """One query's weights as bars: the keys' names k0, k1, … and the weights."""
-    ys = as_array(weights).tolist()
-    return [f"k{j}" for j in range(len(ys))], ys
-
-
-def _weight_axes(fig: go.Figure, *, title: str, talk: bool, height: int) -> go.Figure:
+def _weight_bars(
+    bars: Sequence[tuple[Sequence[float], str, str | None, str]], *, title: str, talk: bool, height: int
+) -> go.Figure:
+    """One query's weights over its keys k0, k1, …: a series of bars per ``(weights, colour, name, hover label)``."""
+    fig = go.Figure()
+    for weights, color, name, label in bars:
+        ys = as_array(weights).tolist()
+        fig.add_trace(go.Bar(x=[f"k{j}" for j in range(len(ys))], y=ys, name=name, marker={"color": color},
+                             hovertemplate="%{x}: %{y:.4f}<extra>" + label + "</extra>"))  # fmt: skip
     fig.update_yaxes(range=[0, 1.02], title_text="weight")
     fig.update_xaxes(title_text="key")
     return base_layout(fig, title=title, talk=talk, height=height)
@@ -134,12 +136,9 @@ def row_bars_figure(
     weights_unscaled: Sequence[float], weights_scaled: Sequence[float], d_k: int, *, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights over its keys, unscaled next to scaled."""
-    fig = go.Figure()
-    for weights, (run, color, name) in zip((weights_unscaled, weights_scaled), RUNS, strict=True):
-        keys, ys = _keys(weights)
-        fig.add_trace(go.Bar(x=keys, y=ys, name=f"softmax({name})", marker={"color": color},
-                             hovertemplate="%{x}: %{y:.4f}<extra>" + run + "</extra>"))  # fmt: skip
-    _weight_axes(fig, title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)
+    runs = zip((weights_unscaled, weights_scaled), RUNS, strict=True)
+    fig = _weight_bars([(w, color, f"softmax({name})", run) for w, (run, color, name) in runs],
+                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)  # fmt: skip
     _legend(fig)
     return fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
 
@@ -170,9 +169,8 @@ def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool 
 
 def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool = False) -> go.Figure:
     """One query's weights at the chosen temperature."""
-    keys, ys = _keys(weights)
-    fig = go.Figure(go.Bar(x=keys, y=ys, marker={"color": THEORY}, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    return _weight_axes(fig, title=f"softmax(q·k / {tau:g}) for the same query", talk=talk, height=420)
+    return _weight_bars([(weights, THEORY, None, "")], title=f"softmax(q·k / {tau:g}) for the same query", talk=talk,
+                        height=420)  # fmt: skip
 
 
 def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
