@@ -38,12 +38,9 @@ class RouteReading:
     it: tuple[int, int, int] | None = None
 
 
-def _reading(tokens: list[str], exact: torch.Tensor, weights: torch.Tensor | None, accuracy: Accuracy,
-             it: tuple[int, int, int] | None = None) -> RouteReading:  # fmt: skip
-    def plain(w: torch.Tensor) -> np.ndarray:  # the batch of one
-        return w[0].detach().float().cpu().numpy()
-
-    return RouteReading(tokens, plain(exact), None if weights is None else plain(weights), accuracy, it)
+def _plain(w: torch.Tensor | None) -> np.ndarray | None:
+    """A batch of one's weights ``(1, H, L, S)`` as numpy ``(H, L, S)``; ``None`` stays ``None``."""
+    return None if w is None else w[0].detach().float().cpu().numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -57,7 +54,7 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     if {"it", "animal"} <= set(s.tokens):  # two words: never [CLS], [SEP] or the same position
         most = s.attends_most("it", "animal")
         it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
-    return _reading(list(s.tokens), s.exact.weights, s.weights, s.accuracy, it)
+    return RouteReading(list(s.tokens), _plain(s.exact.weights), _plain(s.weights), s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
@@ -65,7 +62,7 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
     result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
-    return _reading([str(i) for i in range(n)], exact.weights, result.weights, acc)
+    return RouteReading([str(i) for i in range(n)], _plain(exact.weights), _plain(result.weights), acc)
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
