@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
@@ -20,6 +20,9 @@ from ui.efficient.patterns import PATTERNS as PATTERN_NAMES
 from ui.efficient.patterns import route_params
 from ui.frame import talk
 
+if TYPE_CHECKING:  # the model's modules load when a model reading is first made
+    from attention_core.efficient.real import AttendsMost
+
 NAMES = PATTERN_NAMES | {"linear": "Linear (elu + 1)", "performer": "Performer", "linformer": "Linformer"}
 INPUTS = {"model": "Trained model", "random": "Random"}
 HEADS = 12  # random inputs get as many heads as each of the model's layers, so one head slider serves both
@@ -28,14 +31,13 @@ HEADS = 12  # random inputs get as many heads as each of the model's layers, so 
 @dataclass(frozen=True)
 class RouteReading:
     """A route against exact attention: every head's exact weights and the route's ``(H, L, L)`` (``None``
-    where it has none) and their :class:`Accuracy`; on the model, "it" → "animal" (heads exact, heads under
-    the route, distance)."""
+    where it has none) and their :class:`Accuracy`; on the model, whether "it" still attends most to "animal"."""
 
     tokens: list[str]
     exact: np.ndarray
     weights: np.ndarray | None
     accuracy: Accuracy
-    it: tuple[int, int, int] | None = None
+    it: AttendsMost | None = None
 
 
 def _plain(w: torch.Tensor | None) -> np.ndarray | None:
@@ -50,10 +52,8 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     from ui.model import encoder
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
-    it = None
-    if {"it", "animal"} <= set(s.tokens):  # two words: never [CLS], [SEP] or the same position
-        most = s.attends_most("it", "animal")
-        it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
+    # Two words: never [CLS], [SEP] or the same position.
+    it = s.attends_most("it", "animal") if {"it", "animal"} <= set(s.tokens) else None
     return RouteReading(list(s.tokens), _plain(s.exact.weights), _plain(s.weights), s.accuracy, it)
 
 
@@ -121,10 +121,10 @@ def show_numbers(d: RouteReading, variant: str, layer: int | None) -> None:
     else:
         kl = float(acc.kl.mean())
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
-    if d.it is not None:
-        exact, kept, distance = d.it
-        items.append(("“it” looks most at “animal”", f"{exact} → {'—' if d.weights is None else kept} of {HEADS} heads",
-                      f"exact → route; {distance} tokens apart"))  # fmt: skip
+    if (it := d.it) is not None:
+        kept = "—" if d.weights is None else it.variant_heads
+        items.append(("“it” looks most at “animal”", f"{it.exact_heads} → {kept} of {HEADS} heads",
+                      f"exact → route; {abs(it.query - it.key)} tokens apart"))  # fmt: skip
     draw.metrics(*items)
     where = (f"The model's own Q, K and V of layer {layer}, every head, go through the route in place of its "
              "softmax; the later layers are not rerun." if layer is not None else f"Random inputs: n = "
