@@ -14,11 +14,9 @@ tile of the mask. Two things cost time once and are cached here (a planned call 
   band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
   per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 
-Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
-inductor on the CPU, as on some Streamlit Community Cloud images; no Triton on a GPU;
-``$ATTENTION_NO_COMPILE`` set; an earlier compile that failed; or the cache of compile keys full)
-and :func:`flex_plan` raises :class:`FlexUnavailable` with that sentence. Callers run the dense path
-instead and say so.
+Where it cannot compile (no C++ compiler for inductor, as on some Streamlit Community Cloud images, say),
+:func:`flex_available` says why in a sentence and :func:`flex_plan` raises :class:`FlexUnavailable` with
+it. Callers run the dense path instead and say so.
 """
 
 from __future__ import annotations
