@@ -231,9 +231,8 @@ def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
     for run, color, name in RUNS:
         fig.add_trace(go.Bar(x=labels, y=table[f"score_var_{run}"], name=f"Var({name})", marker={"color": color},
                              hovertemplate="%{x}<br>Var(" + name + ") = %{y:.3g}<extra></extra>"))  # fmt: skip
-    goal = {"color": THEORY, "dash": "dash", "width": 2}
-    fig.add_hline(y=1.0, line=goal)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=goal, name="variance 1, the goal"))
+    fig.add_hline(y=1.0, line={"color": THEORY, "dash": "dash", "width": 2}, name="variance 1, the goal",
+                  showlegend=True)  # fmt: skip
     _log_y(fig, title_text="variance of the scores")
     fig.update_xaxes(title_text="initial std of W_q, W_k")
     base_layout(fig, talk=talk, height=420)
@@ -260,8 +259,8 @@ def overflow_figure(
         fig.add_trace(go.Scatter(x=m, y=sweep[column].clip(lower=LOG_FLOOR), mode="lines+markers", name=name,
                                  line={"color": color, "width": 3}, customdata=sweep[column],
                                  hovertemplate="largest logit %{x:.3g}<br>error %{customdata:.3g}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[magnitude, magnitude], y=[LOG_FLOOR, 1], mode="lines", name="your logit size",
-                             line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
+    fig.add_vline(x=magnitude, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, name="your logit size",
+                  showlegend=True)  # fmt: skip
     fig.update_xaxes(type="log", dtick=1, title_text="largest logit", range=[0, np.log10(x_max)])
     _log_y(fig, title_text="largest |error| vs float64", range=[np.log10(LOG_FLOOR), 0.3], dtick=3)
     base_layout(fig, title=f"{dtype}: error as the logits grow", talk=talk, height=460)
