@@ -50,13 +50,15 @@ def _log_y(fig: go.Figure, **kw: object) -> None:
     fig.update_yaxes(type="log", dtick=kw.pop("dtick", 1), exponentformat="power", **kw)
 
 
-def _keys(weights: Sequence[float]) -> tuple[list[str], list[float]]:
-    """One query's weights as bars: the keys' names k0, k1, … and the weights."""
-    ys = as_array(weights).tolist()
-    return [f"k{j}" for j in range(len(ys))], ys
-
-
-def _weight_axes(fig: go.Figure, *, title: str, talk: bool, height: int) -> go.Figure:
+def _weight_bars(
+    bars: Sequence[tuple[Sequence[float], str, str | None, str]], *, title: str, talk: bool, height: int
+) -> go.Figure:
+    """One query's weights over its keys k0, k1, …: a series of bars per ``(weights, colour, name, hover label)``."""
+    fig = go.Figure()
+    for weights, color, name, label in bars:
+        ys = as_array(weights).tolist()
+        fig.add_trace(go.Bar(x=[f"k{j}" for j in range(len(ys))], y=ys, name=name, marker={"color": color},
+                             hovertemplate="%{x}: %{y:.4f}<extra>" + label + "</extra>"))  # fmt: skip
     fig.update_yaxes(range=[0, 1.02], title_text="weight")
     fig.update_xaxes(title_text="key")
     return base_layout(fig, title=title, talk=talk, height=height)
@@ -134,12 +136,9 @@ def row_bars_figure(
     weights_unscaled: Sequence[float], weights_scaled: Sequence[float], d_k: int, *, talk: bool = False
 ) -> go.Figure:
     """One query's softmax weights over its keys, unscaled next to scaled."""
-    fig = go.Figure()
-    for weights, (run, color, name) in zip((weights_unscaled, weights_scaled), RUNS, strict=True):
-        keys, ys = _keys(weights)
-        fig.add_trace(go.Bar(x=keys, y=ys, name=f"softmax({name})", marker={"color": color},
-                             hovertemplate="%{x}: %{y:.4f}<extra>" + run + "</extra>"))  # fmt: skip
-    _weight_axes(fig, title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)
+    runs = zip((weights_unscaled, weights_scaled), RUNS, strict=True)
+    fig = _weight_bars([(w, color, f"softmax({name})", run) for w, (run, color, name) in runs],
+                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)  # fmt: skip
     _legend(fig)
     return fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
 
@@ -170,9 +169,8 @@ def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool 
 
 def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool = False) -> go.Figure:
     """One query's weights at the chosen temperature."""
-    keys, ys = _keys(weights)
-    fig = go.Figure(go.Bar(x=keys, y=ys, marker={"color": THEORY}, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    return _weight_axes(fig, title=f"softmax(q·k / {tau:g}) for the same query", talk=talk, height=420)
+    return _weight_bars([(weights, THEORY, None, "")], title=f"softmax(q·k / {tau:g}) for the same query", talk=talk,
+                        height=420)  # fmt: skip
 
 
 def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
@@ -233,9 +231,8 @@ def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
     for run, color, name in RUNS:
         fig.add_trace(go.Bar(x=labels, y=table[f"score_var_{run}"], name=f"Var({name})", marker={"color": color},
                              hovertemplate="%{x}<br>Var(" + name + ") = %{y:.3g}<extra></extra>"))  # fmt: skip
-    goal = {"color": THEORY, "dash": "dash", "width": 2}
-    fig.add_hline(y=1.0, line=goal)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=goal, name="variance 1, the goal"))
+    fig.add_hline(y=1.0, line={"color": THEORY, "dash": "dash", "width": 2}, name="variance 1, the goal",
+                  showlegend=True)  # fmt: skip
     _log_y(fig, title_text="variance of the scores")
     fig.update_xaxes(title_text="initial std of W_q, W_k")
     base_layout(fig, talk=talk, height=420)
@@ -262,8 +259,8 @@ def overflow_figure(
         fig.add_trace(go.Scatter(x=m, y=sweep[column].clip(lower=LOG_FLOOR), mode="lines+markers", name=name,
                                  line={"color": color, "width": 3}, customdata=sweep[column],
                                  hovertemplate="largest logit %{x:.3g}<br>error %{customdata:.3g}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[magnitude, magnitude], y=[LOG_FLOOR, 1], mode="lines", name="your logit size",
-                             line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
+    fig.add_vline(x=magnitude, line={"color": HIGHLIGHT, "width": 2, "dash": "dot"}, name="your logit size",
+                  showlegend=True)  # fmt: skip
     fig.update_xaxes(type="log", dtick=1, title_text="largest logit", range=[0, np.log10(x_max)])
     _log_y(fig, title_text="largest |error| vs float64", range=[np.log10(LOG_FLOOR), 0.3], dtick=3)
     base_layout(fig, title=f"{dtype}: error as the logits grow", talk=talk, height=460)

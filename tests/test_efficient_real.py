@@ -46,7 +46,7 @@ def test_linear_attention_keeps_some_weight_on_animal(bert):
     swap = swap_layer(bert, TIRED, 3, "linear")
     reading = swap.attends_most("it", "animal")
     assert bool((swap.weights[0, :, reading.query, reading.key] > 0).all())
-    assert swap.accuracy.mean_kl is not None and 0 < swap.accuracy.mean_kl < float("inf")
+    assert swap.accuracy.kl is not None and 0 < float(swap.accuracy.kl.mean()) < float("inf")
 
 
 def test_bad_tokens_and_layers_are_refused(bert):

@@ -99,14 +99,6 @@ class Accuracy:
     kept: float | None
     note: str | None = None
 
-    @property
-    def mean_kl(self) -> float | None:
-        return None if self.kl is None else float(self.kl.mean())
-
-    @property
-    def mean_reverse_kl(self) -> float | None:
-        return None if self.reverse_kl is None else float(self.reverse_kl.mean())
-
 
 def compare(
     output: torch.Tensor,
@@ -154,8 +146,7 @@ class ErrorCurve:
 
     def ratio(self, small: int, large: int) -> float:
         """Mean error at ``small`` over mean error at ``large`` (how many times it fell)."""
-        for value in (small, large):
-            if value not in self.x:
-                raise ValueError(f"{value} is not one of the sizes measured, {list(self.x)}")
         mean = dict(zip(self.x, self.mean, strict=True))
+        if small not in mean or large not in mean:
+            raise ValueError(f"small and large must be sizes measured, {list(self.x)}; got {small} and {large}")
         return mean[small] / mean[large] if mean[large] > 0 else math.inf

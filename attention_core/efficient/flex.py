@@ -14,11 +14,9 @@ tile of the mask. Two things cost time once and are cached here (a planned call 
   band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
   per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 
-Where it cannot compile, :func:`flex_available` says why in a sentence (no C++ compiler for
-inductor on the CPU, as on some Streamlit Community Cloud images; no Triton on a GPU;
-``$ATTENTION_NO_COMPILE`` set; an earlier compile that failed; or the cache of compile keys full)
-and :func:`flex_plan` raises :class:`FlexUnavailable` with that sentence. Callers run the dense path
-instead and say so.
+Where it cannot compile (no C++ compiler for inductor, as on some Streamlit Community Cloud images, say),
+:func:`flex_available` says why in a sentence and :func:`flex_plan` raises :class:`FlexUnavailable` with
+it. Callers run the dense path instead and say so.
 """
 
 from __future__ import annotations
@@ -60,14 +58,12 @@ def flex_available(device: str | torch.device = "cpu") -> str | None:
         return f"torch.compile is switched off here (${NO_COMPILE_ENV} is set)"
     if importlib.util.find_spec("torch.nn.attention.flex_attention") is None:
         return f"this torch ({torch.__version__}) has no FlexAttention; it needs torch 2.5 or later"
-    if dev.type == "cpu":
-        if not _has_cpp_compiler():
-            return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
-    elif dev.type == "cuda":
-        if importlib.util.find_spec("triton") is None:
-            return "torch.compile needs Triton on a GPU and it is not installed"
-    else:
+    if dev.type not in ("cpu", "cuda"):
         return f"FlexAttention is not set up here for {dev.type} devices"
+    if dev.type == "cpu" and not _has_cpp_compiler():
+        return "torch.compile needs a C++ compiler on the CPU (inductor builds C++ kernels) and none was found"
+    if dev.type == "cuda" and importlib.util.find_spec("triton") is None:
+        return "torch.compile needs Triton on a GPU and it is not installed"
     return _failed.get(dev.type)
 
 

@@ -56,8 +56,7 @@ def linformer_projections(
     edges = (torch.arange(rank + 1, dtype=torch.float64) * n / rank).floor().long()  # (rank + 1,)
     tokens = torch.arange(n)  # (n,)
     member = (tokens[None, :] >= edges[:-1, None]) & (tokens[None, :] < edges[1:, None])  # (rank, n)
-    pool = member.double() / member.sum(dim=-1, keepdim=True)  # (rank, n): each row averages its run
-    pool = pool.to(dev, dtype)
+    pool = (member.double() / member.sum(dim=-1, keepdim=True)).to(dev, dtype)  # (rank, n): each row averages its run
     return pool, pool
 
 

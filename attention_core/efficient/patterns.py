@@ -165,9 +165,7 @@ def _bigbird(
     i = torch.arange(blocks)
     table = ((i[:, None] - i[None, :]).abs() <= window) | (i[:, None] < n_global) | (i[None, :] < n_global)
     gen = torch.Generator(device="cpu").manual_seed(seed)  # drawn on the CPU: one pattern per seed on every device
-    for row in range(min(real, blocks)):
-        if row < n_global:
-            continue  # a global block already sees every key block
+    for row in range(n_global, min(real, blocks)):  # a global block already sees every key block
         candidates = (~table[row, :real]).nonzero().flatten()  # (c,)
         picks = candidates[torch.randperm(len(candidates), generator=gen)[:n_random]]
         table[row, picks] = True

@@ -58,15 +58,13 @@ class LayerSwap:
     output: torch.Tensor
     accuracy: Accuracy
 
-    def index(self, token: str) -> int:
-        """Position of ``token`` (its first occurrence)."""
-        if token not in self.tokens:
-            raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
-        return self.tokens.index(token)
-
     def attends_most(self, query: str, key: str) -> AttendsMost:
-        """Per head, whether ``query`` attends most to ``key``, exactly and under the variant."""
-        qi, ki = self.index(query), self.index(key)
+        """Per head, whether ``query`` attends most to ``key`` (each at its first occurrence), exactly and under
+        the variant."""
+        for token in (query, key):
+            if token not in self.tokens:
+                raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
+        qi, ki = self.tokens.index(query), self.tokens.index(key)
         n = len(self.tokens)
         candidates = torch.ones(n, dtype=torch.bool)
         candidates[[0, n - 1, qi]] = False  # never [CLS], [SEP] or the token itself

@@ -65,7 +65,6 @@ def init_effects(
     scores0 = q0 @ k0.T  # (n_tokens, d_k) @ (d_k, n_tokens) -> (n_tokens, n_tokens)
     out = []
     for label, std in named:
-        q = q0 * std  # (n_tokens, d_k)
         scores = scores0 * std**2  # (n_tokens, n_tokens)
         q_theory = d_model * std**2 * x_var
         w = stable_softmax(scores / math.sqrt(d_k))  # (n_tokens, n_tokens)
@@ -74,7 +73,7 @@ def init_effects(
                 "init": label,
                 "std": std,
                 "x_var": x_var,
-                "q_var": float(q.var()),
+                "q_var": float(q0.var()) * std**2,  # q = σ·q0
                 "q_var_theory": q_theory,
                 "score_var_unscaled": float(scores.var()),
                 "score_var_theory": d_k * q_theory**2,

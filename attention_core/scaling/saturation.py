@@ -53,10 +53,9 @@ def temperature_sweep(
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     n_rows = check_int("n_rows", n_rows, low=2, high=MAX_SAMPLES)
-    taus = list(taus)
+    taus = [check_float(f"taus[{i}]", t, low=0.0, low_open=True) for i, t in enumerate(taus)]
     if not taus:
         raise ValueError("taus must hold at least one temperature")
-    taus = [check_float(f"taus[{i}]", t, low=0.0, low_open=True) for i, t in enumerate(taus)]
     scores, _ = _row_scores(d_k, n_rows, n_keys, seed, new_tensor_device(device))  # (n_rows, n_keys)
     return pd.DataFrame([{"tau": t, **_softmax_stats(scores / t)} for t in taus])
 

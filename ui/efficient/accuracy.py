@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
@@ -20,6 +20,9 @@ from ui.efficient.patterns import PATTERNS as PATTERN_NAMES
 from ui.efficient.patterns import route_params
 from ui.frame import talk
 
+if TYPE_CHECKING:  # the model's modules load when a model reading is first made
+    from attention_core.efficient.real import AttendsMost
+
 NAMES = PATTERN_NAMES | {"linear": "Linear (elu + 1)", "performer": "Performer", "linformer": "Linformer"}
 INPUTS = {"model": "Trained model", "random": "Random"}
 HEADS = 12  # random inputs get as many heads as each of the model's layers, so one head slider serves both
@@ -28,22 +31,18 @@ HEADS = 12  # random inputs get as many heads as each of the model's layers, so 
 @dataclass(frozen=True)
 class RouteReading:
     """A route against exact attention: every head's exact weights and the route's ``(H, L, L)`` (``None``
-    where it has none) and their :class:`Accuracy`; on the model, "it" → "animal" (heads exact, heads under
-    the route, distance)."""
+    where it has none) and their :class:`Accuracy`; on the model, whether "it" still attends most to "animal"."""
 
     tokens: list[str]
     exact: np.ndarray
     weights: np.ndarray | None
     accuracy: Accuracy
-    it: tuple[int, int, int] | None = None
+    it: AttendsMost | None = None
 
 
-def _reading(tokens: list[str], exact: torch.Tensor, weights: torch.Tensor | None, accuracy: Accuracy,
-             it: tuple[int, int, int] | None = None) -> RouteReading:  # fmt: skip
-    def plain(w: torch.Tensor) -> np.ndarray:  # the batch of one
-        return w[0].detach().float().cpu().numpy()
-
-    return RouteReading(tokens, plain(exact), None if weights is None else plain(weights), accuracy, it)
+def _plain(w: torch.Tensor | None) -> np.ndarray | None:
+    """A batch of one's weights ``(1, H, L, S)`` as numpy ``(H, L, S)``; ``None`` stays ``None``."""
+    return None if w is None else w[0].detach().float().cpu().numpy()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -53,11 +52,9 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     from ui.model import encoder
 
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
-    it = None
-    if {"it", "animal"} <= set(s.tokens):  # two words: never [CLS], [SEP] or the same position
-        most = s.attends_most("it", "animal")
-        it = (most.exact_heads, most.variant_heads, abs(most.query - most.key))
-    return _reading(list(s.tokens), s.exact.weights, s.weights, s.accuracy, it)
+    # Two words: never [CLS], [SEP] or the same position.
+    it = s.attends_most("it", "animal") if {"it", "animal"} <= set(s.tokens) else None
+    return RouteReading(list(s.tokens), _plain(s.exact.weights), _plain(s.weights), s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud
@@ -65,7 +62,7 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
     """``variant`` against exact attention on random ``(1, 12, n, 64)`` inputs."""
     q, k, v = random_qkv(n, 64, heads=HEADS, seed=seed, device="cpu")
     result, exact, acc = compare_variant(q, k, v, variant, is_causal=causal, **dict(params))
-    return _reading([str(i) for i in range(n)], exact.weights, result.weights, acc)
+    return RouteReading([str(i) for i in range(n)], _plain(exact.weights), _plain(result.weights), acc)
 
 
 def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
@@ -120,14 +117,14 @@ def show_numbers(d: RouteReading, variant: str, layer: int | None) -> None:
         items.append(("Per-row KL", "—", "no weights to compare (see the figure)"))
     elif variant in PATTERNS:  # KL(exact ‖ pattern) is ∞ wherever the pattern drops a weighted key
         items.append(("Exact weight kept", f"{acc.kept:.0%}", "on the keys the pattern allows"))
-        items.append(("KL(route ‖ exact)", f"{acc.mean_reverse_kl:.3f} nats", "−log(weight kept), row mean"))
+        items.append(("KL(route ‖ exact)", f"{float(acc.reverse_kl.mean()):.3f} nats", "−log(weight kept), row mean"))
     else:
-        kl = acc.mean_kl
+        kl = float(acc.kl.mean())
         items.append(("KL(exact ‖ route)", "∞" if not math.isfinite(kl) else f"{kl:.3f} nats", "row mean"))
-    if d.it is not None:
-        exact, kept, distance = d.it
-        items.append(("“it” looks most at “animal”", f"{exact} → {'—' if d.weights is None else kept} of {HEADS} heads",
-                      f"exact → route; {distance} tokens apart"))  # fmt: skip
+    if (it := d.it) is not None:
+        kept = "—" if d.weights is None else it.variant_heads
+        items.append(("“it” looks most at “animal”", f"{it.exact_heads} → {kept} of {HEADS} heads",
+                      f"exact → route; {abs(it.query - it.key)} tokens apart"))  # fmt: skip
     draw.metrics(*items)
     where = (f"The model's own Q, K and V of layer {layer}, every head, go through the route in place of its "
              "softmax; the later layers are not rerun." if layer is not None else f"Random inputs: n = "

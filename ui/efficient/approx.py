@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.accuracy import random_qkv, relative_error
+from attention_core.efficient.accuracy import ErrorCurve, random_qkv, relative_error
 from attention_core.efficient.linear import linear_attention
 from attention_core.efficient.lowrank import attention_spectrum
 from attention_core.efficient.variants import error_curve
@@ -23,6 +23,7 @@ FEATURES = (8, 16, 32, 64, 128, 256, 512)
 RANKS = (4, 8, 16, 32, 64, 128)  # below n: pooling to k = n rows is the identity, exact
 SPREADS = {"spread": "Spread out", "peaked": "Peaked"}
 STD = {"spread": D**-0.25, "peaked": 1.0}  # spread: each scaled |q|² ≈ 1; peaked: scores of spread ≈ 1
+PERFORMER, CHI = "Performer, length √d", "Performer, Gaussian lengths"  # vectors of length √d, or a Gaussian's
 PARAGRAPH = (
     "The animal didn't cross the street because it was too tired. It had walked all morning along the river, "
     "past the old mill and the bakery, and the traffic on the main road never seemed to stop. A child on the "
@@ -33,37 +34,28 @@ PARAGRAPH = (
 
 @dataclass(frozen=True)
 class ErrorCurves:
-    """Each route's relative error against exact attention at each size: ``curves[name] = (route, sizes, mean,
-    spread over seeds)``; the Performer's 1/√m ``trend``, its log-log ``slope`` and its error ``ratio`` from 16
-    to 256 features; ``linear``'s error, which has no size."""
+    """Each route's :class:`ErrorCurve` against exact attention by its name in the figure, with the route it
+    belongs to (``curves[name] = (route, curve)``); linear attention's error, which has no size."""
 
-    curves: dict[str, tuple[str, tuple[int, ...], tuple[float, ...], tuple[float, ...]]]
-    trend: tuple[tuple[int, ...], tuple[float, ...]]
-    slope: float
-    ratio: float
-    chi_ratio: float  # the same ratio with Gaussian (chi) lengths, the unbiased heavy-tailed estimate
+    curves: dict[str, tuple[str, ErrorCurve]]
     linear: float
 
 
 @st.cache_data(show_spinner="Measuring each route against exact attention on random inputs…")
 def error_curves(spread: str) -> ErrorCurves:
-    """Mean and spread over seeds of each route's relative error, at each size; linear's, which has no size."""
+    """Each route's relative error over seeds, at each size; linear's, which has no size."""
     std = STD[spread]
     common = {"n": N, "d": D, "heads": HEADS, "seeds": SEEDS, "std": std}
-    perf = error_curve("performer", FEATURES, **common)
-    chi = error_curve("performer", FEATURES, **common, lengths="chi")
-    curves = {("performer", "Performer, length √d"): perf, ("performer", "Performer, Gaussian lengths"): chi} | {
-        ("linformer", f"Linformer, {name}"): error_curve("linformer", RANKS, **common, kind=kind)
+    curves = {PERFORMER: ("performer", error_curve("performer", FEATURES, **common)),
+              CHI: ("performer", error_curve("performer", FEATURES, **common, lengths="chi"))} | {
+        f"Linformer, {name}": ("linformer", error_curve("linformer", RANKS, **common, kind=kind))
         for kind, name in (("gaussian", "random"), ("pool", "pooled"))
-    }
+    }  # fmt: skip
     linear = []
     for seed in SEEDS:
         q, k, v = random_qkv(N, D, heads=HEADS, seed=seed, std=std)
         linear.append(relative_error(linear_attention(q, k, v), reference_attention(q, k, v)))
-    named = {name: (route, c.x, c.mean, c.std) for (route, name), c in curves.items()}
-    trend = (perf.x, perf.inverse_sqrt_trend())
-    return ErrorCurves(named, trend, perf.slope(), perf.ratio(16, 256), chi.ratio(16, 256),
-                        float(np.mean(linear)))
+    return ErrorCurves(curves, float(np.mean(linear)))
 
 
 @st.cache_data(show_spinner=False)
@@ -78,7 +70,10 @@ def spectrum() -> tuple[np.ndarray, int]:
 
 def _errors(is_talk: bool, spread: str) -> Any:
     d = error_curves(spread)
-    return error_figure(d.curves, d.trend, {"Linear (elu+1)": ("linear", d.linear)}, talk=is_talk)
+    perf = d.curves[PERFORMER][1]
+    curves = {name: (route, c.x, c.mean, c.std) for name, (route, c) in d.curves.items()}
+    return error_figure(curves, (perf.x, perf.inverse_sqrt_trend()), {"Linear (elu+1)": ("linear", d.linear)},
+                        talk=is_talk)  # fmt: skip
 
 
 def _spectrum(is_talk: bool, k: int) -> Any:
@@ -104,9 +99,10 @@ def approx_tab() -> None:
     energy, n_tokens = spectrum()
     with right:
         draw.chart(draw.figure(_spectrum, talk(), k), "ef_spectrum", fit="efficient.Kernels & low rank")
+    perf, chi = d.curves[PERFORMER][1], d.curves[CHI][1]
     draw.metrics(
-        ("Performer, 16 → 256 features", f"{d.ratio:.1f}× smaller", f"log-log slope {draw.fmt(d.slope, 2)} "
-         f"(1/√m: −0.5); Gaussian lengths {d.chi_ratio:.1f}×"),
+        ("Performer, 16 → 256 features", f"{perf.ratio(16, 256):.1f}× smaller", f"log-log slope "
+         f"{draw.fmt(perf.slope(), 2)} (1/√m: −0.5); Gaussian lengths {chi.ratio(16, 256):.1f}×"),
         ("Linear (elu + 1)", f"{d.linear:.0%}", "relative error at any n"),
         (f"Top {k} of {n_tokens} singular values", f"{np.median(energy[:, min(k, n_tokens) - 1]):.0%}",
          "of the energy, median over the 72 maps"),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from attention_core import bench
 from attention_core.efficient.flex import compiled_keys, flex_available
-from attention_core.efficient.lra import LRA_RESULTS, ROUTE_OF_MODEL, SOURCE
+from attention_core.efficient.lra import ROUTE_OF_MODEL, SOURCE, lra_result
 from ui import draw
 from ui.benchmark import running
 from ui.benchmark.data import cap_and_free, plan
@@ -106,10 +106,8 @@ def lra_table(measured: tuple[bench.BenchResult, ...], fallback: str | None) -> 
     labels = {route[0]: r.impl for r in measured if (route := bench.parse_route(r.impl))}
     at = max((n for n in sdpa if n <= LRA_N), default=None)
     rows = []
-    for r in LRA_RESULTS:
-        route = ROUTE_OF_MODEL.get(r.model)
-        if route is None:
-            continue
+    for model, route in ROUTE_OF_MODEL.items():
+        r = lra_result(model)
         route = "sdpa-masked" if route == "flex-window" and fallback else route
         mine = _times(measured, labels.get(route, route))
         rows.append({"model": r.model, "LRA accuracy %": r.average, "LRA speed ×": r.speedup_4k,

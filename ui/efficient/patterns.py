@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from attention_core.efficient.patterns import EMPTY, FLEX_BLOCK, PARTIAL, block_summary, dense_mask
+from attention_core.efficient.patterns import EMPTY, FLEX_BLOCK, PARTIAL, BlockSummary, block_summary, dense_mask
 from attention_core.efficient.variants import variant_pattern
 from figures.efficient import pattern_figure
 from ui import draw
@@ -38,27 +38,22 @@ def route_params(variant: str, window: int, n_global: int, dilation: int, n_rand
 
 @dataclass(frozen=True)
 class PatternReading:
-    """The first tokens' dense mask ``(zoom, zoom)``, every tile's state, and the shares of the n² scores
-    skipped, allowed, and in tiles computed then masked."""
+    """The first tokens' dense mask ``(zoom, zoom)`` and the whole pattern's tiles."""
 
     allowed: np.ndarray
-    states: np.ndarray
-    skipped: float
-    pairs: float
-    partial: float
+    tiles: BlockSummary
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading the pattern tile by tile…")
 def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternReading:
     mod = variant_pattern(variant, n=n, is_causal=causal, device="cpu", **route_params(variant, *params))
-    tiles, zoom = block_summary(mod, n, n, device="cpu"), min(n, ZOOM)
-    return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), tiles.states.numpy(),
-                          tiles.share(EMPTY), tiles.allowed_share, tiles.share(PARTIAL))  # fmt: skip
+    zoom = min(n, ZOOM)
+    return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), block_summary(mod, n, n, device="cpu"))
 
 
 def _figure(is_talk: bool, *key: Any) -> Any:
     d = pattern_data(*key)
-    return pattern_figure(d.allowed, d.states, key[2], FLEX_BLOCK, talk=is_talk)
+    return pattern_figure(d.allowed, d.tiles.states.numpy(), key[2], FLEX_BLOCK, talk=is_talk)
 
 
 def patterns_tab() -> None:
@@ -82,10 +77,10 @@ def patterns_tab() -> None:
     draw.prose(f"**{PATTERNS[variant]}.** {ABOUT[variant]} A block-sparse kernel such as FlexAttention works in "
                f"{FLEX_BLOCK}×{FLEX_BLOCK} tiles: it skips a tile no pair of which may attend, computes a full one "
                "without a mask, and masks the rest.")  # fmt: skip
-    d = pattern_data(*key)
+    tiles = pattern_data(*key).tiles
     draw.chart(draw.figure(_figure, talk(), *key), "ef_pattern", fit="efficient.Sparse patterns")
     draw.metrics(
-        ("Work skipped", f"{d.skipped:.0%}", "of the n² scores: tiles never computed"),
-        ("Pairs allowed", f"{d.pairs:.1%}", "what a perfect kernel would compute"),
-        ("Tiles masked", f"{d.partial:.0%}", "computed, then masked"),
+        ("Work skipped", f"{tiles.share(EMPTY):.0%}", "of the n² scores: tiles never computed"),
+        ("Pairs allowed", f"{tiles.allowed_share:.1%}", "what a perfect kernel would compute"),
+        ("Tiles masked", f"{tiles.share(PARTIAL):.0%}", "computed, then masked"),
     )
