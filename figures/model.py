@@ -8,26 +8,13 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .arrays import shrink
 from .style import HIGHLIGHT, SEQUENTIAL, base_layout, font_size
 
 
 def head_label(layer: int, head: int) -> str:
     """The name of a head on every figure and sentence of the page: L3·H1 (counted from 0)."""
     return f"L{layer}·H{head}"
-
-
-def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
-    """Mean-pool the last two axes by k×k blocks so that neither exceeds ``max_side``; returns (w, k)."""
-    n = w.shape[-1]
-    k = -(-n // max(1, max_side))  # ceil
-    if k <= 1:
-        return w, 1
-    m = -(-n // k)
-    padded = np.full((*w.shape[:-2], m * k, m * k), np.nan)
-    padded[..., :n, :n] = w
-    blocks = padded.reshape(*w.shape[:-2], m, k, m, k)  # (..., m, k, m, k)
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
 
 
 def layer_head_grid(
@@ -46,7 +33,7 @@ def layer_head_grid(
         raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
     if len(tokens) != w.shape[-1]:
         raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
-    w, block = _shrink(w, max_side)
+    w, block = shrink(w, max_side)
     n_layers, n_heads, n, _ = w.shape
     gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
     step = n + gap
