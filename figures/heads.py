@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .cells import cell_labels
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
 from .walkthrough import PALETTE, matrix_heatmap
 
@@ -78,7 +79,7 @@ def heads_side_by_side(
         fig.add_heatmap(
             z=w[i], x=list(tokens), y=list(tokens), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, showscale=i == 0,
             colorbar={"thickness": 12, "len": 0.8}, xgap=1, ygap=1,
-            text=np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1))(w[i]),
+            text=cell_labels(w[i]),
             texttemplate="%{text}" if h <= 2 and L <= 12 else None, textfont={"size": size - 3},
             hovertemplate=f"head {i}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>", row=r + 1, col=c + 1,
         )  # fmt: skip

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .arrays import shrink
+from .cells import cell_labels
 from .style import HIGHLIGHT, SEQUENTIAL, base_layout, font_size
 
 
@@ -118,12 +119,11 @@ def layer_head_map(values: np.ndarray, *, title: str, talk: bool = False) -> go.
     if v.size and (np.nanmin(v) < -1e-9 or np.nanmax(v) > 1 + 1e-9):
         raise ValueError("values must be shares in [0, 1]")
     n_layers, n_heads = v.shape
-    text = np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1) if x < 1 else "1")(v)
     size = font_size(talk)
     fig = go.Figure(
         go.Heatmap(
             z=v, x=[f"H{h}" for h in range(n_heads)], y=[f"L{layer}" for layer in range(n_layers)],
-            text=text, texttemplate="%{text}", textfont={"size": size - (2 if talk else 3)},
+            text=cell_labels(v), texttemplate="%{text}", textfont={"size": size - (2 if talk else 3)},
             colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, xgap=2, ygap=2, showscale=False,
             hovertemplate="%{y}·%{x}: %{z:.3f}<extra></extra>",
         )
