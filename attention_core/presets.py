@@ -118,11 +118,11 @@ def tiny_example(
 
 # Hand-set shared features: each word in a group gets that group's direction with its own
 # strength, so "it" (a weak member) finds "animal" (a strong one) more alike than itself.
-_GROUPS: dict[int, dict[str, float]] = {
-    0: {"animal": 3.0, "it": 1.6, "tired": 1.2, "animal·1": 3.0, "il": 1.6, "fatigué": 1.2},
-    1: {"street": 3.0, "cross": 1.5, "rue": 3.0, "traversé": 1.5},
-    2: {"the": 1.0, "l'": 1.0, "la": 1.0},
-}
+_GROUPS: tuple[dict[str, float], ...] = (
+    {"animal": 3.0, "it": 1.6, "tired": 1.2, "animal·1": 3.0, "il": 1.6, "fatigué": 1.2},
+    {"street": 3.0, "cross": 1.5, "rue": 3.0, "traversé": 1.5},
+    {"the": 1.0, "l'": 1.0, "la": 1.0},
+)
 
 
 def sentence_example(
@@ -137,14 +137,10 @@ def sentence_example(
     group_dirs = torch.eye(d_model)[: len(_GROUPS)]  # (G, d_model)
 
     def embed(words: list[str]) -> torch.Tensor:
-        rows = []
-        for w in words:
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(w.lower().encode()))  # one per word
-            vec = 0.6 * torch.randn(d_model, generator=g)  # (d_model,)
-            for g, members in _GROUPS.items():
-                vec = vec + members.get(w.lower(), 0.0) * group_dirs[g]
-            rows.append(vec)
-        return torch.stack(rows)  # (n, d_model)
+        seeds = [seed * 1_000_003 + zlib.crc32(w.lower().encode()) for w in words]  # one generator per word
+        noise = torch.stack([0.6 * torch.randn(d_model, generator=torch.Generator().manual_seed(s)) for s in seeds])
+        strength = torch.tensor([[group.get(w.lower(), 0.0) for group in _GROUPS] for w in words])  # (n, G)
+        return noise + strength @ group_dirs  # (n, d_model) + (n, G) @ (G, d_model)
 
     g = torch.Generator().manual_seed(seed)
     # W_q and W_k share a part, so q·k rewards similar words; the rest is noise.
