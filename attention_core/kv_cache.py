@@ -13,6 +13,7 @@ import time
 import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -246,6 +247,15 @@ def time_decode_steps(
     k_all = split_heads(x @ w_k, g)  # (g, T, d_k): the cache as the earlier steps left it
     v_all = split_heads(x @ w_v, g)  # (g, T, d_k)
 
+    def cached_step(x_new: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
+        q = split_heads(x_new @ w_q, h)  # (h, 1, d_k)
+        k_cache[:, -1:] = split_heads(x_new @ w_k, g)  # (g, 1, d_k) into the last row
+        v_cache[:, -1:] = split_heads(x_new @ w_v, g)  # (g, 1, d_k)
+        return merge_heads(decode_step(q, k_cache, v_cache)) @ w_o  # (1, d_model)
+
+    def recompute_step(x_upto: torch.Tensor) -> torch.Tensor:
+        return multi_head_attention(x_upto, w_q, w_k, w_v, w_o, h, g, is_causal=True)[-1:]  # (1, d_model)
+
     cached: list[float | None] = []
     recomputed: list[float | None] = []
     diff = 0.0
@@ -256,31 +266,19 @@ def time_decode_steps(
     with torch.inference_mode(), one_thread(dev):
         threads = torch.get_num_threads()
         for t in ctxs:
-            k_cache, v_cache = k_all[:, : t + 1].clone(), v_all[:, : t + 1].clone()  # (g, t+1, d_k)
-            x_new, x_upto = x[t : t + 1], x[: t + 1]  # (1, d_model), (t+1, d_model)
-
-            def cached_step(
-                x_new: torch.Tensor = x_new, k_cache: torch.Tensor = k_cache, v_cache: torch.Tensor = v_cache
-            ) -> torch.Tensor:
-                q = split_heads(x_new @ w_q, h)  # (h, 1, d_k)
-                k_cache[:, -1:] = split_heads(x_new @ w_k, g)  # (g, 1, d_k) into the last row
-                v_cache[:, -1:] = split_heads(x_new @ w_v, g)  # (g, 1, d_k)
-                return merge_heads(decode_step(q, k_cache, v_cache)) @ w_o  # (1, d_model)
-
-            def recompute_step(x_upto: torch.Tensor = x_upto) -> torch.Tensor:
-                return multi_head_attention(x_upto, w_q, w_k, w_v, w_o, h, g, is_causal=True)[-1:]  # (1, d_model)
-
+            cached_t = partial(cached_step, x[t : t + 1], k_all[:, : t + 1].clone(), v_all[:, : t + 1].clone())
+            recompute_t = partial(recompute_step, x[: t + 1])  # the t + 1 tokens so far, (t+1, d_model)
             if cached and time.perf_counter() > hard_stop:  # a machine so busy that even the cheap steps overran
                 cached.append(None)
                 recomputed.append(None)
                 continue
-            cached.append(_fastest_time(cached_step, repeats, min_time_per_point))
+            cached.append(_fastest_time(cached_t, repeats, min_time_per_point))
             predicted = 0.0 if last is None else 3 * last[1] * (t / last[0]) ** 2
             if last is not None and time.perf_counter() + predicted > deadline:
                 recomputed.append(None)
                 continue
-            recomputed.append(_fastest_time(recompute_step, repeats, min_time_per_point))
+            recomputed.append(_fastest_time(recompute_t, repeats, min_time_per_point))
             last = (t, recomputed[-1])
-            diff = float((cached_step() - recompute_step()).abs().max())
+            diff = float((cached_t() - recompute_t()).abs().max())
     return DecodeTiming(contexts=tuple(ctxs), cached_s=tuple(cached), recompute_s=tuple(recomputed), threads=threads,
                         wall_s=time.perf_counter() - started, max_abs_diff=diff)  # fmt: skip

@@ -51,7 +51,6 @@ class WalkthroughInputs:
     k: torch.Tensor
     v: torch.Tensor
     positions: bool
-    cross: bool
     unknown: tuple[str, ...] = ()  # the model preset: words outside its vocabulary, read as [UNK]
 
     @property
@@ -78,7 +77,7 @@ class WalkthroughInputs:
 def _finish(
     name: str, q_tokens: list[str], k_tokens: list[str], x_q: torch.Tensor, x_kv: torch.Tensor,
     w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor,
-    *, positions: bool, cross: bool, device: str | torch.device | None, unknown: tuple[str, ...] = (),
+    *, positions: bool, device: str | torch.device | None, unknown: tuple[str, ...] = (),
 ) -> WalkthroughInputs:  # fmt: skip
     """Add the positions, move to ``device`` and project: the inputs of every preset made from X and the W's."""
     dev = new_tensor_device(device)
@@ -90,7 +89,7 @@ def _finish(
     _, k, v = project_qkv(x_kv, w_q, w_k, w_v)  # (S, d_k), (S, d_v)
     return WalkthroughInputs(
         name=name, query_tokens=tuple(_unique(q_tokens)), key_tokens=tuple(_unique(k_tokens)),
-        x_q=x_q, x_kv=x_kv, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, positions=positions, cross=cross, unknown=unknown,
+        x_q=x_q, x_kv=x_kv, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, positions=positions, unknown=unknown,
     )  # fmt: skip
 
 
@@ -113,16 +112,16 @@ def tiny_example(
     if cross:
         x_q = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # (2, 4)
         q_tokens = ["J'", "aime"]
-    return _finish("tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v, positions=positions, cross=cross, device=device)
+    return _finish("tiny", q_tokens, tokens, x_q, x, w_q, w_k, w_v, positions=positions, device=device)
 
 
 # Hand-set shared features: each word in a group gets that group's direction with its own
 # strength, so "it" (a weak member) finds "animal" (a strong one) more alike than itself.
-_GROUPS: dict[int, dict[str, float]] = {
-    0: {"animal": 3.0, "it": 1.6, "tired": 1.2, "animal·1": 3.0, "il": 1.6, "fatigué": 1.2},
-    1: {"street": 3.0, "cross": 1.5, "rue": 3.0, "traversé": 1.5},
-    2: {"the": 1.0, "l'": 1.0, "la": 1.0},
-}
+_GROUPS: tuple[dict[str, float], ...] = (
+    {"animal": 3.0, "it": 1.6, "tired": 1.2, "animal·1": 3.0, "il": 1.6, "fatigué": 1.2},
+    {"street": 3.0, "cross": 1.5, "rue": 3.0, "traversé": 1.5},
+    {"the": 1.0, "l'": 1.0, "la": 1.0},
+)
 
 
 def sentence_example(
@@ -137,14 +136,10 @@ def sentence_example(
     group_dirs = torch.eye(d_model)[: len(_GROUPS)]  # (G, d_model)
 
     def embed(words: list[str]) -> torch.Tensor:
-        rows = []
-        for w in words:
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(w.lower().encode()))  # one per word
-            vec = 0.6 * torch.randn(d_model, generator=g)  # (d_model,)
-            for g, members in _GROUPS.items():
-                vec = vec + members.get(w.lower(), 0.0) * group_dirs[g]
-            rows.append(vec)
-        return torch.stack(rows)  # (n, d_model)
+        seeds = [seed * 1_000_003 + zlib.crc32(w.lower().encode()) for w in words]  # one generator per word
+        noise = torch.stack([0.6 * torch.randn(d_model, generator=torch.Generator().manual_seed(s)) for s in seeds])
+        strength = torch.tensor([[group.get(w.lower(), 0.0) for group in _GROUPS] for w in words])  # (n, G)
+        return noise + strength @ group_dirs  # (n, d_model) + (n, G) @ (G, d_model)
 
     g = torch.Generator().manual_seed(seed)
     # W_q and W_k share a part, so q·k rewards similar words; the rest is noise.
@@ -159,7 +154,7 @@ def sentence_example(
     queries = SENTENCE_FR if cross else SENTENCE
     return _finish(
         "sentence", queries, keys, embed(queries), embed(keys), w_q, w_k, w_v,
-        positions=positions, cross=cross, device=device,
+        positions=positions, device=device,
     )
 
 
@@ -183,7 +178,7 @@ def random_example(
     k_tokens = [f"t{i}" for i in range(n)]
     q_tokens = [f"y{i}" for i in range(n_q)] if cross else k_tokens
     return _finish(
-        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v, positions=positions, cross=cross, device=device
+        "random", q_tokens, k_tokens, x_q, x_kv, w_q, w_k, w_v, positions=positions, device=device
     )
 
 
@@ -215,7 +210,7 @@ def model_example(
     tokens = list(batch.items[0].tokens)
     return _finish(
         "model", tokens, tokens, x1, x1, with_bias("q"), with_bias("k"), with_bias("v"),
-        positions=False, cross=False, device=device if model is None else x.device,
+        positions=False, device=device if model is None else x.device,
         unknown=tuple(batch.items[0].unknown),
     )
 
@@ -244,5 +239,5 @@ def decoder_example(
     return WalkthroughInputs(
         name="decoder", query_tokens=tuple(_unique(tokens)), key_tokens=tuple(_unique(tokens)),
         x_q=h["x"], x_kv=h["x"], w_q=h["w_q"], w_k=h["w_k"], w_v=h["w_v"], q=h["q"], k=h["k"], v=h["v"],
-        positions=False, cross=False,
+        positions=False,
     )  # fmt: skip

@@ -99,14 +99,12 @@ def run_walkthrough(
         inputs = example(text=text, layer=layer, head=head, cross=cross, model=model, device=device)
     elif preset == "tiny":
         inputs = tiny_example(positions=positions, cross=cross, device=device)
-    elif preset == "sentence":
-        inputs = sentence_example(
-            d_model=max(d_model, 4), d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
-        )
     else:
-        inputs = random_example(
-            n=n, d_model=d_model, d_k=d_k, d_v=d_v, seed=seed, positions=positions, cross=cross, device=device
-        )
+        sized = {"d_k": d_k, "d_v": d_v, "seed": seed, "positions": positions, "cross": cross, "device": device}
+        if preset == "sentence":
+            inputs = sentence_example(d_model=max(d_model, 4), **sized)
+        else:
+            inputs = random_example(n=n, d_model=d_model, **sized)
     q, k, v = inputs.q, inputs.k, inputs.v
     attn_mask, valid = build_mask(mask, inputs.n_q, inputs.n_k, min(pad, inputs.n_k), q.device)
     scale = None if scaled else 1.0

@@ -117,7 +117,6 @@ def heatmap_geometry(
     colorbar: bool = True,
     colorbar_labels: Sequence[str] = ("−0.00",),
     natural_cell: int = 40,
-    min_height: int = 200,
 ) -> HeatmapGeometry:
     """Lay out a heatmap ``width`` px wide: margins from its labels, cells from what is left.
 
@@ -154,7 +153,7 @@ def heatmap_geometry(
     margin_b = 10
     if height is None:
         height = math.ceil(margin_t + margin_b + natural_cell * n_rows)
-    height = max(min_height, int(height))
+    height = max(200, int(height))
     cell_h = max(1.0, height - margin_t - margin_b) / n_rows
     # Row labels: no taller than a row, or plotly would drop every other one.
     row_font = max(6, min(font, math.floor(cell_h / 1.3)))

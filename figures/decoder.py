@@ -302,31 +302,6 @@ def sink_figure(
     return fig.update_layout(barmode="overlay", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
 
 
-def shrink(weights: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
-    """Mean-pool the last two axes by k×k blocks so that neither exceeds ``max_side``; returns (w, k).
-
-    NaN marks a blocked cell: a block of blocked cells only stays NaN (blank), a block cut by the
-    diagonal or the window's edge holds the mean of its allowed cells."""
-    w = np.asarray(weights, dtype=np.float32)
-    if w.ndim < 2 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"weights must end in a square (..., L, L), got shape {w.shape}")
-    if max_side < 1:
-        raise ValueError(f"max_side must be at least 1, got {max_side}")
-    n = w.shape[-1]
-    k = -(-n // max_side)  # ceil
-    if k <= 1:
-        return w, 1
-    m = -(-n // k)
-    padded = np.full((*w.shape[:-2], m * k, m * k), np.nan, dtype=np.float32)
-    padded[..., :n, :n] = w
-    blocks = padded.reshape(*w.shape[:-2], m, k, m, k)  # (..., m, k, m, k)
-    count = (~np.isnan(blocks)).sum(axis=(-3, -1))  # (..., m, m)
-    total = np.nansum(blocks, axis=(-3, -1))  # (..., m, m)
-    out = np.full(total.shape, np.nan, dtype=np.float32)
-    np.divide(total, count, out=out, where=count > 0)
-    return out, k
-
-
 def blank_blocked(weights: np.ndarray, *, window: int | None = None) -> np.ndarray:
     """Weights ``(..., L, L)`` with the cells a causal mask (and a sliding ``window``) blocks set to NaN,
     so a heatmap leaves them blank instead of drawing a 0 that was never computed."""

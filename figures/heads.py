@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .cells import cell_labels
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
 from .walkthrough import PALETTE, matrix_heatmap
 
@@ -54,7 +55,7 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
 
 
 def heads_side_by_side(
-    weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, columns: int = 4, talk: bool = False
+    weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, talk: bool = False
 ) -> go.Figure:
     """Each head's ``(L, S)`` weights side by side on one 0…1 colour scale; ``weights`` is ``(h, L, S)``.
 
@@ -64,7 +65,7 @@ def heads_side_by_side(
     if w.ndim != 3 or len(kv_of) != w.shape[0]:
         raise ValueError(f"weights must be (h, L, S) with one K/V index per head, got {w.shape} and {len(kv_of)}")
     h, L, _ = w.shape
-    cols = min(columns, h)
+    cols = min(4, h)
     rows = math.ceil(h / cols)
     grouped = len(set(kv_of)) < h
     titles = [f"<span style='color:{group_color(j)}'><b>head {i}</b>{f' · K/V {j}' if grouped else ''}</span>"
@@ -72,24 +73,23 @@ def heads_side_by_side(
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
                         vertical_spacing=0.12 if rows > 1 else 0.0)  # fmt: skip
     size = font_size(talk)
-    show_labels = cols <= 4
     for i in range(h):
         r, c = divmod(i, cols)
         fig.add_heatmap(
             z=w[i], x=list(tokens), y=list(tokens), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, showscale=i == 0,
             colorbar={"thickness": 12, "len": 0.8}, xgap=1, ygap=1,
-            text=np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1))(w[i]),
+            text=cell_labels(w[i]),
             texttemplate="%{text}" if h <= 2 and L <= 12 else None, textfont={"size": size - 3},
             hovertemplate=f"head {i}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>", row=r + 1, col=c + 1,
         )  # fmt: skip
         fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
-        fig.update_xaxes(showticklabels=show_labels and r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
+        fig.update_xaxes(showticklabels=r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
     # Every token named while one row of panels leaves room (plotly would skip every other one); more rows: thinned.
     ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | ({"tickvals": list(tokens)} if rows == 1 else {})
     fig.update_yaxes(autorange="reversed", type="category", showgrid=False, **ticks)
     fig.update_xaxes(type="category", showgrid=False, tickangle=-60, **ticks)
     per_row = 300 if cols > 2 else (440 if talk else 380)
-    base_layout(fig, talk=talk, height=min(900, 90 + per_row * rows + (40 if show_labels else 0)))
+    base_layout(fig, talk=talk, height=min(900, 130 + per_row * rows))
     fig.update_annotations(font_size=size)
     return fig.update_layout(margin={"t": 50})
 

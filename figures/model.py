@@ -8,26 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .arrays import shrink
+from .cells import cell_labels
 from .style import HIGHLIGHT, SEQUENTIAL, base_layout, font_size
 
 
 def head_label(layer: int, head: int) -> str:
     """The name of a head on every figure and sentence of the page: L3·H1 (counted from 0)."""
     return f"L{layer}·H{head}"
-
-
-def _shrink(w: np.ndarray, max_side: int) -> tuple[np.ndarray, int]:
-    """Mean-pool the last two axes by k×k blocks so that neither exceeds ``max_side``; returns (w, k)."""
-    n = w.shape[-1]
-    k = -(-n // max(1, max_side))  # ceil
-    if k <= 1:
-        return w, 1
-    m = -(-n // k)
-    padded = np.full((*w.shape[:-2], m * k, m * k), np.nan)
-    padded[..., :n, :n] = w
-    blocks = padded.reshape(*w.shape[:-2], m, k, m, k)  # (..., m, k, m, k)
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(blocks, axis=(-3, -1)), k  # (..., m, m)
 
 
 def layer_head_grid(
@@ -46,7 +34,7 @@ def layer_head_grid(
         raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
     if len(tokens) != w.shape[-1]:
         raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
-    w, block = _shrink(w, max_side)
+    w, block = shrink(w, max_side)
     n_layers, n_heads, n, _ = w.shape
     gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
     step = n + gap
@@ -131,12 +119,11 @@ def layer_head_map(values: np.ndarray, *, title: str, talk: bool = False) -> go.
     if v.size and (np.nanmin(v) < -1e-9 or np.nanmax(v) > 1 + 1e-9):
         raise ValueError("values must be shares in [0, 1]")
     n_layers, n_heads = v.shape
-    text = np.vectorize(lambda x: f"{x:.2f}".replace("0.", ".", 1) if x < 1 else "1")(v)
     size = font_size(talk)
     fig = go.Figure(
         go.Heatmap(
             z=v, x=[f"H{h}" for h in range(n_heads)], y=[f"L{layer}" for layer in range(n_layers)],
-            text=text, texttemplate="%{text}", textfont={"size": size - (2 if talk else 3)},
+            text=cell_labels(v), texttemplate="%{text}", textfont={"size": size - (2 if talk else 3)},
             colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, xgap=2, ygap=2, showscale=False,
             hovertemplate="%{y}·%{x}: %{z:.3f}<extra></extra>",
         )

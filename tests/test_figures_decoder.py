@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from figures.arrays import shrink
 from figures.decoder import (
     GLOBAL,
     LOCAL,
@@ -15,7 +16,6 @@ from figures.decoder import (
     next_token_figure,
     shared_kv_figure,
     shift_figure,
-    shrink,
     sink_figure,
     step_times_figure,
     token_label,

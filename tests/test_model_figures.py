@@ -59,7 +59,7 @@ def test_one_tokens_row_in_every_head() -> None:
 def test_layer_head_map_writes_every_share() -> None:
     v = np.linspace(0, 1, 72).reshape(6, 12)
     fig = layer_head_map(v, title="shares")
-    assert fig.data[0].text[0][0] == ".00" and fig.data[0].text[5][11] == "1"
+    assert fig.data[0].text[0][0] == "0" and fig.data[0].text[5][11] == "1"
     assert fig.data[0].text[2][3] == f"{v[2, 3]:.2f}".replace("0.", ".", 1)
     with pytest.raises(ValueError, match="shares"):
         layer_head_map(v * 2, title="x")

@@ -63,7 +63,6 @@ def test_sizes_follow_the_arguments() -> None:
 
 def test_cross_variants_have_n_q_not_n_k() -> None:
     for inp in (tiny_example(cross=True), sentence_example(cross=True), random_example(cross=True)):
-        assert inp.cross
         assert inp.n_q != inp.n_k
     for n in (1, 2, 3, 16):
         r = random_example(n=n, cross=True)

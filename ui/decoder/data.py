@@ -14,7 +14,8 @@ import streamlit as st
 import torch
 
 from attention_core.decoder import probabilities, run_decoder
-from figures.decoder import blank_blocked, shrink
+from figures.arrays import shrink
+from figures.decoder import blank_blocked
 
 from .model import decoder
 

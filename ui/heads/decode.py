@@ -76,9 +76,8 @@ def decode_tab(sh: HeadSettings) -> None:
     draw.chart(draw.figure(timing_figure, t_max, t_dm, run, r.when, talk()), "hd_timing_fig")
     s = r.steps
     fc, fr = s.fit("cached"), s.fit("recompute")
-    (xs, ys), (xr, yr) = s.points("cached"), s.points("recompute")
-    common = max(set(xs) & set(xr), default=None)
-    speed = yr[xr.index(common)] / ys[xs.index(common)] if common else None
+    both = [(c, r / u) for c, u, r in zip(s.contexts, s.cached_s, s.recompute_s, strict=True) if u and r]
+    common, speed = both[-1] if both else (None, None)  # the largest context measured both ways
     draw.metrics(
         ("Slope with a cache", f"{fc[0]:.2f}" if fc else "–", "1 would be linear in t"),
         ("Slope recomputing", f"{fr[0]:.2f}" if fr else "–", "2 would be quadratic in t"),

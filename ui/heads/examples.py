@@ -10,7 +10,6 @@ import torch
 from torch.nn import functional as F
 
 from attention_core.heads import (
-    attention_parameters,
     check_head_counts,
     head_size,
     mean_pool_kv,
@@ -57,8 +56,6 @@ class HeadsExample:
     max_abs_diff: float
     rel_diff: float
     delta_torch: float
-    params_mha: int
-    params_gqa: int
     decoded: list[torch.Tensor]
     decode_diff: float
 
@@ -99,6 +96,5 @@ def heads_example(
         weights_gqa=gqa.heads.weights, max_abs_diff=float(diff.abs().max()),
         rel_diff=float(diff.norm() / mha.output.norm().clamp_min(1e-30)),
         delta_torch=float((merge_heads(fused) @ w_o - gqa.output).abs().max()),
-        params_mha=attention_parameters(d_model, h), params_gqa=attention_parameters(d_model, h, g),
         decoded=run.weights, decode_diff=float((run.output - full).abs().max()),
     )  # fmt: skip

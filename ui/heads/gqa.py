@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from attention_core.heads import attention_kind, divisors, kv_head_of
+from attention_core.heads import attention_kind, attention_parameters, divisors, kv_head_of
 from figures.heads import heads_side_by_side, sharing_figure
 from ui import draw
 from ui.frame import talk
@@ -78,9 +78,9 @@ def gqa_tab(sh: HeadSettings) -> None:
     )
     draw.chart(draw.figure(sharing_figure, n_heads, g, talk()), "hd_share_fig", fit="heads.MHA → GQA → MQA")
     kv, kv_mha = 2 * g * d.d_k * 4, 2 * n_heads * d.d_k * 4  # float32 K and V of one token, one layer
+    params, params_mha = attention_parameters(d_model, n_heads, g), attention_parameters(d_model, n_heads)
     draw.metrics(
-        ("Attention weights", fmt_int(d.params_gqa),
-         f"{d.params_gqa / d.params_mha:.0%} of MHA's {fmt_int(d.params_mha)}",
+        ("Attention weights", fmt_int(params), f"{params / params_mha:.0%} of MHA's {fmt_int(params_mha)}",
          "W_Q, W_K, W_V and W_O of one attention block, no biases."),
         ("KV cache per token", f"{kv} B", f"{kv / kv_mha:.0%} of MHA's {kv_mha} B",
          "K and V of one token in one layer, float32."),
