@@ -1,5 +1,6 @@
 """Figures of the Beyond n² page: a sparse pattern at token and tile level, the error of the kernel and
-low-rank routes against their size, the spectrum of trained attention, and exact weights beside a route's.
+low-rank routes against their size, the spectrum of trained attention, and a panel of weights (the page sets exact
+softmax beside a route's, in columns that stack on a phone).
 
 Each builder takes plain numbers (numpy arrays, lists) and returns a ``go.Figure``. A route keeps its
 colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``).
@@ -12,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .style import HIGHLIGHT, IMPL_COLORS, SCALED, SEQUENTIAL, THEORY, chart_layout, font_size
 
@@ -21,38 +21,55 @@ TILE_NAMES = ("skipped", "computed, masked", "computed, full")
 ABOVE = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"}  # a legend in rows above the plot
 
 
-def _square_axes(fig: go.Figure, col: int, x_title: str, y_title: str) -> None:
-    fig.update_xaxes(title_text=x_title, scaleanchor=f"y{col if col > 1 else ''}", constrain="domain", showgrid=False,
-                     row=1, col=col)  # fmt: skip
-    fig.update_yaxes(title_text=y_title, autorange="reversed", constrain="domain", showgrid=False, row=1, col=col)
+def _square_axes(fig: go.Figure, x_title: str, y_title: str) -> None:
+    fig.update_xaxes(title_text=x_title, scaleanchor="y", constrain="domain", showgrid=False)
+    fig.update_yaxes(title_text=y_title, autorange="reversed", constrain="domain", showgrid=False)
 
 
-def pattern_figure(allowed: np.ndarray, states: np.ndarray, n: int, tile: int, *, talk: bool = False) -> go.Figure:
-    """Left: ``allowed (z, z)``, who may attend to whom among the first z tokens, with the tile grid drawn.
-    Right: ``states (t, t)`` of every ``tile × tile`` tile of the ``(n, n)`` pattern (0 skipped, 1 computed
-    then masked, 2 computed in full), as a block-sparse kernel sees it."""
-    allowed, states = np.asarray(allowed, dtype=np.uint8), np.asarray(states, dtype=np.int8)
-    if allowed.ndim != 2 or states.ndim != 2:
-        raise ValueError(f"allowed and states must be 2-D, got shapes {allowed.shape} and {states.shape}")
-    z, skipped = allowed.shape[0], float(np.mean(states == 0))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.15, subplot_titles=(
-        f"First {z} tokens", f"n = {n}: {skipped:.0%} of the tiles skipped"))
-    fig.add_heatmap(z=allowed, colorscale=[[0, SKIPPED], [1, SCALED]], zmin=0, zmax=1, showscale=False, row=1, col=1,
+def _titled(fig: go.Figure, title: str, *, talk: bool, height: int) -> go.Figure:
+    """:func:`chart_layout` with a panel's title over its plot, in the labels' size (the page sets panels side by
+    side in columns, which stack on a phone)."""
+    chart_layout(fig, talk=talk, height=height, top=50)
+    return fig.update_layout(title={"text": title, "font": {"size": font_size(talk)}, "x": 0.5, "xanchor": "center"})
+
+
+def tokens_figure(allowed: np.ndarray, tile: int, *, talk: bool = False) -> go.Figure:
+    """``allowed (z, z)``: who may attend to whom among the first z tokens, with the ``tile × tile`` grid a
+    block-sparse kernel works in drawn over it."""
+    allowed = np.asarray(allowed, dtype=np.uint8)
+    if allowed.ndim != 2:
+        raise ValueError(f"allowed must be 2-D, got shape {allowed.shape}")
+    if tile < 1:
+        raise ValueError(f"tile must be ≥ 1, got {tile}")
+    z = allowed.shape[0]
+    fig = go.Figure()
+    fig.add_heatmap(z=allowed, colorscale=[[0, SKIPPED], [1, SCALED]], zmin=0, zmax=1, showscale=False,
                     hovertemplate="query %{y} → key %{x}: %{z}<extra>1 = may attend</extra>")  # fmt: skip
     for edge in range(tile, z, tile):  # the tiles the kernel works in
-        fig.add_vline(x=edge - 0.5, line={"color": THEORY, "width": 1}, row=1, col=1)
-        fig.add_hline(y=edge - 0.5, line={"color": THEORY, "width": 1}, row=1, col=1)
+        fig.add_vline(x=edge - 0.5, line={"color": THEORY, "width": 1})
+        fig.add_hline(y=edge - 0.5, line={"color": THEORY, "width": 1})
+    _square_axes(fig, "key", "query")
+    return _titled(fig, f"First {z} tokens", talk=talk, height=480)
+
+
+def tiles_figure(states: np.ndarray, n: int, tile: int, *, talk: bool = False) -> go.Figure:
+    """``states (t, t)`` of every ``tile × tile`` tile of the ``(n, n)`` pattern (0 skipped, 1 computed then
+    masked, 2 computed in full), as a block-sparse kernel sees it; the title says the share skipped."""
+    states = np.asarray(states, dtype=np.int8)
+    if states.ndim != 2:
+        raise ValueError(f"states must be 2-D, got shape {states.shape}")
+    skipped = float(np.mean(states == 0))
     third = 1 / 3
     scale = [[0, SKIPPED], [third, SKIPPED], [third, PARTIAL], [2 * third, PARTIAL], [2 * third, SCALED], [1, SCALED]]
-    names = np.array(TILE_NAMES)[states]
-    fig.add_heatmap(z=states, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=1 if states.shape[0] <= 32 else 0,
-                    ygap=1 if states.shape[0] <= 32 else 0, customdata=names, row=1, col=2,
+    gap = 1 if states.shape[0] <= 32 else 0
+    fig = go.Figure()
+    fig.add_heatmap(z=states, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=gap, ygap=gap,
+                    customdata=np.array(TILE_NAMES)[states],
                     hovertemplate="query tile %{y}, key tile %{x}: %{customdata}<extra></extra>",
                     colorbar={"tickvals": [0, 1, 2], "ticktext": list(TILE_NAMES), "thickness": 14, "len": 0.7,
                               "tickfont": {"size": font_size(talk) - 2}})  # fmt: skip
-    _square_axes(fig, 1, "key", "query")
-    _square_axes(fig, 2, f"key tile ({tile} tokens)", "query tile")
-    return chart_layout(fig, talk=talk, height=540)
+    _square_axes(fig, f"key tile ({tile} tokens)", "query tile")
+    return _titled(fig, f"n = {n}: {skipped:.0%} of the tiles skipped", talk=talk, height=480)
 
 
 def error_figure(
@@ -109,29 +126,29 @@ def spectrum_figure(energy: np.ndarray, k: int, *, talk: bool = False) -> go.Fig
 
 
 def weights_figure(
-    exact: np.ndarray, route: np.ndarray | None, labels: Sequence[str], name: str, note: str | None = None,
-    *, talk: bool = False,
+    weights: np.ndarray | None, labels: Sequence[str], title: str, note: str | None = None,
+    *, scale: bool = True, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
-    """Exact softmax weights ``(L, S)`` beside the weights ``name`` puts on the same keys (``None``: the route
-    has none that form a distribution, and ``note`` says why), on one 0…1 scale."""
-    exact = np.asarray(exact, dtype=float)
-    if exact.ndim != 2 or len(labels) != exact.shape[1]:
-        raise ValueError(f"exact must be (L, S) with S = {len(labels)} labels, got shape {exact.shape}")
-    ticks = {"tickvals": list(range(len(labels))), "ticktext": list(labels)}
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=("Exact softmax", name))
-    for col, w in ((1, exact), (2, route)):
-        if w is not None:
-            fig.add_heatmap(z=np.asarray(w, dtype=float), zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=col == 1,
-                            colorbar={"thickness": 12, "len": 0.8, "x": 1.02}, row=1, col=col,
-                            hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>")  # fmt: skip
-            _square_axes(fig, col, "key", "query")
-            if len(labels) <= 40:  # token names, by position (a sentence repeats words)
-                fig.update_xaxes(**ticks, tickangle=-60, row=1, col=col)
-                fig.update_yaxes(**ticks, row=1, col=col)
-    if route is None:
+    """One panel of weights ``(L, S)`` on the 0…1 scale (``scale``: with its colour bar), titled ``title``; the
+    page sets exact softmax beside a route's. ``None``: the route has no weights that form a distribution, and
+    ``note`` says why."""
+    fig = go.Figure()
+    if weights is None:
         why = "<br>".join(textwrap.wrap(note or "this route has none", 28))
-        fig.add_annotation(text=f"No weights to draw:<br>{why}", showarrow=False, x=0.78, y=0.5, xref="paper",
+        fig.add_annotation(text=f"No weights to draw:<br>{why}", showarrow=False, x=0.5, y=0.5, xref="paper",
                            yref="paper")  # fmt: skip
-        fig.update_xaxes(visible=False, row=1, col=2)
-        fig.update_yaxes(visible=False, row=1, col=2)
-    return chart_layout(fig, talk=talk, height=500)
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return _titled(fig, title, talk=talk, height=460)
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 2 or len(labels) != w.shape[1]:
+        raise ValueError(f"weights must be (L, S) with S = {len(labels)} labels, got shape {w.shape}")
+    fig.add_heatmap(z=w, zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=scale,
+                    colorbar={"thickness": 12, "len": 0.8},
+                    hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>")  # fmt: skip
+    _square_axes(fig, "key", "query")
+    if len(labels) <= 40:  # token names, by position (a sentence repeats words)
+        ticks = {"tickvals": list(range(len(labels))), "ticktext": list(labels)}
+        fig.update_xaxes(**ticks, tickangle=-60)
+        fig.update_yaxes(**ticks)
+    return _titled(fig, title, talk=talk, height=460)

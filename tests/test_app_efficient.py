@@ -38,7 +38,7 @@ def test_every_tab_opens_from_its_link_and_draws(tab: str) -> None:
     at = open_page({"ef_tab": tab})
     assert at.session_state["ef_tab"] == tab
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == {"Sparse patterns": 1, "Kernels & low rank": 2, "Accuracy": 1, "Cost": 0}[tab]
+    assert len(at.get("plotly_chart")) == {"Sparse patterns": 2, "Kernels & low rank": 2, "Accuracy": 2, "Cost": 0}[tab]
     assert not notice(at)
 
 
@@ -106,7 +106,7 @@ def test_a_window_narrower_than_it_to_animal_loses_animal_in_every_head() -> Non
 def test_every_route_on_the_model_and_on_random_inputs(route: str) -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_var": route})
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2  # exact beside the route
     dense = route in ("Linear (elu + 1)", "Performer")
     assert ("KL(exact ‖ route)" in metrics(at)) == dense
     at.button_group(key="ef_in").set_value("random").run()
@@ -120,7 +120,7 @@ def test_every_route_on_the_model_and_on_random_inputs(route: str) -> None:
 def test_linformer_says_why_it_has_no_weights_and_a_rank_past_the_tokens_is_a_message() -> None:
     at = open_page({"ef_tab": "Accuracy", "ef_var": "Linformer", "ef_rank": "8"})
     assert metrics(at)["Per-row KL"] == "—"
-    assert "coefficients, not weights" in at.get("plotly_chart")[0].proto.spec  # the figure says why: no weights
+    assert "coefficients, not weights" in at.get("plotly_chart")[1].proto.spec  # the route's panel says why: no weights
     at.slider(key="ef_rank").set_value(64).run()  # the sentence has 16 tokens
     assert not at.exception
     assert len(at.error) == 1 and "rank must be ≤ 16" in at.error[0].value
@@ -157,7 +157,7 @@ def test_talk_mode_folds_the_controls_and_drops_the_prose() -> None:
     normal, talk = open_page(), open_page({"talk": "true"})
     assert "Exact attention compares every query" in text(normal)
     assert "Exact attention compares every query" not in text(talk) and not talk.title
-    assert len(talk.get("plotly_chart")) == 1 and metrics(talk) == metrics(normal)
+    assert len(talk.get("plotly_chart")) == 2 and metrics(talk) == metrics(normal)  # the pattern's two panels
 
 
 def test_run_measures_every_route_beside_sdpa_with_the_dense_fallback_labelled() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from figures.efficient import error_figure, pattern_figure, spectrum_figure, weights_figure
+from figures.efficient import error_figure, spectrum_figure, tiles_figure, tokens_figure, weights_figure
 from figures.style import IMPL_COLORS, THEORY
 
 
@@ -13,24 +13,29 @@ def band(n: int, w: int) -> np.ndarray:
     return np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= w
 
 
-def test_pattern_figure_draws_tokens_with_the_tile_grid_and_names_the_share_of_tiles_skipped() -> None:
+def test_the_pattern_panels_draw_tokens_with_the_tile_grid_and_name_the_share_of_tiles_skipped() -> None:
     states = np.zeros((8, 8), dtype=np.int8)
     states[band(8, 1)] = 1  # 22 of 64 tiles computed: 42 skipped, 66 %
     states[np.eye(8, dtype=bool)] = 2
-    fig = pattern_figure(band(512, 100), states, 1024, 128)
-    tokens, tiles = fig.data
+    fig = tokens_figure(band(512, 100), 128)
+    (tokens,) = fig.data
     assert np.asarray(tokens.z).shape == (512, 512) and int(np.asarray(tokens.z).sum()) == int(band(512, 100).sum())
-    assert np.array_equal(np.asarray(tiles.z), states)
-    assert [a.text for a in fig.layout.annotations] == ["First 512 tokens", "n = 1024: 66% of the tiles skipped"]
+    assert fig.layout.title.text == "First 512 tokens"
     lines = [s for s in fig.layout.shapes if s.type == "line"]
     assert len(lines) == 2 * 3  # tile edges at 128, 256, 384, across and down
+    fig = tiles_figure(states, 1024, 128)
+    (tiles,) = fig.data
+    assert np.array_equal(np.asarray(tiles.z), states)
+    assert fig.layout.title.text == "n = 1024: 66% of the tiles skipped"
     assert list(tiles.colorbar.ticktext) == ["skipped", "computed, masked", "computed, full"]
     assert set(np.asarray(tiles.customdata).ravel()) == {"skipped", "computed, masked", "computed, full"}
 
 
-def test_pattern_figure_refuses_a_mask_that_is_not_a_matrix() -> None:
+def test_the_pattern_panels_refuse_a_mask_that_is_not_a_matrix() -> None:
     with pytest.raises(ValueError, match="2-D"):
-        pattern_figure(np.ones(5), np.zeros((1, 1)), 5, 128)
+        tokens_figure(np.ones(5), 128)
+    with pytest.raises(ValueError, match="2-D"):
+        tiles_figure(np.zeros(5), 5, 128)
 
 
 def test_error_figure_draws_each_route_in_its_colour_the_trend_and_a_flat_route() -> None:
@@ -59,17 +64,20 @@ def test_spectrum_figure_draws_the_median_map_and_marks_the_chosen_k() -> None:
         spectrum_figure(np.ones(3), 1)
 
 
-def test_weights_figure_puts_exact_beside_the_route_or_says_why_it_cannot() -> None:
+def test_weights_panels_share_one_scale_and_say_why_a_route_has_none() -> None:
     exact = np.full((3, 3), 1 / 3)
     route = np.eye(3)
-    fig = weights_figure(exact, route, ["a", "b", "a"], "Window")
-    assert [a.text for a in fig.layout.annotations] == ["Exact softmax", "Window"]
-    assert np.array_equal(np.asarray(fig.data[1].z), route) and fig.data[1].zmax == 1
-    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "a"]  # a repeated word keeps its place
-    empty = weights_figure(exact, None, ["a", "b", "c"], "Linformer", "signed coefficients")
-    assert len(empty.data) == 1 and "signed coefficients" in empty.layout.annotations[-1].text
+    left = weights_figure(exact, ["a", "b", "a"], "Exact softmax", scale=False)
+    right = weights_figure(route, ["a", "b", "a"], "Window")
+    assert (left.layout.title.text, right.layout.title.text) == ("Exact softmax", "Window")
+    assert np.array_equal(np.asarray(right.data[0].z), route)
+    assert (left.data[0].zmin, left.data[0].zmax) == (right.data[0].zmin, right.data[0].zmax) == (0, 1)
+    assert not left.data[0].showscale and right.data[0].showscale  # one colour bar, on the last panel
+    assert list(right.layout.xaxis.ticktext) == ["a", "b", "a"]  # a repeated word keeps its place
+    empty = weights_figure(None, ["a", "b", "c"], "Linformer", "signed coefficients")
+    assert not empty.data and "signed coefficients" in empty.layout.annotations[-1].text
     with pytest.raises(ValueError, match="labels"):
-        weights_figure(exact, route, ["a"], "Window")
+        weights_figure(route, ["a"], "Window")
 
 
 def test_a_route_with_its_knob_keeps_its_routes_colour_on_the_cost_figures() -> None:

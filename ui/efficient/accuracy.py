@@ -65,11 +65,14 @@ def random_data(n: int, seed: int, variant: str, causal: bool, params: tuple[tup
     return RouteReading([str(i) for i in range(n)], _plain(exact.weights), _plain(result.weights), acc)
 
 
-def _figure(is_talk: bool, head: int, name: str, source: str, *key: Any) -> Any:
+def _figure(is_talk: bool, panel: int, head: int, name: str, source: str, *key: Any) -> Any:
+    """Panel 0: the exact weights; panel 1: the route's (the colour bar on the last panel with weights)."""
     d = model_data(*key) if source == "model" else random_data(*key)
+    if panel == 0:
+        return weights_figure(d.exact[head], d.tokens, "Exact softmax", scale=d.weights is None, talk=is_talk)
     w = None if d.weights is None else d.weights[head]
-    return weights_figure(d.exact[head], w, d.tokens, f"{name}: output error {d.accuracy.relative_error:.0%}",
-                          d.accuracy.note, talk=is_talk)  # fmt: skip
+    return weights_figure(w, d.tokens, f"{name}: output error {d.accuracy.relative_error:.0%}", d.accuracy.note,
+                          talk=is_talk)  # fmt: skip
 
 
 def accuracy_tab() -> None:
@@ -104,8 +107,10 @@ def accuracy_tab() -> None:
     frozen = tuple(sorted(params.items()))
     key = (text, layer, variant, frozen) if on_model else (n, seed, variant, causal, frozen)
     d = model_data(*key) if on_model else random_data(*key)
-    draw.chart(draw.figure(_figure, talk(), head, NAMES[variant], source, *key), "ef_weights",
-               fit="efficient.Accuracy")  # fmt: skip
+    for panel, col in enumerate(st.columns(2)):  # side by side, stacked on a phone
+        with col:
+            draw.chart(draw.figure(_figure, talk(), panel, head, NAMES[variant], source, *key), f"ef_weights{panel}",
+                       fit="efficient.Accuracy")  # fmt: skip
     show_numbers(d, variant, layer if on_model else None)
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from attention_core.efficient.patterns import EMPTY, FLEX_BLOCK, PARTIAL, BlockSummary, block_summary, dense_mask
 from attention_core.efficient.variants import variant_pattern
-from figures.efficient import pattern_figure
+from figures.efficient import tiles_figure, tokens_figure
 from ui import draw
 from ui.frame import talk
 
@@ -51,9 +51,12 @@ def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternRea
     return PatternReading(dense_mask(mod, zoom, zoom, device="cpu").numpy(), block_summary(mod, n, n, device="cpu"))
 
 
-def _figure(is_talk: bool, *key: Any) -> Any:
+def _figure(is_talk: bool, panel: int, *key: Any) -> Any:
+    """Panel 0: the first tokens; panel 1: the whole pattern's tiles."""
     d = pattern_data(*key)
-    return pattern_figure(d.allowed, d.tiles.states.numpy(), key[2], FLEX_BLOCK, talk=is_talk)
+    if panel == 0:
+        return tokens_figure(d.allowed, FLEX_BLOCK, talk=is_talk)
+    return tiles_figure(d.tiles.states.numpy(), key[2], FLEX_BLOCK, talk=is_talk)
 
 
 def patterns_tab() -> None:
@@ -78,7 +81,9 @@ def patterns_tab() -> None:
                f"{FLEX_BLOCK}×{FLEX_BLOCK} tiles: it skips a tile no pair of which may attend, computes a full one "
                "without a mask, and masks the rest.")  # fmt: skip
     tiles = pattern_data(*key).tiles
-    draw.chart(draw.figure(_figure, talk(), *key), "ef_pattern", fit="efficient.Sparse patterns")
+    for panel, col in enumerate(st.columns(2)):  # side by side, stacked on a phone
+        with col:
+            draw.chart(draw.figure(_figure, talk(), panel, *key), f"ef_pattern{panel}", fit="efficient.Sparse patterns")
     draw.metrics(
         ("Work skipped", f"{tiles.share(EMPTY):.0%}", "of the n² scores: tiles never computed"),
         ("Pairs allowed", f"{tiles.allowed_share:.1%}", "what a perfect kernel would compute"),
