@@ -200,36 +200,34 @@ def step_times_figure(written: Sequence[str], ms: Sequence[float], *, talk: bool
 
 
 def shared_kv_figure(
-    weights: np.ndarray, tokens: Sequence[str], *, layer: int, block: int = 1, talk: bool = False
-) -> go.Figure:
-    """One layer's query heads side by side, ``weights`` ``(H, m, m)``: the same keys and values (one K/V head),
-    four different queries, so four different patterns."""
+    weights: np.ndarray, tokens: Sequence[str], *, layer: int, head: int, block: int = 1, scale: bool = True,
+    talk: bool = False,
+) -> go.Figure:  # fmt: skip
+    """One query head's weights ``(m, m)``, titled "query head ``head``" (``scale``: with the colour bar); the page
+    sets a layer's query heads side by side: the same keys and values (one K/V head), four different queries,
+    so four different patterns."""
     w = np.asarray(weights, dtype=np.float32)
-    if w.ndim != 3 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"weights must be (H, L, L), got shape {w.shape}")
-    n_heads, m, _ = w.shape
+    if w.ndim != 2 or w.shape[0] != w.shape[1]:
+        raise ValueError(f"weights must be (L, L), got shape {w.shape}")
+    m = w.shape[0]
     labelled = block == 1 and len(tokens) == m
     if block == 1 and len(tokens) != m:
         raise ValueError(f"{len(tokens)} token labels for {m} tokens")
     labels = unique_labels(tokens) if labelled else [str(i * block) for i in range(m)]
     size = font_size(talk)
-    fig = make_subplots(1, n_heads, shared_yaxes=True, horizontal_spacing=0.015,
-                        subplot_titles=[f"query head {h}" for h in range(n_heads)])  # fmt: skip
-    for h in range(n_heads):
-        fig.add_heatmap(
-            z=w[h], x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, showscale=h == n_heads - 1,
-            colorbar={"thickness": 12, "len": 0.9}, row=1, col=h + 1,
-            hovertemplate=f"{head_label(layer, h)}: “%{{y}}” → “%{{x}}” %{{z:.3f}}<extra></extra>",
-        )  # fmt: skip
+    fig = go.Figure()
+    fig.add_heatmap(
+        z=w, x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, showscale=scale,
+        colorbar={"thickness": 12, "len": 0.9},
+        hovertemplate=f"{head_label(layer, head)}: “%{{y}}” → “%{{x}}” %{{z:.3f}}<extra></extra>",
+    )  # fmt: skip
     ticks = {"type": "category", "showgrid": False, "fixedrange": True, "tickfont": {"size": size - 5},
              "showticklabels": m <= 24}  # fmt: skip
     fig.update_xaxes(**ticks, tickangle=-60)
     fig.update_yaxes(**ticks, autorange="reversed")
-    for col in range(2, n_heads + 1):  # the rows are the same tokens in every panel: labelled once, at the left
-        fig.update_yaxes(showticklabels=False, row=1, col=col)
-    fig.update_annotations(font={"size": size})
     base_layout(fig, talk=talk, height=360 if talk else 330, grid=False)
-    return fig.update_layout(margin={"t": 40})
+    return fig.update_layout(margin={"t": 40}, title={"text": f"query head {head}", "font": {"size": size},
+                                                      "x": 0.5, "xanchor": "center"})  # fmt: skip
 
 
 def window_figure(

@@ -132,8 +132,9 @@ def test_shared_kv_shows_four_heads_and_the_cache_of_one_kv_head_against_four(mo
     from attention_core.device import format_bytes
 
     assert m["One K/V head (the model)"] == format_bytes(one) and m["One K/V per query head"] == format_bytes(four)
-    kv = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
-    assert [t["type"] for t in kv] == ["heatmap"] * 4
+    kv = [json.loads(c.proto.spec) for c in at.get("plotly_chart")[:4]]  # the query heads, one chart each
+    assert [t["type"] for f in kv for t in f["data"]] == ["heatmap"] * 4
+    assert [f["layout"]["title"]["text"] for f in kv] == [f"query head {h}" for h in range(4)]
     (label, query), *_ = page_links(at)
     assert "KV-cache calculator" in label and query == {"hd_tab": ["KV-cache calculator"]}
 

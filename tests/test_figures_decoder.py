@@ -134,16 +134,18 @@ def test_step_times_show_each_token_and_the_median_of_the_steps_after_the_first(
         step_times_figure(["a"], [float("nan")])
 
 
-def test_shared_kv_draws_one_panel_per_query_head() -> None:
+def test_shared_kv_draws_one_query_head_a_panel_on_one_scale() -> None:
     w = blank_blocked(causal_weights(n_layers=1, n_heads=4, n=3)[0])
-    fig = shared_kv_figure(w, ["<bos>", "a", "b"], layer=5)
-    assert len(fig.data) == 4
-    for h in range(4):
-        assert np.allclose(np.asarray(fig.data[h].z, dtype=float), w[h], equal_nan=True)
-        assert f"L5·H{h}" in fig.data[h].hovertemplate
-    assert [a.text for a in fig.layout.annotations] == [f"query head {h}" for h in range(4)]
+    figs = [shared_kv_figure(w[h], ["<bos>", "a", "b"], layer=5, head=h, scale=h == 3) for h in range(4)]
+    for h, fig in enumerate(figs):
+        (heat,) = fig.data
+        assert np.allclose(np.asarray(heat.z, dtype=float), w[h], equal_nan=True)
+        assert f"L5·H{h}" in heat.hovertemplate and fig.layout.title.text == f"query head {h}"
+        assert (heat.zmin, heat.zmax) == (0.0, 1.0) and bool(heat.showscale) == (h == 3)  # one colour bar
     with pytest.raises(ValueError, match="token labels"):
-        shared_kv_figure(w, ["a"], layer=0)
+        shared_kv_figure(w[0], ["a"], layer=0, head=0)
+    with pytest.raises(ValueError, match=r"\(L, L\)"):
+        shared_kv_figure(w, ["<bos>", "a", "b"], layer=0, head=0)
 
 
 def test_window_figure_puts_local_and_global_side_by_side_with_the_edge() -> None:

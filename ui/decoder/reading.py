@@ -54,10 +54,11 @@ def grid_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     return decoder_grid(d.grid, global_layers=GLOBAL_LAYERS, selected=(layer, head), block=d.grid_block, talk=talk)
 
 
-def kv_figure(text: str, layer: int, talk: bool) -> go.Figure:
+def kv_figure(text: str, layer: int, head: int, talk: bool) -> go.Figure:
     d = prompt_data(text)
-    w = d.layers[layer].astype(np.float32)  # (H, m, m)
-    return shared_kv_figure(w, d.tokens if d.block == 1 else [], layer=layer, block=d.block, talk=talk)
+    w = d.layers[layer][head].astype(np.float32)  # (m, m)
+    return shared_kv_figure(w, d.tokens if d.block == 1 else [], layer=layer, head=head, block=d.block,
+                            scale=head == N_HEADS - 1, talk=talk)  # fmt: skip
 
 
 def window_pair_figure(text: str, local: int, talk: bool) -> go.Figure:
@@ -162,7 +163,9 @@ def shared_kv_tab(text: str) -> None:
         "compared with, and the values they blend, are the same numbers."
         + (f" Each cell is the mean of {d.block}×{d.block} tokens." if d.block > 1 else "")
     )
-    draw.chart(draw.figure(kv_figure, text, layer, talk()), "dc_kv")
+    for head, col in enumerate(st.columns(N_HEADS)):  # side by side, stacked on a phone; one colour bar, the last
+        with col:
+            draw.chart(draw.figure(kv_figure, text, layer, head, talk()), f"dc_kv{head}")
     n = d.n
     mqa, mha, rolling = cache_bytes(n), cache_bytes(n, N_HEADS), cache_bytes(n, rolling=True)
     full, full_rolling = cache_bytes(MAX_CONTEXT), cache_bytes(MAX_CONTEXT, rolling=True)
