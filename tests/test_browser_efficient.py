@@ -9,7 +9,15 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from tests.support.browser import TALK_VIEWPORT, StreamlitServer, exception_texts, goto, rerun, screenshot
+from tests.support.browser import (
+    PHONE_VIEWPORT,
+    TALK_VIEWPORT,
+    StreamlitServer,
+    exception_texts,
+    goto,
+    rerun,
+    screenshot,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -43,14 +51,34 @@ def test_each_main_figure_fits_the_window_in_talk_mode(browser: Browser, streaml
     context = browser.new_context(viewport=TALK_VIEWPORT)
     try:
         page = context.new_page()
-        for i, tab in enumerate(("Sparse patterns", "Kernels & low rank", "Accuracy")):
+        # The main figure's panels (own charts, in columns): side by side, each within the window
+        for i, (tab, panels) in enumerate((("Sparse patterns", 2), ("Kernels & low rank", 1), ("Accuracy", 2))):
             goto(page, streamlit_server, f"/efficient?talk=true&ef_tab={quote(tab)}", timeout=120_000)
             assert exception_texts(page) == [], tab
-            chart = page.locator("[role='tabpanel']:visible [data-testid='stPlotlyChart']").first
-            chart.wait_for(timeout=30_000)
-            box = chart.bounding_box()
-            assert box is not None and box["y"] + box["height"] <= TALK_VIEWPORT["height"], (tab, box)
+            charts = page.locator("[role='tabpanel']:visible [data-testid='stPlotlyChart']")
+            charts.first.wait_for(timeout=30_000)
+            boxes = [charts.nth(p).bounding_box() for p in range(panels)]
+            for box in boxes:
+                assert box is not None and box["y"] + box["height"] <= TALK_VIEWPORT["height"], (tab, box)
+            assert all(b["y"] == boxes[0]["y"] and b["x"] > boxes[0]["x"] for b in boxes[1:]), (tab, boxes)
             screenshot(page, artifacts_dir, f"efficient-talk-tab{i}")
+    finally:
+        context.close()
+
+
+def test_on_a_phone_the_panels_stack_at_the_full_width(browser: Browser, streamlit_server: StreamlitServer) -> None:
+    """Exact beside the route is two charts in columns: a phone stacks them, each as wide as the column (as one
+    figure of two subplots they shared ~356 px, and their titles ran into each other)."""
+    context = browser.new_context(viewport=PHONE_VIEWPORT)
+    try:
+        page = context.new_page()
+        goto(page, streamlit_server, "/efficient?ef_tab=Accuracy", timeout=120_000)
+        charts = page.locator("[role='tabpanel']:visible [data-testid='stPlotlyChart']")
+        charts.first.wait_for(timeout=30_000)
+        first, second = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
+        assert first is not None and second is not None
+        assert second["y"] >= first["y"] + first["height"] and second["x"] == first["x"], (first, second)
+        assert min(first["width"], second["width"]) > 0.8 * PHONE_VIEWPORT["width"], (first, second)
     finally:
         context.close()
 
