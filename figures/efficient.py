@@ -66,7 +66,8 @@ def tiles_figure(states: np.ndarray, n: int, tile: int, *, talk: bool = False) -
     fig.add_heatmap(z=states, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=gap, ygap=gap,
                     customdata=np.array(TILE_NAMES)[states],
                     hovertemplate="query tile %{y}, key tile %{x}: %{customdata}<extra></extra>",
-                    colorbar={"tickvals": [0, 1, 2], "ticktext": list(TILE_NAMES), "thickness": 14, "len": 0.7,
+                    colorbar={"tickvals": [0, 1, 2], "ticktext": [t.replace(", ", ",<br>") for t in TILE_NAMES],
+                              "thickness": 14, "len": 0.7,  # two short lines: a phone's plot keeps the width
                               "tickfont": {"size": font_size(talk) - 2}})  # fmt: skip
     _square_axes(fig, f"key tile ({tile} tokens)", "query tile")
     return _titled(fig, f"n = {n}: {skipped:.0%} of the tiles skipped", talk=talk, height=480)

@@ -27,7 +27,7 @@ def test_the_pattern_panels_draw_tokens_with_the_tile_grid_and_name_the_share_of
     (tiles,) = fig.data
     assert np.array_equal(np.asarray(tiles.z), states)
     assert fig.layout.title.text == "n = 1024: 66% of the tiles skipped"
-    assert list(tiles.colorbar.ticktext) == ["skipped", "computed, masked", "computed, full"]
+    assert list(tiles.colorbar.ticktext) == ["skipped", "computed,<br>masked", "computed,<br>full"]
     assert set(np.asarray(tiles.customdata).ravel()) == {"skipped", "computed, masked", "computed, full"}
 
 
