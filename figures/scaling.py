@@ -64,8 +64,14 @@ def _weight_bars(
     return base_layout(fig, title=title, talk=talk, height=height)
 
 
+VARIANCE_TITLE = "Variance of q·k grows like d_k; ÷√d_k holds it at 1"  # the page writes it above the figure
+
+
 def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
-    """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines."""
+    """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines.
+
+    Untitled: the page writes :data:`VARIANCE_TITLE` above it, where a phone wraps it (a plotly title does not, and
+    ran over the legend)."""
     d, size = table["d_k"], 13 if talk else 10
     fig = go.Figure()
     for theory, column, name, marker in (("d_k", "empirical_var", "q·k", {"color": UNSCALED}),
@@ -78,9 +84,9 @@ def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool =
                                  hovertemplate="d_k=%{x}<br>Var(" + name + ")=%{y:.4g}<extra></extra>"))
     _dk_axes(fig, d_k)
     _log_y(fig, title_text="variance of the score")
-    base_layout(fig, title="Variance of q·k grows like d_k; ÷√d_k holds it at 1", talk=talk, height=430)
-    _legend(fig, -0.22)  # below the plot: above it, a phone's narrow figure runs the title into it
-    return fig
+    base_layout(fig, talk=talk, height=400)
+    _legend(fig)
+    return fig.update_layout(margin={"t": 50})
 
 
 HISTOGRAM_TITLE = "Histogram of the measured scores (bars) and the normal approximation (line)"  # over both panels
@@ -196,8 +202,9 @@ def gradient_figure(table: pd.DataFrame, panel: int, d_k: int | None = None, *, 
     _log_y(fig, dtick=3)  # a dozen decades on half a page (or a phone): every third labelled, so they do not collide
     _panel(fig, "gradient at the softmax input ‖∂L/∂z‖" if panel == 0 else "ratio scaled / unscaled", talk, 440)
     _legend(fig, -0.22)  # each panel's own series, below its plot
-    if talk:  # two entries a row, not one: the plot keeps its height on a projector
-        fig.update_layout(legend={"entrywidth": 0.5, "entrywidthmode": "fraction"})
+    if talk:  # two entries a row, not one, a size smaller: the plot keeps its height on a projector
+        small = {"size": font_size(talk) - 4}
+        fig.update_layout(legend={"entrywidth": 0.5, "entrywidthmode": "fraction", "font": small})
     return fig.update_layout(margin={"t": 50, "b": 10})
 
 

@@ -30,11 +30,14 @@ def panels(figs: Sequence[go.Figure], keys: Sequence[str], fit: str | None = Non
 
 
 def lead(
-    figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None]
+    figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None],
+    title: str | None = None,
 ) -> None:
     """A tab's first figure, or its panels side by side (:func:`panels`), and its headline numbers
-    (:func:`headline`)."""
+    (:func:`headline`); ``title`` in bold right above the figure, where a phone wraps it."""
     above = headline()
+    if title:
+        st.markdown(f"**{title}**")
     if isinstance(figs, go.Figure):
         draw.chart(figs, str(key), fit=fit)
     else:

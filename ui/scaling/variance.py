@@ -7,7 +7,7 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from figures.scaling import HISTOGRAM_TITLE, histogram_figure, variance_figure
+from figures.scaling import HISTOGRAM_TITLE, VARIANCE_TITLE, histogram_figure, variance_figure
 from ui import draw
 from ui.draw import NUMBER
 from ui.scaling import lead, panels
@@ -43,7 +43,8 @@ def variance_tab(sh: Shared) -> None:
          (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(at["empirical_var"], 4), f"theory: {sh.d_k}"),
          ("Typical score, ±1σ", f"±{at['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
          ("95% of scores within", f"±{at['abs_p95']:.1f}", "about ±2σ"),
-         ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
+         ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
+         title=VARIANCE_TITLE)  # fmt: skip
     st.markdown(f"**{HISTOGRAM_TITLE}**")
     panels([draw.figure(figure, k, *key) for k in ("histogram", "histogram_scaled")],
            ["sc_histogram", "sc_histogram_scaled"])
