@@ -232,12 +232,12 @@ def strategies_figure(table: pd.DataFrame, column: str, *, talk: bool = False) -
     entropy = column == "entropy_pct"
     text, hover, top = ("{:.0f}%", "%{x:.1f}%", 118) if entropy else ("{:.2f}", "%{x:.3f}", 1.18)
     fig = go.Figure(go.Bar(y=table["strategy"], x=table[column], orientation="h", marker={"color": colors},
-                           text=[text.format(v) for v in table[column]], textposition="outside",
+                           text=[text.format(v) for v in table[column]], textposition="outside", cliponaxis=False,
                            hovertemplate="%{y}: " + hover + "<extra></extra>", showlegend=False))  # fmt: skip
     fig.update_xaxes(range=[0, top])
     fig.update_yaxes(autorange="reversed")
     _panel(fig, "entropy (% of uniform)" if entropy else "largest weight", talk, 420 if talk else 380)
-    return fig.update_layout(margin={"t": 50})
+    return fig.update_layout(margin={"t": 50, "r": 30})  # room for a label past the axis' end on a phone
 
 
 def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
