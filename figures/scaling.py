@@ -148,9 +148,9 @@ def row_bars_figure(
     """One query's softmax weights over its keys, unscaled next to scaled."""
     runs = zip((weights_unscaled, weights_scaled), RUNS, strict=True)
     fig = _weight_bars([(w, color, f"softmax({name})", run) for w, (run, color, name) in runs],
-                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)  # fmt: skip
-    _legend(fig)
-    return fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
+                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=400)  # fmt: skip
+    _legend(fig, -0.3)  # below the plot: above it, on a phone, the title ran over it
+    return fig.update_layout(barmode="group", bargap=0.25)
 
 
 def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool = False) -> go.Figure:
