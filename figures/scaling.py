@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .arrays import as_array
 from .style import DIVERGING, HIGHLIGHT, SCALED, THEORY, UNSCALED, base_layout, font_size
@@ -26,10 +25,11 @@ RUN_COLORS = {"scaled": SCALED, "unscaled": UNSCALED}
 RUNS = (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k"))  # a table's column suffix, colour, name
 
 
-def _panels(titles: tuple[str, str], talk: bool, spacing: float = 0.12, **kw: object) -> go.Figure:
-    """Two plots side by side, their titles a size above the figure's text."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=spacing, subplot_titles=titles, **kw)
-    return fig.update_annotations(font={"size": font_size(talk) + 1})
+def _panel(fig: go.Figure, title: str, talk: bool, height: int, grid: bool = True) -> go.Figure:
+    """One panel of a pair the page sets side by side (``st.columns``, stacked on a phone): its title a size above the
+    figure's text, as the pair's titles were when they shared one figure."""
+    base_layout(fig, talk=talk, height=height, grid=grid)
+    return fig.update_layout(title={"text": title, "font": {"size": font_size(talk) + 1}})
 
 
 def _dk_axes(fig: go.Figure, d_k: int | None) -> None:
@@ -64,8 +64,14 @@ def _weight_bars(
     return base_layout(fig, title=title, talk=talk, height=height)
 
 
+VARIANCE_TITLE = "Variance of q·k grows like d_k; ÷√d_k holds it at 1"  # the page writes it above the figure
+
+
 def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
-    """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines."""
+    """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines.
+
+    Untitled: the page writes :data:`VARIANCE_TITLE` above it, where a phone wraps it (a plotly title does not, and
+    ran over the legend)."""
     d, size = table["d_k"], 13 if talk else 10
     fig = go.Figure()
     for theory, column, name, marker in (("d_k", "empirical_var", "q·k", {"color": UNSCALED}),
@@ -78,58 +84,62 @@ def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool =
                                  hovertemplate="d_k=%{x}<br>Var(" + name + ")=%{y:.4g}<extra></extra>"))
     _dk_axes(fig, d_k)
     _log_y(fig, title_text="variance of the score")
-    base_layout(fig, title="Variance of q·k grows like d_k; ÷√d_k holds it at 1", talk=talk, height=430)
+    base_layout(fig, talk=talk, height=400)
     _legend(fig)
-    return fig.update_layout(margin={"t": 110})
+    return fig.update_layout(margin={"t": 50})
 
 
-def histogram_figure(unscaled: pd.DataFrame, scaled: pd.DataFrame, d_k: int, *, talk: bool = False) -> go.Figure:
-    """Histograms of q·k and of q·k/√d_k side by side, each with its normal approximation.
+HISTOGRAM_TITLE = "Histogram of the measured scores (bars) and the normal approximation (line)"  # over both panels
 
-    ``unscaled`` and ``scaled`` are ``histogram_table`` frames (with ``normal_pdf``). The two
-    panels have their own x ranges; the axis titles give them.
+
+def histogram_figure(table: pd.DataFrame, panel: int, d_k: int, *, talk: bool = False) -> go.Figure:
+    """A histogram of q·k (``panel`` 0) or of q·k/√d_k (``panel`` 1), with its normal approximation.
+
+    ``table`` is that run's ``histogram_table`` frame (with ``normal_pdf``); the page sets the two panels side by
+    side under :data:`HISTOGRAM_TITLE`. Each has its own x range.
     """
-    fig = _panels((f"q·k   (d_k = {d_k})", "q·k / √d_k"), talk, spacing=0.1)
-    for col, t, (_, color, name) in zip((1, 2), (unscaled, scaled), RUNS, strict=True):
-        width = float(t["center"].iloc[1] - t["center"].iloc[0])  # histogram_table has at least 2 bins
-        fig.add_trace(go.Bar(x=t["center"], y=t["density"], width=width, marker={"color": color, "line": {"width": 0}},
-                             opacity=0.85, name=f"measured {name}", showlegend=False,
-                             hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"), row=1, col=col)
-        fig.add_trace(go.Scatter(x=t["center"], y=t["normal_pdf"], mode="lines", name="normal approximation",
-                                 line={"color": THEORY, "width": 2}, showlegend=False, hoverinfo="skip"),
-                      row=1, col=col)  # fmt: skip
-        fig.update_xaxes(title_text="score", row=1, col=col)
-    fig.update_yaxes(title_text="density", row=1, col=1)
-    base_layout(fig, title="Histogram of the measured scores (bars) and the normal approximation (line)",
-                talk=talk, height=400)  # fmt: skip
-    return fig.update_layout(bargap=0, margin={"t": 90})
+    _, color, name = RUNS[panel]
+    width = float(table["center"].iloc[1] - table["center"].iloc[0])  # histogram_table has at least 2 bins
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=table["center"], y=table["density"], width=width, opacity=0.85, name=f"measured {name}",
+                         marker={"color": color, "line": {"width": 0}}, showlegend=False,
+                         hovertemplate="%{x:.3g}: density %{y:.3g}<extra></extra>"))  # fmt: skip
+    fig.add_trace(go.Scatter(x=table["center"], y=table["normal_pdf"], mode="lines", name="normal approximation",
+                             line={"color": THEORY, "width": 2}, showlegend=False, hoverinfo="skip"))  # fmt: skip
+    fig.update_xaxes(title_text="score")
+    fig.update_yaxes(title_text="density")
+    _panel(fig, f"q·k   (d_k = {d_k})" if panel == 0 else "q·k / √d_k", talk, 340)
+    return fig.update_layout(bargap=0, margin={"t": 50})
 
 
 def _run_lines(
-    fig: go.Figure, table: pd.DataFrame, column: str, what: str, talk: bool, col: int, *, label: str = "",
+    fig: go.Figure, table: pd.DataFrame, column: str, what: str, talk: bool, *, label: str = "",
     dash: str | None = None, **kw: object,
 ) -> None:  # fmt: skip
-    """One line per run (unscaled, scaled) of ``column_<run>`` against d_k, in panel ``col``; a dashed one is thinner,
-    without markers."""
+    """One line per run (unscaled, scaled) of ``column_<run>`` against d_k; a dashed one is thinner, without
+    markers."""
     for run, color, name in RUNS:
         fig.add_trace(go.Scatter(x=table["d_k"], y=table[f"{column}_{run}"], mode="lines" if dash else "lines+markers",
                                  line={"color": color, "width": 2 if dash else 3, "dash": dash},
                                  marker={"size": 11 if talk else 8}, name=name + label,
-                                 hovertemplate="d_k=%{x}<br>" + what + "<extra>" + name + "</extra>", **kw),
-                      row=1, col=col)  # fmt: skip
+                                 hovertemplate="d_k=%{x}<br>" + what + "<extra>" + name + "</extra>", **kw))
 
 
-def saturation_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
-    """Entropy (% of uniform) and the largest weight against d_k, unscaled and scaled."""
-    fig = _panels(("entropy of a row (% of uniform)", "largest weight in a row"), talk)
-    _run_lines(fig, table, "entropy_pct", "entropy %{y:.1f}%", talk, 1)
-    _run_lines(fig, table, "max_weight", "max weight %{y:.3f}", talk, 2, showlegend=False)
+SATURATION_PANELS = ("entropy_pct", "max_weight")  # the columns of saturation_table drawn, one panel each
+
+
+def saturation_figure(table: pd.DataFrame, column: str, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
+    """The mean entropy (``column`` ``"entropy_pct"``, % of uniform) or largest weight (``"max_weight"``) of a row
+    against d_k, unscaled and scaled. The runs' legend is on the entropy panel, the first of the pair."""
+    entropy = column == "entropy_pct"
+    fig = go.Figure()
+    _run_lines(fig, table, column, "entropy %{y:.1f}%" if entropy else "max weight %{y:.3f}", talk,
+               showlegend=entropy)  # fmt: skip
     _dk_axes(fig, d_k)
-    fig.update_yaxes(range=[0, 102], ticksuffix="%", row=1, col=1)
-    fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    base_layout(fig, talk=talk, height=400)
-    _legend(fig, 1.12)
-    return fig.update_layout(margin={"t": 90})
+    fig.update_yaxes(range=[0, 102], ticksuffix="%") if entropy else fig.update_yaxes(range=[0, 1.02])
+    _panel(fig, "entropy of a row (% of uniform)" if entropy else "largest weight in a row", talk, 400)
+    _legend(fig, 1.02)
+    return fig.update_layout(margin={"t": 90})  # the same on both panels, so that their plots line up
 
 
 def row_bars_figure(
@@ -138,9 +148,9 @@ def row_bars_figure(
     """One query's softmax weights over its keys, unscaled next to scaled."""
     runs = zip((weights_unscaled, weights_scaled), RUNS, strict=True)
     fig = _weight_bars([(w, color, f"softmax({name})", run) for w, (run, color, name) in runs],
-                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=360)  # fmt: skip
-    _legend(fig)
-    return fig.update_layout(barmode="group", bargap=0.25, margin={"t": 100})
+                       title=f"One query's weights at d_k = {d_k}", talk=talk, height=400)  # fmt: skip
+    _legend(fig, -0.3)  # below the plot: above it, on a phone, the title ran over it
+    return fig.update_layout(barmode="group", bargap=0.25)
 
 
 def temperature_figure(sweep: pd.DataFrame, tau: float, d_k: int, *, talk: bool = False) -> go.Figure:
@@ -173,55 +183,61 @@ def temperature_bars_figure(weights: Sequence[float], tau: float, *, talk: bool 
                         height=420)  # fmt: skip
 
 
-def gradient_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
-    """‖∂L/∂z‖ against d_k (median solid, mean dashed), and the scaled/unscaled ratios, on log axes."""
-    fig = _panels(("gradient at the softmax input ‖∂L/∂z‖", "ratio scaled / unscaled"), talk)
-    size = 9 if talk else 6
-    _run_lines(fig, table, "grad_median", "median %{y:.3g}", talk, 1, label=": median row")
-    _run_lines(fig, table, "grad", "mean %{y:.3g}", talk, 1, label=": mean", dash="dash")
-    ratios = (("grad_median_ratio", "median, at z", "solid", 3), ("grad_ratio", "mean, at z", "dash", 2),
-              ("grad_qk_median_ratio", "median, at q·k", "dot", 3))  # fmt: skip
-    for column, label, dash, width in ratios:
-        fig.add_trace(go.Scatter(x=table["d_k"], y=table[column], mode="lines+markers", name=f"ratio: {label}",
-                                 line={"color": THEORY, "dash": dash, "width": width}, marker={"size": size},
-                                 hovertemplate="d_k=%{x}<br>ratio %{y:.3g}<extra>" + label + "</extra>"),
-                      row=1, col=2)  # fmt: skip
-    fig.add_hline(y=1.0, line={"color": "#BBBBBB", "width": 1}, row=1, col=2)
+def gradient_figure(table: pd.DataFrame, panel: int, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
+    """``panel`` 0: ‖∂L/∂z‖ against d_k (median solid, mean dashed); 1: the scaled/unscaled ratios; log axes."""
+    fig = go.Figure()
+    if panel == 0:
+        _run_lines(fig, table, "grad_median", "median %{y:.3g}", talk, label=": median row")
+        _run_lines(fig, table, "grad", "mean %{y:.3g}", talk, label=": mean", dash="dash")
+    else:
+        ratios = (("grad_median_ratio", "median, at z", "solid", 3), ("grad_ratio", "mean, at z", "dash", 2),
+                  ("grad_qk_median_ratio", "median, at q·k", "dot", 3))  # fmt: skip
+        for column, label, dash, width in ratios:
+            fig.add_trace(go.Scatter(x=table["d_k"], y=table[column], mode="lines+markers", name=f"ratio: {label}",
+                                     line={"color": THEORY, "dash": dash, "width": width},
+                                     marker={"size": 9 if talk else 6},
+                                     hovertemplate="d_k=%{x}<br>ratio %{y:.3g}<extra>" + label + "</extra>"))
+        fig.add_hline(y=1.0, line={"color": "#BBBBBB", "width": 1})
     _dk_axes(fig, d_k)
-    _log_y(fig, dtick=3 if talk else 1)  # a dozen decades: in talk mode every third, so the labels do not collide
-    base_layout(fig, talk=talk, height=440)
-    _legend(fig, -0.22)
+    _log_y(fig, dtick=3)  # a dozen decades on half a page (or a phone): every third labelled, so they do not collide
+    _panel(fig, "gradient at the softmax input ‖∂L/∂z‖" if panel == 0 else "ratio scaled / unscaled", talk, 440)
+    _legend(fig, -0.22)  # each panel's own series, below its plot
+    if talk:  # two entries a row, not one, a size smaller: the plot keeps its height on a projector
+        small = {"size": font_size(talk) - 4}
+        fig.update_layout(legend={"entrywidth": 0.5, "entrywidthmode": "fraction", "font": small})
     return fig.update_layout(margin={"t": 50, "b": 10})
 
 
-def jacobian_figure(jac_unscaled: np.ndarray, jac_scaled: np.ndarray, d_k: int, *, talk: bool = False) -> go.Figure:
-    """The softmax Jacobian diag(s) − ssᵀ of one row, unscaled and scaled, on one diverging colour scale."""
+def jacobian_figure(
+    jac_unscaled: np.ndarray, jac_scaled: np.ndarray, panel: int, d_k: int, *, talk: bool = False
+) -> go.Figure:
+    """The softmax Jacobian diag(s) − ssᵀ of one row, unscaled (``panel`` 0) or scaled (1), on the diverging colour
+    scale both panels share (set by the larger of the two). Each panel has the colour bar, so that the two heatmaps
+    are the same size side by side and stacked on a phone."""
     a, b = as_array(jac_unscaled, float), as_array(jac_scaled, float)
     labels = [f"k{j}" for j in range(a.shape[0])]
     zmax = max(float(np.abs(a).max()), float(np.abs(b).max()), 1e-12)
-    fig = _panels((f"q·k   (d_k = {d_k})", "q·k / √d_k"), talk, spacing=0.08)
-    for col, m in enumerate((a, b), start=1):
-        fig.add_trace(go.Heatmap(z=m, x=labels, y=labels, colorscale=DIVERGING, zmin=-zmax, zmax=zmax,
-                                 showscale=col == 2, colorbar={"title": {"text": "∂s_i/∂z_j"}},
-                                 hovertemplate="∂s_%{y}/∂z_%{x} = %{z:.3g}<extra></extra>"),
-                      row=1, col=col)  # fmt: skip
-        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
-    return base_layout(fig, talk=talk, height=420, grid=False).update_layout(margin={"t": 50})
-
-
-def strategies_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
-    """Entropy (% of uniform) and largest weight of each scaling strategy, as horizontal bars."""
-    colors = [UNSCALED if s == "none" else SCALED if s == "√d_k" else NEUTRAL for s in table["strategy"]]
-    fig = _panels(("entropy (% of uniform)", "largest weight"), talk, spacing=0.04, shared_yaxes=True)
-    for col, column, text, hover, top in ((1, "entropy_pct", "{:.0f}%", "%{x:.1f}%", 118),
-                                          (2, "max_weight", "{:.2f}", "%{x:.3f}", 1.18)):  # fmt: skip
-        fig.add_trace(go.Bar(y=table["strategy"], x=table[column], orientation="h", marker={"color": colors},
-                             text=[text.format(v) for v in table[column]], textposition="outside",
-                             hovertemplate="%{y}: " + hover + "<extra></extra>", showlegend=False), row=1, col=col)
-        fig.update_xaxes(range=[0, top], row=1, col=col)
-    fig.update_yaxes(autorange="reversed")
-    base_layout(fig, talk=talk, height=420 if talk else 380)
+    fig = go.Figure(go.Heatmap(z=(a, b)[panel], x=labels, y=labels, colorscale=DIVERGING, zmin=-zmax, zmax=zmax,
+                               colorbar={"title": {"text": "∂s_i/∂z_j"}},
+                               hovertemplate="∂s_%{y}/∂z_%{x} = %{z:.3g}<extra></extra>"))  # fmt: skip
+    _panel(fig, f"q·k   (d_k = {d_k})" if panel == 0 else "q·k / √d_k", talk, 420, grid=False)
+    fig.update_yaxes(autorange="reversed", scaleanchor="x")
     return fig.update_layout(margin={"t": 50})
+
+
+def strategies_figure(table: pd.DataFrame, column: str, *, talk: bool = False) -> go.Figure:
+    """The entropy (``column`` ``"entropy_pct"``, % of uniform) or largest weight (``"max_weight"``) of each scaling
+    strategy, as horizontal bars; each panel names the strategies, as on a phone the two stack."""
+    colors = [UNSCALED if s == "none" else SCALED if s == "√d_k" else NEUTRAL for s in table["strategy"]]
+    entropy = column == "entropy_pct"
+    text, hover, top = ("{:.0f}%", "%{x:.1f}%", 118) if entropy else ("{:.2f}", "%{x:.3f}", 1.18)
+    fig = go.Figure(go.Bar(y=table["strategy"], x=table[column], orientation="h", marker={"color": colors},
+                           text=[text.format(v) for v in table[column]], textposition="outside", cliponaxis=False,
+                           hovertemplate="%{y}: " + hover + "<extra></extra>", showlegend=False))  # fmt: skip
+    fig.update_xaxes(range=[0, top])
+    fig.update_yaxes(autorange="reversed")
+    _panel(fig, "entropy (% of uniform)" if entropy else "largest weight", talk, 420 if talk else 380)
+    return fig.update_layout(margin={"t": 50, "r": 30})  # room for a label past the axis' end on a phone
 
 
 def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:

@@ -31,6 +31,13 @@ EDGE_START = {
 NUMBERS = {tab: f"sc_{key}_numbers" for tab, key in zip(TABS, ("variance", "saturation", "gradients", "strategies",
                                                                   "init", "stability", "training"), strict=True)}
 Open = Callable[..., AppTest]
+# Figures whose panels are separate charts in st.columns (side by side on a laptop, stacked on a phone), by tab.
+PANELS = {
+    "Variance": {"sc_histogram", "sc_histogram_scaled"},
+    "Saturation": {"sc_saturation_entropy_pct", "sc_saturation_max_weight", "sc_tau_bars", "sc_tau_curve"},
+    "Gradients": {"sc_gradient", "sc_gradient_ratio", "sc_jacobian", "sc_jacobian_scaled"},
+    "Scaling strategies": {"sc_strategies", "sc_strategies_max_weight"},
+}
 
 
 def open_tab(open_page: Open, tab: str, query: dict[str, str] | None = None) -> AppTest:
@@ -59,6 +66,16 @@ def open_numbers(at: AppTest, tab: str) -> AppTest:
     """Open the tab's "The numbers" expander, as a viewer would: its table is built only then."""
     at.session_state[NUMBERS[tab]] = True
     return at.run()
+
+
+@pytest.mark.parametrize("tab", list(PANELS))
+def test_paired_panels_are_charts_in_columns(open_page: Open, tab: str) -> None:
+    """A phone stacks st.columns by itself; plotly's own subplots it cannot, so each panel is its own chart in one."""
+    at = open_tab(open_page, tab, EDGE_START[tab])
+    in_columns = [[c.proto.id.rsplit("-", 1)[-1] for c in col.children.values() if c.type == "plotly_chart"]
+                  for col in at.columns]  # fmt: skip
+    assert all(len(keys) <= 1 for keys in in_columns), in_columns
+    assert {k for keys in in_columns for k in keys} == PANELS[tab]
 
 
 @pytest.mark.parametrize("tab", TABS)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.browser import (
     ALERT,
+    PHONE_VIEWPORT,
     TALK_VIEWPORT,
     StreamlitServer,
     exception_texts,
@@ -143,6 +144,33 @@ def test_malformed_url_shows_a_notice_and_no_exception(page: Page, streamlit_ser
     for key in ("n =", "d_k =", "mask ="):
         assert key in notices[0]
     assert "zzz" not in notices[0], "a key no control reads changes nothing and is not complained about"
+
+
+@pytest.mark.parametrize(("viewport", "side_by_side"), [(PHONE_VIEWPORT, False), (TALK_VIEWPORT, True)],
+                         ids=["phone", "talk"])  # fmt: skip
+def test_scaling_panels_stack_on_a_phone_and_sit_side_by_side_in_talk_mode(
+    browser: Browser, streamlit_server: StreamlitServer, artifacts_dir: Path, viewport: dict[str, int],
+    side_by_side: bool,
+) -> None:
+    """The saturation tab's two panels are two charts in st.columns: full width one above the other on a phone, in
+    one row at 1280×720 (talk mode), where both fit the window."""
+    context = browser.new_context(viewport=viewport)
+    try:
+        page = context.new_page()
+        goto(page, streamlit_server, "/scaling?sc_tab=Saturation&sc_nk=4" + ("&talk=true" if side_by_side else ""),
+             timeout=120_000)  # fmt: skip
+        boxes = [page.locator(f".st-key-sc_saturation_{c}").bounding_box() for c in ("entropy_pct", "max_weight")]
+        screenshot(page, artifacts_dir, f"scaling-panels-{viewport['width']}")
+        first, second = boxes
+        assert first is not None and second is not None
+        if side_by_side:
+            assert abs(first["y"] - second["y"]) < 2 and second["x"] >= first["x"] + first["width"]
+            assert second["y"] + second["height"] <= viewport["height"], "the panels must fit the talk window"
+        else:
+            assert second["y"] >= first["y"] + first["height"]
+            assert min(first["width"], second["width"]) > 0.8 * viewport["width"], "a stacked panel gets the width"
+    finally:
+        context.close()
 
 
 def test_every_scaling_tab_renders(page: Page, streamlit_server: StreamlitServer, artifacts_dir: Path) -> None:

@@ -74,7 +74,7 @@ def _walkthrough_figures(weights, scores, values, blocked) -> list[go.Figure]:
         WF.output_blend(weights[0], values, keys),
         SF.row_bars_figure(weights[0], weights[1], 4),
         SF.temperature_bars_figure(weights[2], 2.0),
-        SF.jacobian_figure(scores, scores.T, 4),
+        SF.jacobian_figure(scores, scores.T, 1, 4),
     ]
 
 
@@ -111,7 +111,7 @@ def test_builders_accept_tensors_numpy_cannot_read() -> None:
         WF.output_blend(OffHostTensor(weights[0]), v, keys),
         SF.row_bars_figure(OffHostTensor(weights[0]), OffHostTensor(weights[1]), 4),
         SF.temperature_bars_figure(OffHostTensor(weights[2]), 2.0),
-        SF.jacobian_figure(s, OffHostTensor(scores.T), 4),
+        SF.jacobian_figure(s, OffHostTensor(scores.T), 1, 4),
     ]
     for a, expected in zip(figs, host, strict=True):
         assert a.to_json() == expected.to_json()

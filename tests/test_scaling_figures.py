@@ -9,10 +9,15 @@ import plotly.graph_objects as go
 import pytest
 
 from attention_core import scaling
+from attention_core.scaling import RowSample
 from figures import scaling as F
 from figures.style import BASE_FONT, SCALED, TALK_FONT, UNSCALED
 
 DIMS = [1, 4, 16, 64]
+PANELS = (0, 1)  # unscaled, scaled (or the ratio): the two panels a page sets side by side
+STRATEGY_PANELS = ("entropy_pct", "max_weight")
+# Where each builder's figures sit in builders(): the panels of one pair are consecutive.
+HIST, SATURATION, ROW, GRADIENT, JACOBIAN, STRATEGIES, INIT, TRAINING = 1, 3, 5, 8, 10, 12, 14, 17
 
 
 def colours(fig: go.Figure) -> set[str]:
@@ -46,18 +51,22 @@ def tables() -> dict[str, object]:
     }
 
 
+def jacobian(row: RowSample, panel: int, talk: bool = False) -> go.Figure:
+    return F.jacobian_figure(row.jacobian_unscaled.numpy(), row.jacobian_scaled.numpy(), panel, 64, talk=talk)
+
+
 def builders(t: dict, talk: bool) -> list[go.Figure]:  # type: ignore[type-arg]
     row = t["row"]
     return [
         F.variance_figure(t["variance"], 16, talk=talk),
-        F.histogram_figure(*t["hist"], 64, talk=talk),
-        F.saturation_figure(t["saturation"], 16, talk=talk),
+        *(F.histogram_figure(t["hist"][p], p, 64, talk=talk) for p in PANELS),
+        *(F.saturation_figure(t["saturation"], c, 16, talk=talk) for c in F.SATURATION_PANELS),
         F.row_bars_figure(row.weights_unscaled.numpy(), row.weights_scaled.numpy(), 64, talk=talk),
         F.temperature_figure(t["sweep"], 8.0, 64, talk=talk),
         F.temperature_bars_figure(row.weights_at(8.0).numpy(), 8.0, talk=talk),
-        F.gradient_figure(t["gradient"], 16, talk=talk),
-        F.jacobian_figure(row.jacobian_unscaled.numpy(), row.jacobian_scaled.numpy(), 64, talk=talk),
-        F.strategies_figure(t["strategies"], talk=talk),
+        *(F.gradient_figure(t["gradient"], p, 16, talk=talk) for p in PANELS),
+        *(jacobian(row, p, talk) for p in PANELS),
+        *(F.strategies_figure(t["strategies"], c, talk=talk) for c in STRATEGY_PANELS),
         F.init_figure(t["init"], talk=talk),
         F.overflow_figure(t["sweep16"], "float16", scaling.overflow_limit("float16"), 100, talk=talk),
         F.overflow_bars_figure(t["overflow"], talk=talk),
@@ -74,13 +83,29 @@ def test_every_builder_returns_a_figure_and_talk_enlarges_it(tables: dict) -> No
 
 def test_unscaled_and_scaled_keep_their_colours(tables: dict) -> None:  # type: ignore[type-arg]
     figs = builders(tables, False)
-    for i in (0, 1, 2, 3, 6, 9, 12):
-        assert {UNSCALED, SCALED} <= colours(figs[i]), i
-    strategies = F.strategies_figure(tables["strategies"])
-    bar_colours = list(strategies.data[0].marker.color)
-    names = list(tables["strategies"]["strategy"])
-    assert bar_colours[names.index("none")] == UNSCALED and bar_colours[names.index("√d_k")] == SCALED
+    pairs = [figs[i] for i in (0, ROW, INIT, TRAINING)] + [figs[SATURATION], figs[SATURATION + 1], figs[GRADIENT]]
+    for i, fig in enumerate(pairs):
+        assert {UNSCALED, SCALED} <= colours(fig), i
+    # the histogram's panels: q·k in the unscaled colour, q·k/√d_k in the scaled one
+    assert UNSCALED in colours(figs[HIST]) and SCALED not in colours(figs[HIST])
+    assert SCALED in colours(figs[HIST + 1]) and UNSCALED not in colours(figs[HIST + 1])
+    for column in STRATEGY_PANELS:
+        strategies = F.strategies_figure(tables["strategies"], column)
+        bar_colours = list(strategies.data[0].marker.color)
+        names = list(tables["strategies"]["strategy"])
+        assert bar_colours[names.index("none")] == UNSCALED and bar_colours[names.index("√d_k")] == SCALED
+        assert list(strategies.data[0].x) == list(tables["strategies"][column])
     assert F.NAIVE not in (UNSCALED, SCALED) and F.STABLE not in (UNSCALED, SCALED)
+
+
+def test_paired_panels_show_one_legend_and_one_colour_bar(tables: dict) -> None:  # type: ignore[type-arg]
+    """Panels drawn as separate figures, side by side on a laptop and stacked on a phone: the runs' legend on the
+    first saturation panel only; the Jacobians on one colour scale (test below), its bar on each."""
+    entropy, largest = (F.saturation_figure(tables["saturation"], c, 16) for c in F.SATURATION_PANELS)
+    assert [t.name for t in entropy.data if t.showlegend is not False] == ["q·k", "q·k/√d_k"]
+    assert all(t.showlegend is False for t in largest.data)
+    assert list(largest.data[1].y) == list(tables["saturation"]["max_weight_scaled"])
+    assert all(jacobian(tables["row"], p).data[0].showscale is not False for p in PANELS)
 
 
 def test_variance_figure_plots_the_measured_numbers(tables: dict) -> None:  # type: ignore[type-arg]
@@ -93,9 +118,11 @@ def test_variance_figure_plots_the_measured_numbers(tables: dict) -> None:  # ty
 
 def test_jacobian_heatmaps_share_one_symmetric_scale(tables: dict) -> None:  # type: ignore[type-arg]
     row = tables["row"]
-    fig = F.jacobian_figure(row.jacobian_unscaled.numpy(), row.jacobian_scaled.numpy(), 64)
-    a, b = fig.data
+    a, b = (jacobian(row, p).data[0] for p in PANELS)
     assert a.zmin == b.zmin == -a.zmax and a.zmax == b.zmax > 0
+    largest = max(np.abs(row.jacobian_unscaled.numpy()).max(), np.abs(row.jacobian_scaled.numpy()).max())
+    assert a.zmax == pytest.approx(largest)
+    assert np.allclose(np.asarray(a.z), row.jacobian_unscaled.numpy())
     assert np.allclose(np.asarray(b.z), row.jacobian_scaled.numpy())
 
 
@@ -125,11 +152,13 @@ def test_training_figure_draws_raw_faint_and_smoothed_bold(tables: dict) -> None
     assert fig.layout.shapes[0].y0 == 0.875 and fig.layout.annotations[0].text == "uniform weights"
 
 
-def test_panel_titles_have_room_and_talk_mode_thins_crowded_log_labels(tables: dict) -> None:  # type: ignore[type-arg]
+def test_panel_titles_have_room_and_crowded_log_labels_are_thinned(tables: dict) -> None:  # type: ignore[type-arg]
     """A panel's title sits above its plot: the top margin must hold it, or the browser cuts it (talk mode's font)."""
-    for fig in builders(tables, True)[1:3] + builders(tables, True)[6:9]:
-        size = fig.layout.annotations[0].font.size
-        assert fig.layout.margin.t >= 1.3 * size, fig.layout.annotations[0].text
-    # A dozen decades of gradient on a projector-sized plot: every third is labelled, not every one.
-    assert F.gradient_figure(tables["gradient"], talk=True).layout.yaxis.dtick == 3
-    assert F.gradient_figure(tables["gradient"]).layout.yaxis.dtick == 1
+    figs = builders(tables, True)
+    for fig in figs[HIST:ROW] + figs[GRADIENT:INIT]:
+        size = fig.layout.title.font.size
+        assert fig.layout.margin.t >= 1.3 * size, fig.layout.title.text
+    # A dozen decades of gradient on a half-width (or phone-width) panel: every third is labelled, not every one.
+    for p in PANELS:
+        for talk in (False, True):
+            assert F.gradient_figure(tables["gradient"], p, talk=talk).layout.yaxis.dtick == 3

@@ -20,7 +20,7 @@ from .frame import talk
 
 TALK_ABOVE = {  # px from the window's top to each fitted figure's top, talk mode at 1280×720 (a projector's 720p)
     "walkthrough.steps": 250, "walkthrough.steps-tall": 262, "walkthrough.all": 150, "walkthrough.compare": 140,
-    "scaling.Variance": 400, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
+    "scaling.Variance": 440, "scaling.Saturation": 300, "scaling.Gradients": 300, "scaling.Scaling strategies": 395,
     "scaling.Initialisation": 352, "scaling.Numerical stability": 384, "scaling.Training": 385,
     "heads.Split": 250, "heads.Heads side by side": 330, "heads.MHA → GQA → MQA": 330,
     "heads.KV-cache calculator": 290, "heads.Decode": 370,

@@ -3,7 +3,7 @@ core (``cached``). Imported only by the explorer, so the other pages never load 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -21,10 +21,27 @@ def headline() -> Callable[[], DeltaGenerator]:
     return lambda: box if box is not None else st.container()
 
 
-def lead(fig: go.Figure, key: str, fit: str, *numbers: tuple[str, str, str | None]) -> None:
-    """A tab's first figure and its headline numbers (:func:`headline`)."""
+def panels(figs: Sequence[go.Figure], keys: Sequence[str], fit: str | None = None) -> None:
+    """Figures side by side in ``st.columns``, each fitted as ``fit`` in talk mode; on a phone the columns stack, so
+    each panel keeps the full width."""
+    for column, fig, key in zip(st.columns(len(figs)), figs, keys, strict=True):
+        with column:
+            draw.chart(fig, key, fit=fit)
+
+
+def lead(
+    figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None],
+    title: str | None = None,
+) -> None:
+    """A tab's first figure, or its panels side by side (:func:`panels`), and its headline numbers
+    (:func:`headline`); ``title`` in bold right above the figure, where a phone wraps it."""
     above = headline()
-    draw.chart(fig, key, fit=fit)
+    if title:
+        st.markdown(f"**{title}**")
+    if isinstance(figs, go.Figure):
+        draw.chart(figs, str(key), fit=fit)
+    else:
+        panels(figs, list(key), fit)
     with above():
         draw.metrics(*numbers)
 

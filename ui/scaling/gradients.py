@@ -8,16 +8,16 @@ import streamlit as st
 from figures.scaling import gradient_figure, jacobian_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import both, lead
+from ui.scaling import both, lead, panels
 from ui.scaling.cached import gradient_data, row_data, rows_for
 from ui.scaling.settings import Shared
 
 
-def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool) -> go.Figure:
+def figure(kind: str, panel: int, d_k: int, n_keys: int, seed: int, talk: bool) -> go.Figure:
     if kind == "gradient":
-        return gradient_figure(gradient_data(n_keys, seed), d_k, talk=talk)
+        return gradient_figure(gradient_data(n_keys, seed), panel, d_k, talk=talk)
     row = row_data(d_k, n_keys, seed)
-    return jacobian_figure(row.jacobian_unscaled, row.jacobian_scaled, d_k, talk=talk)
+    return jacobian_figure(row.jacobian_unscaled, row.jacobian_scaled, panel, d_k, talk=talk)
 
 
 def gradients_tab(sh: Shared) -> None:
@@ -34,7 +34,8 @@ def gradients_tab(sh: Shared) -> None:
         "saturation tab.",
     )
     at, key = g.loc[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
-    lead(draw.figure(figure, "gradient", *key), "sc_gradient", "scaling.Gradients",
+    lead([draw.figure(figure, "gradient", p, *key) for p in (0, 1)], ["sc_gradient", "sc_gradient_ratio"],
+         "scaling.Gradients",
          ("Median ‖∂L/∂z‖, unscaled", draw.fmt(at["grad_median_unscaled"]), None),
          ("Median ‖∂L/∂z‖, ÷√d_k", draw.fmt(at["grad_median_scaled"]), None),
          ("Rows passing < 0.01, unscaled", f"{100 * at['dead_unscaled']:.0f}%", None),
@@ -52,7 +53,7 @@ def gradients_tab(sh: Shared) -> None:
         "Each cell is how much weight s_i moves when logit z_j moves. The same query and keys as the bars on "
         "the saturation tab; where a row is one-hot, the whole matrix is (nearly) zero.",
     )
-    draw.chart(draw.figure(figure, "jacobian", *key), "sc_jacobian")
+    panels([draw.figure(figure, "jacobian", p, *key) for p in (0, 1)], ["sc_jacobian", "sc_jacobian_scaled"])
     draw.numbers(g, {
         "d_k": NUMBER("d_k"), **both("jac_diag", "mean s(1−s)", "%.3g"),
         **both("grad_median", "median ‖∂L/∂z‖", "%.3g"), "grad_median_ratio": NUMBER("median ratio", format="%.3g"),

@@ -8,7 +8,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_core.scaling import entropy_pct
-from figures.scaling import row_bars_figure, saturation_figure, temperature_bars_figure, temperature_figure
+from figures.scaling import (
+    SATURATION_PANELS,
+    row_bars_figure,
+    saturation_figure,
+    temperature_bars_figure,
+    temperature_figure,
+)
 from ui import draw
 from ui.draw import NUMBER
 from ui.scaling import both, lead
@@ -17,8 +23,8 @@ from ui.scaling.settings import TAU_CHOICES, Shared
 
 
 def figure(kind: str, d_k: int, n_keys: int, seed: int, talk: bool, tau: float = 0.0) -> go.Figure:
-    if kind == "saturation":
-        return saturation_figure(saturation_data(n_keys, seed), d_k, talk=talk)
+    if kind in SATURATION_PANELS:
+        return saturation_figure(saturation_data(n_keys, seed), kind, d_k, talk=talk)
     if kind == "row":
         row = row_data(d_k, n_keys, seed)
         return row_bars_figure(row.weights_unscaled, row.weights_scaled, d_k, talk=talk)
@@ -43,7 +49,8 @@ def saturation_tab(sh: Shared) -> None:
         f"Each point averages {rows} random rows.",
     )
     at, key = s.loc[sh.d_k], (sh.d_k, sh.n_keys, sh.seed, sh.talk)
-    lead(draw.figure(figure, "saturation", *key), "sc_saturation", "scaling.Saturation",
+    lead([draw.figure(figure, c, *key) for c in SATURATION_PANELS], [f"sc_saturation_{c}" for c in SATURATION_PANELS],
+         "scaling.Saturation",
          ("Entropy, unscaled", f"{at['entropy_pct_unscaled']:.0f}%", "of uniform"),
          ("Entropy, ÷√d_k", f"{at['entropy_pct_scaled']:.0f}%", "of uniform"),
          ("Largest weight, unscaled", f"{at['max_weight_unscaled']:.2f}", f"mean over {rows} rows"),

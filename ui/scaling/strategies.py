@@ -10,12 +10,13 @@ import streamlit as st
 from figures.scaling import strategies_figure
 from ui import draw
 from ui.draw import NUMBER
+from ui.scaling import panels
 from ui.scaling.cached import rows_for, strategies_data
 from ui.scaling.settings import Shared
 
 
-def figure(d_k: int, n_keys: int, seed: int, target: int, talk: bool) -> go.Figure:
-    return strategies_figure(strategies_data(d_k, n_keys, seed, target), talk=talk)
+def figure(column: str, d_k: int, n_keys: int, seed: int, target: int, talk: bool) -> go.Figure:
+    return strategies_figure(strategies_data(d_k, n_keys, seed, target), column, talk=talk)
 
 
 def strategies_tab(sh: Shared) -> None:
@@ -41,8 +42,8 @@ def strategies_tab(sh: Shared) -> None:
         f"normalises q and k first, so its scores lie in [−1, 1] and need a small τ "
         f"({s.loc['cosine / τ', 'divisor']:.3g} here) to be anything but uniform.",
     )
-    fig = draw.figure(figure, sh.d_k, sh.n_keys, sh.seed, target, sh.talk)
-    draw.chart(fig, "sc_strategies", fit="scaling.Scaling strategies")
+    figs = [draw.figure(figure, c, sh.d_k, sh.n_keys, sh.seed, target, sh.talk) for c in ("entropy_pct", "max_weight")]
+    panels(figs, ["sc_strategies", "sc_strategies_max_weight"], "scaling.Scaling strategies")
     draw.numbers(s, {
         "strategy": st.column_config.TextColumn("strategy"),
         "divisor": NUMBER("divisor", format="%.4g"),

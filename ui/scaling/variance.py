@@ -7,10 +7,10 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from figures.scaling import histogram_figure, variance_figure
+from figures.scaling import HISTOGRAM_TITLE, VARIANCE_TITLE, histogram_figure, variance_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import lead
+from ui.scaling import lead, panels
 from ui.scaling.cached import histogram_data, variance_data
 from ui.scaling.settings import DIMS, Shared
 
@@ -18,7 +18,8 @@ from ui.scaling.settings import DIMS, Shared
 def figure(kind: str, n: int, seed: int, d_k: int, talk: bool) -> go.Figure:
     if kind == "variance":
         return variance_figure(variance_data(n, seed), d_k, talk=talk)
-    return histogram_figure(*histogram_data(d_k, n, seed), d_k, talk=talk)
+    panel = int(kind == "histogram_scaled")
+    return histogram_figure(histogram_data(d_k, n, seed)[panel], panel, d_k, talk=talk)
 
 
 def variance_tab(sh: Shared) -> None:
@@ -42,8 +43,11 @@ def variance_tab(sh: Shared) -> None:
          (f"Var(q·k) at d_k = {sh.d_k}", draw.fmt(at["empirical_var"], 4), f"theory: {sh.d_k}"),
          ("Typical score, ±1σ", f"±{at['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
          ("95% of scores within", f"±{at['abs_p95']:.1f}", "about ±2σ"),
-         ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"))  # fmt: skip
-    draw.chart(draw.figure(figure, "histogram", *key), "sc_histogram")
+         ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
+         title=VARIANCE_TITLE)  # fmt: skip
+    st.markdown(f"**{HISTOGRAM_TITLE}**")
+    panels([draw.figure(figure, k, *key) for k in ("histogram", "histogram_scaled")],
+           ["sc_histogram", "sc_histogram_scaled"])
     draw.prose(
         f"Every measured point lies within {100 * abs(v.loc[worst, 'rel_error']):.1f}% of its theory line (the largest "
         f"miss is at d_k = {worst}). With fewer samples the points scatter more: the standard error "
