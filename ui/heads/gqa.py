@@ -15,13 +15,19 @@ from ui.heads.data import example_data, fmt_int
 from ui.heads.examples import HeadSettings
 
 
+def per_row(n_heads: int, talk: bool) -> int:
+    """Heads in a row: four on a projector, as the talk layout is made for; two on a laptop, where four columns
+    of 190 px squeezed a heatmap to 95 px. Below 640 px Streamlit stacks the columns, one head a row."""
+    return min(4 if talk else 2, n_heads)
+
+
 def head_figure(
     d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, head: int, height: int, talk: bool
 ) -> go.Figure:
     """One head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group;
-    the last of each row of four carries the colour bar all of them share. In talk mode (a projector: the row
+    the last of each row carries the colour bar all of them share. In talk mode (a projector: the row
     never stacks) only the first column names the query tokens, which leaves the heatmaps their room."""
-    d, cols = example_data(d_model, n_heads, n_kv_heads, seed, causal), min(4, n_heads)
+    d, cols = example_data(d_model, n_heads, n_kv_heads, seed, causal), per_row(n_heads, talk)
     return head_heatmap(d.weights_gqa[head], d.tokens, head, kv_head_of(head, n_heads, n_kv_heads),
                         grouped=n_kv_heads < n_heads, colorbar=head % cols == cols - 1, numbers=n_heads <= 2,
                         row_labels=not talk or head % cols == 0, height=height, talk=talk)  # fmt: skip
@@ -29,17 +35,16 @@ def head_figure(
 
 def head_grid(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, key: str,
               fit: str | None = None) -> None:  # fmt: skip
-    """Every head's weights, one figure per head in up to four columns: side by side on a laptop or a projector,
-    stacked on a phone. In talk mode one row fills the window's rest (``fit``); two rows share it."""
-    cols = min(4, n_heads)
+    """Every head's weights, one figure per head in columns (:func:`per_row`): side by side on a laptop or a
+    projector, stacked on a phone. In talk mode one row fills the window's rest (``fit``); two rows share it."""
+    cols = per_row(n_heads, talk())
     rows = -(-n_heads // cols)
+    height = 360
     if talk() and fit:
         height = draw.room(fit, 440) if rows == 1 else max(200, draw.room(fit, 900) // rows)
-    else:
-        height = 300 if cols > 2 else 380
-    # In talk mode the first column holds the token names and the last the colour bar: wider, so the four
-    # heatmaps come out the same size.
-    widths = [1.3, *[1] * (cols - 2), 1.2] if talk() and cols > 1 else cols
+    # The last column holds the colour bar and, in talk mode, only the first the token names: those are wider, so
+    # the heatmaps come out the same size.
+    widths = ([1.3, *[1] * (cols - 2), 1.2] if talk() else [1, 1.15]) if cols > 1 else cols
     for r in range(rows):
         for c, col in enumerate(st.columns(widths)):
             head = r * cols + c
