@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .cells import cell_labels
 from .style import HIGHLIGHT, SEQUENTIAL, THEORY, base_layout, font_size
@@ -34,7 +32,7 @@ def kilo(tokens: int) -> str:
 
 
 def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bool = False) -> go.Figure:
-    """Q ``(L, d_model)`` as a heatmap, cut into ``n_heads`` column blocks, each labelled with its head."""
+    """Q ``(L, d_model)`` as a heatmap, cut into ``n_heads`` column blocks, each labelled ``h0``, ``h1``, … below."""
     z = np.asarray(q, dtype=float)
     if z.ndim != 2 or z.shape[1] % n_heads:
         raise ValueError(f"q must be (L, d_model) with d_model divisible by {n_heads}, got {z.shape}")
@@ -45,53 +43,48 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
         x0, x1, color = i * d_k - 0.5, (i + 1) * d_k - 0.5, group_color(i)
         fig.add_shape(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=-0.02, y1=1.0,
                       line={"color": color, "width": 3})  # fmt: skip
+        # "h0", not "head 0": a phone gives a head of 8 features about 40 px; the hover names it in full.
         fig.add_annotation(x=(x0 + x1) / 2, y=-0.04, xref="x", yref="paper", yanchor="top", showarrow=False,
-                           text=f"<b>head {i}</b>", font={"size": font_size(talk), "color": color})  # fmt: skip
+                           text=f"<b>h{i}</b>", font={"size": font_size(talk), "color": color},
+                           hovertext=f"head {i}: features {i * d_k}–{(i + 1) * d_k - 1} of Q")  # fmt: skip
     fig.update_layout(margin={"b": 50})
-    # About eight feature numbers, level: every one of 32 or 64 overlapped on a tablet or a phone.
-    step = max(1, z.shape[1] // 8)
+    # Four feature numbers, level: eight (every 4th of 32) piled up on a phone.
+    step = max(1, z.shape[1] // 4)
     fig.update_xaxes(tickvals=[str(i) for i in range(0, z.shape[1], step)], tickangle=0)
     return fig
 
 
-def heads_side_by_side(
-    weights: np.ndarray, tokens: Sequence[str], kv_of: Sequence[int], *, talk: bool = False
+def head_heatmap(
+    weights: np.ndarray, tokens: Sequence[str], head: int, kv_head: int, *, grouped: bool = False,
+    colorbar: bool = False, numbers: bool = False, row_labels: bool = True, height: int | None = None,
+    talk: bool = False,
 ) -> go.Figure:
-    """Each head's ``(L, S)`` weights side by side on one 0…1 colour scale; ``weights`` is ``(h, L, S)``.
-
-    A head's title names the K/V head it reads (``kv_of[i]``) in that group's colour.
-    """
+    """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with
+    ``· K/V j`` when ``grouped``) in its K/V group's colour. The page draws one per head in columns, which
+    sit side by side on a wide screen and stack on a phone; ``colorbar`` draws the shared scale's bar,
+    ``numbers`` writes each weight in its cell (room for it: two heads or fewer); ``row_labels=False`` leaves
+    the query tokens to the panel on the left (in a row that never stacks)."""
     w = np.asarray(weights, dtype=float)
-    if w.ndim != 3 or len(kv_of) != w.shape[0]:
-        raise ValueError(f"weights must be (h, L, S) with one K/V index per head, got {w.shape} and {len(kv_of)}")
-    h, L, _ = w.shape
-    cols = min(4, h)
-    rows = math.ceil(h / cols)
-    grouped = len(set(kv_of)) < h
-    titles = [f"<span style='color:{group_color(j)}'><b>head {i}</b>{f' · K/V {j}' if grouped else ''}</span>"
-              for i, j in enumerate(kv_of)]  # fmt: skip
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
-                        vertical_spacing=0.12 if rows > 1 else 0.0)  # fmt: skip
+    if w.ndim != 2 or w.shape[0] != len(tokens) or w.shape[1] != len(tokens):
+        raise ValueError(f"weights must be (L, S) with one token per row and column, got {w.shape} for {len(tokens)}")
+    L = w.shape[0]
     size = font_size(talk)
-    for i in range(h):
-        r, c = divmod(i, cols)
-        fig.add_heatmap(
-            z=w[i], x=list(tokens), y=list(tokens), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, showscale=i == 0,
-            colorbar={"thickness": 12, "len": 0.8}, xgap=1, ygap=1,
-            text=cell_labels(w[i]),
-            texttemplate="%{text}" if h <= 2 and L <= 12 else None, textfont={"size": size - 3},
-            hovertemplate=f"head {i}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>", row=r + 1, col=c + 1,
-        )  # fmt: skip
-        fig.update_yaxes(showticklabels=c == 0, row=r + 1, col=c + 1)
-        fig.update_xaxes(showticklabels=r == rows - 1, row=r + 1, col=c + 1)  # keys: bottom row only
-    # Every token named while one row of panels leaves room (plotly would skip every other one); more rows: thinned.
-    ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | ({"tickvals": list(tokens)} if rows == 1 else {})
-    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, **ticks)
+    kv = f" · K/V {kv_head}" if grouped else ""
+    title = f"<span style='color:{group_color(kv_head)}'><b>head {head}</b>{kv}</span>"
+    fig = go.Figure(go.Heatmap(
+        z=w, x=list(tokens), y=list(tokens), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, showscale=colorbar,
+        colorbar={"thickness": 12, "len": 0.9}, xgap=1, ygap=1, text=cell_labels(w),
+        texttemplate="%{text}" if numbers and L <= 12 else None, textfont={"size": size - 3},
+        hovertemplate=f"head {head}<br>query %{{y}} → key %{{x}}: %{{z:.3f}}<extra></extra>",
+    ))  # fmt: skip
+    # Every token named where the panel has the room (plotly would skip every other one); a low one: thinned.
+    every = {} if (height or 300) < 260 else {"tickvals": list(tokens)}
+    ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | every
+    fig.update_yaxes(autorange="reversed", type="category", showgrid=False, showticklabels=row_labels, **ticks)
     fig.update_xaxes(type="category", showgrid=False, tickangle=-60, **ticks)
-    per_row = 300 if cols > 2 else (440 if talk else 380)
-    base_layout(fig, talk=talk, height=min(900, 130 + per_row * rows))
-    fig.update_annotations(font_size=size)
-    return fig.update_layout(margin={"t": 50})
+    base_layout(fig, talk=talk, height=height or (440 if talk else 380), grid=False)
+    return fig.update_layout(title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": size}},
+                             margin={"t": 40, "l": 10, "r": 10})  # fmt: skip
 
 
 def sharing_figure(n_heads: int, n_kv_heads: int, talk: bool = False) -> go.Figure:

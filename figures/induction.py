@@ -7,6 +7,7 @@ the colour of "scaled" attention (the one that learns); the first half, which no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,6 +18,9 @@ from .arrays import as_array
 from .style import HIGHLIGHT, SCALED, SEQUENTIAL, THEORY, UNSCALED, chart_layout, font_size
 
 FIRST, REPEAT = "#888888", SCALED  # the two halves' losses
+# The weight's colour bar lies under the heatmap: at its right it took a third of a phone's width from the columns.
+COLORBAR_BELOW = {"orientation": "h", "thickness": 10, "len": 0.6, "x": 0.5, "y": -0.02, "yanchor": "top",
+                  "title": {"text": "weight", "side": "right"}}  # fmt: skip
 HEAD_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 
 
@@ -153,15 +157,19 @@ def sequence_figure(
     guesses = [f"{i}: {t}, guess {p} ({c:.0%})" for i, (t, p, c) in enumerate(zip(tokens, predicted, confidence,
                                                                                strict=True))]  # fmt: skip
     fig = go.Figure(go.Heatmap(z=w, zmin=0, zmax=1, colorscale=SEQUENTIAL, customdata=np.array(guesses)[:, None]
-                               .repeat(n, axis=1), colorbar={"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
+                               .repeat(n, axis=1), colorbar=COLORBAR_BELOW,
                                hovertemplate="query %{customdata}<br>key %{x}: %{z:.2f}<extra></extra>"))  # fmt: skip
     if n <= 16:  # short sequences: the larger weights written in their cells
         fig.update_traces(text=np.where(w >= 0.3, np.round(w, 2).astype(str), ""), texttemplate="%{text}",
                           textfont={"size": font_size(talk) - 6})  # fmt: skip
     chart_layout(fig, talk=talk, height=height, top=10, note_size=-1)
     small = font_size(talk) - (7 if talk else 3)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(n)), ticktext=[str(t) for t in tokens], side="top",
-                     showgrid=False, tickfont={"size": small}, tickangle=-60)  # fmt: skip
+    # The keys are the rows' tokens again, which the rows name in full: on top every k-th of them, upright, at
+    # most a dozen (all of 20, slanted, piled into each other on a phone's 200 px).
+    fig.update_traces(colorbar_title_font_size=small, colorbar_tickfont_size=small)
+    every = max(1, math.ceil(n / 12))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(0, n, every)), ticktext=[str(t) for t in tokens][::every],
+                     side="top", showgrid=False, tickfont={"size": small}, tickangle=-90)  # fmt: skip
     return fig.update_yaxes(tickmode="array", tickvals=list(range(n)), autorange="reversed", showgrid=False,
                             ticktext=[f"{t} → {p}" for t, p in zip(tokens, predicted, strict=True)],
                             tickfont={"size": small}, title_font={"size": small})  # fmt: skip

@@ -99,8 +99,8 @@ def token_across_heads(rows: np.ndarray, tokens: Sequence[str], query: int, *, t
     mid = (n_heads - 1) / 2
     fig.update_xaxes(
         tickvals=[layer * (n_heads + gap) + mid for layer in range(n_layers)],
-        ticktext=[f"layer {layer}" for layer in range(n_layers)], side="top", showgrid=False, fixedrange=True,
-        tickfont={"size": size},
+        ticktext=[f"L{layer}" for layer in range(n_layers)], side="top", showgrid=False, fixedrange=True,
+        tickfont={"size": size}, tickangle=0,  # "layer 0" … "layer 5" slanted into each other on a phone
     )  # fmt: skip
     fig.update_yaxes(type="category", autorange="reversed", showgrid=False, tickfont={"size": size}, fixedrange=True)
     fig.add_shape(

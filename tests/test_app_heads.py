@@ -6,6 +6,7 @@ the URL; tests/test_browser_heads.py checks that.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -89,6 +90,14 @@ def test_the_heads_tab_says_the_heads_differ_at_random() -> None:
     text = " ".join(m.value for m in at.markdown)
     assert "random" in text and "not trained" in text
     assert "head 3:" in text  # where "it" looks, per head
+
+
+def test_each_head_is_its_own_figure_so_that_a_phone_stacks_them() -> None:
+    at = open_tab("Heads side by side", {"hd_h": "8"})
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert [f["layout"]["title"]["text"].count(f"head {i}<") for i, f in enumerate(specs)] == [1] * 8
+    bars = [i for i, f in enumerate(specs) if f["data"][0]["showscale"]]
+    assert bars == [1, 3, 5, 7]  # one shared 0…1 scale, its bar at the end of each row of two
 
 
 def test_gqa_numbers_come_from_the_core() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 from torch import nn
@@ -14,7 +13,7 @@ from attention_core.presets import sentence_example
 from figures.heads import (
     decode_steps_figure,
     decode_timing_figure,
-    heads_side_by_side,
+    head_heatmap,
     kv_cache_figure,
     sharing_figure,
     split_figure,
@@ -96,14 +95,16 @@ def test_split_snippet_rejects_what_cannot_be_split() -> None:
 # ---- figures -------------------------------------------------------------------------------
 
 
-def test_heads_grid_has_one_heatmap_per_head_on_a_0_1_scale() -> None:
-    w = np.random.default_rng(0).dirichlet(np.ones(5), size=(4, 5))  # (h, L, S), rows sum to 1
-    fig = heads_side_by_side(w, list("abcde"), [0, 0, 1, 1])
-    heatmaps = [t for t in fig.data if isinstance(t, go.Heatmap)]
-    assert len(heatmaps) == 4 and all(t.zmin == 0 and t.zmax == 1 for t in heatmaps)
-    assert "K/V 1" in fig.layout.annotations[3].text
+def test_head_heatmap_draws_one_head_on_the_shared_0_1_scale() -> None:
+    w = np.random.default_rng(0).dirichlet(np.ones(5), size=5)  # (L, S), rows sum to 1
+    fig = head_heatmap(w, list("abcde"), 3, 1, grouped=True)
+    (heat,) = fig.data
+    assert heat.zmin == 0 and heat.zmax == 1 and not heat.showscale
+    assert "head 3" in fig.layout.title.text and "K/V 1" in fig.layout.title.text
+    assert "K/V" not in head_heatmap(w, list("abcde"), 3, 3).layout.title.text  # no sharing, no group named
+    assert head_heatmap(w, list("abcde"), 3, 1, colorbar=True).data[0].showscale
     with pytest.raises(ValueError):
-        heads_side_by_side(w, list("abcde"), [0, 1])
+        head_heatmap(w, list("abcd"), 0, 0)
 
 
 def test_sharing_figure_draws_one_line_per_query_head() -> None:
@@ -118,7 +119,8 @@ def test_sharing_figure_draws_one_line_per_query_head() -> None:
 def test_split_figure_marks_each_heads_columns() -> None:
     fig = split_figure(np.zeros((3, 8)), ["a", "b", "c"], 4)
     assert len(fig.layout.shapes) == 4
-    assert [a.text for a in fig.layout.annotations] == [f"<b>head {i}</b>" for i in range(4)]
+    assert [a.text for a in fig.layout.annotations] == [f"<b>h{i}</b>" for i in range(4)]
+    assert [a.hovertext for a in fig.layout.annotations][1] == "head 1: features 2–3 of Q"
 
 
 def test_kv_cache_figure_plots_both_caches_and_the_budget() -> None:

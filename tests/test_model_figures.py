@@ -52,6 +52,8 @@ def test_one_tokens_row_in_every_head() -> None:
     assert np.allclose(z[:, 13 * 4 + 7], w[4, 7, 2, :])
     assert np.isnan(z[:, 12]).all()
     assert list(fig.data[0].y) == ["[CLS]", "the ·1", "it", "the ·3", "[SEP]"]  # repeated words told apart
+    assert list(fig.layout.xaxis.ticktext) == [f"L{layer}" for layer in range(6)]  # short: level on a phone
+    assert fig.layout.xaxis.tickangle == 0
     with pytest.raises(ValueError, match="query"):
         token_across_heads(w[:, :, 2, :], tokens, 5)
 

@@ -8,18 +8,49 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_core.heads import attention_kind, attention_parameters, divisors, kv_head_of
-from figures.heads import heads_side_by_side, sharing_figure
+from figures.heads import head_heatmap, sharing_figure
 from ui import draw
 from ui.frame import talk
 from ui.heads.data import example_data, fmt_int
 from ui.heads.examples import HeadSettings
 
 
-def grid_figure(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, talk: bool) -> go.Figure:
-    """Each head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group."""
-    d = example_data(d_model, n_heads, n_kv_heads, seed, causal)
-    kv_of = [kv_head_of(i, n_heads, n_kv_heads) for i in range(n_heads)]
-    return heads_side_by_side(d.weights_gqa, d.tokens, kv_of, talk=talk)
+def per_row(n_heads: int, talk: bool) -> int:
+    """Heads in a row: four on a projector, as the talk layout is made for; two on a laptop, where four columns
+    of 190 px squeezed a heatmap to 95 px. Below 640 px Streamlit stacks the columns, one head a row."""
+    return min(4 if talk else 2, n_heads)
+
+
+def head_figure(
+    d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, head: int, height: int, talk: bool
+) -> go.Figure:
+    """One head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group;
+    the last of each row carries the colour bar all of them share. In talk mode (a projector: the row
+    never stacks) only the first column names the query tokens, which leaves the heatmaps their room."""
+    d, cols = example_data(d_model, n_heads, n_kv_heads, seed, causal), per_row(n_heads, talk)
+    return head_heatmap(d.weights_gqa[head], d.tokens, head, kv_head_of(head, n_heads, n_kv_heads),
+                        grouped=n_kv_heads < n_heads, colorbar=head % cols == cols - 1, numbers=n_heads <= 2,
+                        row_labels=not talk or head % cols == 0, height=height, talk=talk)  # fmt: skip
+
+
+def head_grid(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, key: str,
+              fit: str | None = None) -> None:  # fmt: skip
+    """Every head's weights, one figure per head in columns (:func:`per_row`): side by side on a laptop or a
+    projector, stacked on a phone. In talk mode one row fills the window's rest (``fit``); two rows share it."""
+    cols = per_row(n_heads, talk())
+    rows = -(-n_heads // cols)
+    height = 360
+    if talk() and fit:
+        height = draw.room(fit, 440) if rows == 1 else max(200, draw.room(fit, 900) // rows)
+    # The last column holds the colour bar and, in talk mode, only the first the token names: those are wider, so
+    # the heatmaps come out the same size.
+    widths = ([1.3, *[1] * (cols - 2), 1.2] if talk() else [1, 1.15]) if cols > 1 else cols
+    for r in range(rows):
+        for c, col in enumerate(st.columns(widths)):
+            head = r * cols + c
+            with col:
+                fig = draw.figure(head_figure, d_model, n_heads, n_kv_heads, seed, causal, head, height, talk())
+                draw.chart(fig, f"{key}{head}", fit=fit if rows == 1 else None)
 
 
 def heads_tab(sh: HeadSettings) -> None:
@@ -38,8 +69,7 @@ def heads_tab(sh: HeadSettings) -> None:
             "at random. In a trained model the heads specialise (one follows the previous token, one links a "
             "pronoun to its noun); nothing here has learned to."
         )
-    fig = draw.figure(grid_figure, d_model, n_heads, n_heads, seed, causal, talk())
-    draw.chart(fig, "hd_grid_fig", fit="heads.Heads side by side")
+    head_grid(d_model, n_heads, n_heads, seed, causal, "hd_grid_fig", fit="heads.Heads side by side")
     tokens, it = d.tokens, d.weights_mha[:, d.tokens.index("it")]  # (h, L): each head's row of “it”
     st.markdown(
         "**Where “it” looks, head by head:** "
@@ -105,6 +135,6 @@ def gqa_tab(sh: HeadSettings) -> None:
             f"the left: W_K and W_V shrink by {1 - g / n_heads:.0%}, and so does the KV cache, which at long "
             "contexts is what fills a GPU (see the calculator tab)."
         )
-    draw.chart(draw.figure(grid_figure, d_model, n_heads, g, seed, causal, talk()), "hd_gqa_grid")
+    head_grid(d_model, n_heads, g, seed, causal, "hd_gqa_grid")
     if not talk():
         st.caption("Each head's weights after the conversion; a title's colour is its K/V group.")
