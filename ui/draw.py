@@ -53,6 +53,14 @@ def chart(fig: go.Figure, key: str, *, fit: str | None = None, low: int = 260, *
         return st.plotly_chart(fig, width="stretch", height="stretch", key=key, **kwargs)
 
 
+def panels(figs: Sequence[go.Figure], keys: Sequence[str], fit: str | None = None) -> None:
+    """Figures side by side in ``st.columns``, each fitted as ``fit`` in talk mode; on a phone the columns stack, so
+    each panel keeps the full width."""
+    for column, fig, key in zip(st.columns(len(figs)), figs, keys, strict=True):
+        with column:
+            chart(fig, key, fit=fit)
+
+
 def figure(build: Callable[..., go.Figure], *args: Any) -> go.Figure:
     """``build(*args)``, built once per arguments (plain values) and kept as the object, never changed: building
     costs tens of ms, most of a rerun, and one restored from a pickle would be validated again at that cost."""

@@ -163,9 +163,8 @@ def shared_kv_tab(text: str) -> None:
         "compared with, and the values they blend, are the same numbers."
         + (f" Each cell is the mean of {d.block}×{d.block} tokens." if d.block > 1 else "")
     )
-    for head, col in enumerate(st.columns(N_HEADS)):  # side by side, stacked on a phone; one colour bar, the last
-        with col:
-            draw.chart(draw.figure(kv_figure, text, layer, head, talk()), f"dc_kv{head}")
+    draw.panels([draw.figure(kv_figure, text, layer, h, talk()) for h in range(N_HEADS)],  # one colour bar: the last
+                [f"dc_kv{h}" for h in range(N_HEADS)])
     n = d.n
     mqa, mha, rolling = cache_bytes(n), cache_bytes(n, N_HEADS), cache_bytes(n, rolling=True)
     full, full_rolling = cache_bytes(MAX_CONTEXT), cache_bytes(MAX_CONTEXT, rolling=True)

@@ -107,10 +107,8 @@ def accuracy_tab() -> None:
     frozen = tuple(sorted(params.items()))
     key = (text, layer, variant, frozen) if on_model else (n, seed, variant, causal, frozen)
     d = model_data(*key) if on_model else random_data(*key)
-    for panel, col in enumerate(st.columns(2)):  # side by side, stacked on a phone
-        with col:
-            draw.chart(draw.figure(_figure, talk(), panel, head, NAMES[variant], source, *key), f"ef_weights{panel}",
-                       fit="efficient.Accuracy")  # fmt: skip
+    draw.panels([draw.figure(_figure, talk(), p, head, NAMES[variant], source, *key) for p in (0, 1)],
+                ["ef_weights0", "ef_weights1"], fit="efficient.Accuracy")  # fmt: skip
     show_numbers(d, variant, layer if on_model else None)
 
 

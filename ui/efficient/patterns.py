@@ -81,9 +81,8 @@ def patterns_tab() -> None:
                f"{FLEX_BLOCK}×{FLEX_BLOCK} tiles: it skips a tile no pair of which may attend, computes a full one "
                "without a mask, and masks the rest.")  # fmt: skip
     tiles = pattern_data(*key).tiles
-    for panel, col in enumerate(st.columns(2)):  # side by side, stacked on a phone
-        with col:
-            draw.chart(draw.figure(_figure, talk(), panel, *key), f"ef_pattern{panel}", fit="efficient.Sparse patterns")
+    draw.panels([draw.figure(_figure, talk(), p, *key) for p in (0, 1)], ["ef_pattern0", "ef_pattern1"],
+                fit="efficient.Sparse patterns")
     draw.metrics(
         ("Work skipped", f"{tiles.share(EMPTY):.0%}", "of the n² scores: tiles never computed"),
         ("Pairs allowed", f"{tiles.allowed_share:.1%}", "what a perfect kernel would compute"),

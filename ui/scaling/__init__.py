@@ -21,19 +21,11 @@ def headline() -> Callable[[], DeltaGenerator]:
     return lambda: box if box is not None else st.container()
 
 
-def panels(figs: Sequence[go.Figure], keys: Sequence[str], fit: str | None = None) -> None:
-    """Figures side by side in ``st.columns``, each fitted as ``fit`` in talk mode; on a phone the columns stack, so
-    each panel keeps the full width."""
-    for column, fig, key in zip(st.columns(len(figs)), figs, keys, strict=True):
-        with column:
-            draw.chart(fig, key, fit=fit)
-
-
 def lead(
     figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None],
     title: str | None = None,
 ) -> None:
-    """A tab's first figure, or its panels side by side (:func:`panels`), and its headline numbers
+    """A tab's first figure, or its panels side by side (:func:`ui.draw.panels`), and its headline numbers
     (:func:`headline`); ``title`` in bold right above the figure, where a phone wraps it."""
     above = headline()
     if title:
@@ -41,7 +33,7 @@ def lead(
     if isinstance(figs, go.Figure):
         draw.chart(figs, str(key), fit=fit)
     else:
-        panels(figs, list(key), fit)
+        draw.panels(figs, list(key), fit)
     with above():
         draw.metrics(*numbers)
 

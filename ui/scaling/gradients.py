@@ -8,7 +8,7 @@ import streamlit as st
 from figures.scaling import gradient_figure, jacobian_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import both, lead, panels
+from ui.scaling import both, lead
 from ui.scaling.cached import gradient_data, row_data, rows_for
 from ui.scaling.settings import Shared
 
@@ -53,7 +53,7 @@ def gradients_tab(sh: Shared) -> None:
         "Each cell is how much weight s_i moves when logit z_j moves. The same query and keys as the bars on "
         "the saturation tab; where a row is one-hot, the whole matrix is (nearly) zero.",
     )
-    panels([draw.figure(figure, "jacobian", p, *key) for p in (0, 1)], ["sc_jacobian", "sc_jacobian_scaled"])
+    draw.panels([draw.figure(figure, "jacobian", p, *key) for p in (0, 1)], ["sc_jacobian", "sc_jacobian_scaled"])
     draw.numbers(g, {
         "d_k": NUMBER("d_k"), **both("jac_diag", "mean s(1−s)", "%.3g"),
         **both("grad_median", "median ‖∂L/∂z‖", "%.3g"), "grad_median_ratio": NUMBER("median ratio", format="%.3g"),

@@ -10,7 +10,6 @@ import streamlit as st
 from figures.scaling import strategies_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import panels
 from ui.scaling.cached import rows_for, strategies_data
 from ui.scaling.settings import Shared
 
@@ -43,7 +42,7 @@ def strategies_tab(sh: Shared) -> None:
         f"({s.loc['cosine / τ', 'divisor']:.3g} here) to be anything but uniform.",
     )
     figs = [draw.figure(figure, c, sh.d_k, sh.n_keys, sh.seed, target, sh.talk) for c in ("entropy_pct", "max_weight")]
-    panels(figs, ["sc_strategies", "sc_strategies_max_weight"], "scaling.Scaling strategies")
+    draw.panels(figs, ["sc_strategies", "sc_strategies_max_weight"], "scaling.Scaling strategies")
     draw.numbers(s, {
         "strategy": st.column_config.TextColumn("strategy"),
         "divisor": NUMBER("divisor", format="%.4g"),

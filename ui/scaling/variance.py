@@ -10,7 +10,7 @@ import streamlit as st
 from figures.scaling import HISTOGRAM_TITLE, VARIANCE_TITLE, histogram_figure, variance_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import lead, panels
+from ui.scaling import lead
 from ui.scaling.cached import histogram_data, variance_data
 from ui.scaling.settings import DIMS, Shared
 
@@ -46,7 +46,7 @@ def variance_tab(sh: Shared) -> None:
          ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
          title=VARIANCE_TITLE)  # fmt: skip
     st.markdown(f"**{HISTOGRAM_TITLE}**")
-    panels([draw.figure(figure, k, *key) for k in ("histogram", "histogram_scaled")],
+    draw.panels([draw.figure(figure, k, *key) for k in ("histogram", "histogram_scaled")],
            ["sc_histogram", "sc_histogram_scaled"])
     draw.prose(
         f"Every measured point lies within {100 * abs(v.loc[worst, 'rel_error']):.1f}% of its theory line (the largest "
