@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attention_core import bench
 from attention_core import efficient as eff
+from attention_core.bench.sweep import DISTURBED_LOAD_PER_CORE
 
 HEADS, D = 8, 64
-DISTURBED_LOAD_PER_CORE = 1.5
 
 
 def _load() -> str:

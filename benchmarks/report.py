@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import attention_core as ac
 from attention_core import bench
+from attention_core.bench.sweep import DISTURBED_LOAD_PER_CORE
 
 BASELINES = ("textbook", "trace", "tiled")  # each divided by sdpa
 TRAINING = ("textbook", "tiled")  # forward + backward, each divided by sdpa's
 GRAD_DTYPES = ("float32", "bfloat16")  # the CPU's; float16 is checked on CUDA
 LEAN = "lean API"  # ac.dot_product_attention, timed beside the others
 MEMORY_N = 1024
-DISTURBED_LOAD_PER_CORE = 1.5  # as the sweep's own warning
 
 
 def _load() -> str:
