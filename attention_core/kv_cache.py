@@ -29,7 +29,7 @@ from .heads import (
     split_heads,
 )
 from .power_law import fit_loglog_slope
-from .validation import check_choice, check_float, check_int, check_int_list, check_tensor
+from .validation import check_choice, check_float, check_int, check_int_list, check_ints, check_tensor
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
@@ -88,9 +88,7 @@ def kv_cache_bytes(
     layers: int, n_kv_heads: int, head_dim: int, context: int, batch: int = 1, dtype: str | torch.dtype = "float16"
 ) -> int:
     """Bytes of a KV cache: 2 · layers · n_kv_heads · head_dim · context · batch · bytes per value."""
-    layers = check_int("layers", layers, low=1)
-    n_kv_heads = check_int("n_kv_heads", n_kv_heads, low=1)
-    head_dim = check_int("head_dim", head_dim, low=1)
+    layers, n_kv_heads, head_dim = check_ints(layers=layers, n_kv_heads=n_kv_heads, head_dim=head_dim, low=1)
     context = check_int("context", context, low=0)
     batch = check_int("batch", batch, low=1)
     itemsize = dtype.itemsize if isinstance(dtype, torch.dtype) else BYTES_PER_VALUE.get(dtype)

@@ -10,7 +10,7 @@ from torch import nn
 from .attention import AttentionTrace
 from .device import new_tensor_device
 from .heads import head_size, multi_head_attention, multi_head_trace
-from .validation import check_float, check_int, check_tensor, check_weight
+from .validation import check_float, check_int, check_ints, check_tensor, check_weight
 
 
 def project_qkv(
@@ -60,8 +60,7 @@ class SelfAttention(nn.Module):
         self, d_model: int, n_heads: int = 1, *, dropout: float = 0.0, is_causal: bool = False, bias: bool = True
     ) -> None:
         super().__init__()
-        d_model = check_int("d_model", d_model, low=1)
-        n_heads = check_int("n_heads", n_heads, low=1)
+        d_model, n_heads = check_ints(d_model=d_model, n_heads=n_heads, low=1)
         head_size(d_model, n_heads)
         self.d_model, self.n_heads = d_model, n_heads
         self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_open=True)

@@ -12,15 +12,14 @@ from collections.abc import Sequence
 import torch
 
 from .device import new_tensor_device
-from .validation import check_int, holds_data
+from .validation import check_int, check_ints, holds_data
 
 _MAX_SIDE = 1 << 20  # a guard against typos that would allocate terabytes
 
 
 def causal_mask(n_q: int, n_k: int, device: str | torch.device | None = None) -> torch.Tensor:
     """Query ``i`` may attend to keys ``0..i`` (aligned top-left, as torch's ``is_causal``): bool ``(n_q, n_k)``."""
-    n_q = check_int("n_q", n_q, low=1, high=_MAX_SIDE)
-    n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
+    n_q, n_k = check_ints(n_q=n_q, n_k=n_k, low=1, high=_MAX_SIDE)
     return torch.ones(n_q, n_k, dtype=torch.bool, device=new_tensor_device(device)).tril()  # (n_q, n_k)
 
 

@@ -18,7 +18,7 @@ import torch
 from .bert import Bert, encode, head_projections, load_bert
 from .device import new_tensor_device
 from .layers import project_qkv, sinusoidal_positions
-from .validation import check_int
+from .validation import check_int, check_ints
 
 PRESETS = ("tiny", "sentence", "random", "model", "decoder")
 MAX_TOKENS = 16
@@ -130,8 +130,7 @@ def sentence_example(
 ) -> WalkthroughInputs:  # fmt: skip
     """The animal sentence with seeded word vectors and a seeded projection."""
     d_model = check_int("d_model", d_model, low=4, high=MAX_DIM)
-    d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
-    d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
+    d_k, d_v = check_ints(d_k=d_k, d_v=d_v, low=1, high=MAX_DIM)
     seed = check_int("seed", seed, low=0, high=2**31 - 1)
     group_dirs = torch.eye(d_model)[: len(_GROUPS)]  # (G, d_model)
 
@@ -164,9 +163,7 @@ def random_example(
 ) -> WalkthroughInputs:  # fmt: skip
     """Seeded Gaussian X and projections. With ``cross``, n − 2 queries (2 for n = 1, at least 1)."""
     n = check_int("n", n, low=1, high=MAX_TOKENS)
-    d_model = check_int("d_model", d_model, low=1, high=MAX_DIM)
-    d_k = check_int("d_k", d_k, low=1, high=MAX_DIM)
-    d_v = check_int("d_v", d_v, low=1, high=MAX_DIM)
+    d_model, d_k, d_v = check_ints(d_model=d_model, d_k=d_k, d_v=d_v, low=1, high=MAX_DIM)
     seed = check_int("seed", seed, low=0, high=2**31 - 1)
     n_q = max(1, n - 2) if n > 1 else 2
     g = torch.Generator().manual_seed(seed)

@@ -23,7 +23,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .attention import check_attention_args, overflow_error
-from .validation import all_finite, broadcast_shapes, check_int, finite_flag, holds_data
+from .validation import all_finite, broadcast_shapes, check_int, check_ints, finite_flag, holds_data
 
 DEFAULT_BLOCK_SIZE = 256  # the CPU's block: the fastest of 128…1024 on a 2-core CPU at n = 4096, d = 64
 
@@ -40,9 +40,7 @@ def pick_block_size(
 ) -> int:
     """The tile side the kernel uses on ``device``: 256 on the CPU; on CUDA the largest power of two
     from 4096 down to 512 whose tile (over ``batch_heads``) fits in 1 GiB."""
-    n_q = check_int("n_q", n_q, low=1)
-    n_k = check_int("n_k", n_k, low=1)
-    batch_heads = check_int("batch_heads", batch_heads, low=1)
+    n_q, n_k, batch_heads = check_ints(n_q=n_q, n_k=n_k, batch_heads=batch_heads, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
     if torch.device(device).type != "cuda":
         return DEFAULT_BLOCK_SIZE
@@ -258,11 +256,8 @@ def tiled_extra_bytes(
     plus one query block's buffers (below), in the accumulators' dtype. Grows as ``n·block``, never ``n²``.
     ``block_size=None`` uses the block the kernel picks on ``device`` (:func:`pick_block_size`).
     """
-    n_q = check_int("n_q", n_q, low=1)
-    n_k = check_int("n_k", n_k, low=1)
-    d_v = check_int("d_v", d_v, low=1)
+    n_q, n_k, d_v, batch_heads = check_ints(n_q=n_q, n_k=n_k, d_v=d_v, batch_heads=batch_heads, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
-    batch_heads = check_int("batch_heads", batch_heads, low=1)
     if block_size is None:
         block_size = pick_block_size(device, n_q, n_k, batch_heads=batch_heads, itemsize=itemsize)
     block = check_int("block_size", block_size, low=1)
@@ -282,8 +277,6 @@ def tiled_extra_bytes(
 def tiled_saved_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
     """Bytes autograd keeps between :func:`tiled_attention`'s forward and backward beyond q, k, v: the output
     ``(L, Ev)`` and the log-sum-exp ``(L,)`` in the accumulators' dtype, O(L) where textbook keeps ``L × S``."""
-    n_q = check_int("n_q", n_q, low=1)
-    d_v = check_int("d_v", d_v, low=1)
+    n_q, d_v, batch_heads = check_ints(n_q=n_q, d_v=d_v, batch_heads=batch_heads, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
-    batch_heads = check_int("batch_heads", batch_heads, low=1)
     return batch_heads * n_q * (d_v + 1) * max(itemsize, 4)

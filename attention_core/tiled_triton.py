@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .attention import check_attention_args
-from .validation import broadcast_shapes, check_int
+from .validation import broadcast_shapes, check_int, check_ints
 
 NEEDS_GPU = "needs a CUDA GPU with Triton"
 HEAD_DIMS = (16, 32, 64, 128)  # powers of two: tl.dot needs ≥ 16 and the tiles must fit in SRAM
@@ -107,10 +107,8 @@ def tiled_triton_attention(
 def tiled_triton_extra_bytes(n_q: int, d_v: int, *, itemsize: int, batch_heads: int = 1) -> int:
     """Predicted peak memory of :func:`tiled_triton_attention` beyond its inputs, in bytes: the output
     only, since the running ``m``, ``l`` and the tiles live in registers and on-chip memory."""
-    n_q = check_int("n_q", n_q, low=1)
-    d_v = check_int("d_v", d_v, low=1)
+    n_q, d_v, batch_heads = check_ints(n_q=n_q, d_v=d_v, batch_heads=batch_heads, low=1)
     itemsize = check_int("itemsize", itemsize, low=1, high=8)
-    batch_heads = check_int("batch_heads", batch_heads, low=1)
     return batch_heads * n_q * d_v * itemsize  # (N, H, L, Ev)
 
 

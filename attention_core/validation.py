@@ -90,6 +90,11 @@ def check_int(name: str, value: object, *, low: int | None = None, high: int | N
     return value
 
 
+def check_ints(*, low: int | None = None, high: int | None = None, **values: object) -> tuple[int, ...]:
+    """:func:`check_int` on each keyword argument, all within ``[low, high]``; the values in the order given."""
+    return tuple(check_int(name, value, low=low, high=high) for name, value in values.items())
+
+
 def check_bool(name: str, value: object) -> bool:
     """``True`` or ``False``, not a truthy stand-in (0, 1, a numpy bool, a string)."""
     if not isinstance(value, bool):

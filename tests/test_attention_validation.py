@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core import attention_trace, dot_product_attention
-from attention_core.validation import broadcast_shapes, check_bool
+from attention_core.validation import broadcast_shapes, check_bool, check_ints
 
 # ---------------------------------------------------------------- validation
 
@@ -103,6 +103,15 @@ def test_check_bool_takes_only_true_or_false() -> None:
     for bad in (1, 0, np.bool_(True), "no", None):
         with pytest.raises(ValueError, match="causal must be True or False"):
             check_bool("causal", bad)
+
+
+def test_check_ints_names_the_value_out_of_range() -> None:
+    """Several integers under one pair of bounds: returned in order (numpy's as int), the bad one named."""
+    assert check_ints(n_q=np.int64(3), n_k=5, low=1, high=8) == (3, 5)
+    with pytest.raises(ValueError, match="n_k must be ≤ 8, got 9"):
+        check_ints(n_q=3, n_k=9, low=1, high=8)
+    with pytest.raises(ValueError, match="n_q must be an integer"):
+        check_ints(n_q=2.0, n_k=1, low=1)
 
 
 @settings(max_examples=200, deadline=None)

@@ -26,7 +26,7 @@ import torch
 from torch.utils.benchmark import Timer
 
 from ..device import device_info, format_bytes, measuring_threads, resolve_device
-from ..validation import check_choice, check_float, check_int
+from ..validation import check_choice, check_float, check_int, check_ints
 from .config import DTYPES, MODES
 from .memory_models import PEAK_SQUARES
 
@@ -99,9 +99,7 @@ def guard_reason(needed_bytes: int, cap_bytes: int) -> str | None:
 
 def score_matrix_bytes(n: int, dtype: str | torch.dtype = "float32", batch: int = 1, heads: int = 1) -> int:
     """Bytes of one ``(batch, heads, n, n)`` score matrix: n²·itemsize·batch·heads."""
-    n = check_int("n", n, low=1)
-    batch = check_int("batch", batch, low=1)
-    heads = check_int("heads", heads, low=1)
+    n, batch, heads = check_ints(n=n, batch=batch, heads=heads, low=1)
     return n * n * _dtype(dtype).itemsize * batch * heads
 
 
@@ -142,8 +140,7 @@ def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fa
     Softmax counts 5 per score (max, subtract, exp, sum, divide). The backward is FlashAttention-2's: QKᵀ
     recomputed, P rebuilt from each row's log-sum-exp, four matmuls and softmax's backward.
     """
-    n = check_int("n", n, low=1)
-    d = check_int("d", d, low=1)
+    n, d = check_ints(n=n, d=d, low=1)
     bh = check_int("batch", batch, low=1) * check_int("heads", heads, low=1)
     mode = check_choice("mode", mode, MODES)
     half = 0.5 if causal else 1.0

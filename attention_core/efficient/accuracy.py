@@ -19,7 +19,7 @@ import torch
 
 from ..device import new_tensor_device
 from ..power_law import fit_loglog_slope
-from ..validation import check_float, check_int, check_tensor
+from ..validation import check_float, check_int, check_ints, check_tensor
 
 
 def random_qkv(
@@ -35,8 +35,7 @@ def random_qkv(
     n = check_int("n", n, low=1, high=1 << 20)
     n_k = n if n_k is None else check_int("n_k", n_k, low=1, high=1 << 20)
     d = check_int("d", d, low=1, high=1 << 14)
-    heads = check_int("heads", heads, low=1, high=1 << 12)
-    batch = check_int("batch", batch, low=1, high=1 << 12)
+    heads, batch = check_ints(heads=heads, batch=batch, low=1, high=1 << 12)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
     std = check_float("std", std, low=0.0, low_open=True)
     gen = torch.Generator(device="cpu").manual_seed(seed)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from ..device import new_tensor_device
-from ..validation import check_int
+from ..validation import check_int, check_ints
 
 MaskMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -140,10 +140,8 @@ def bigbird(
     is copied per call); the pattern refuses a longer sequence. Units: ``window`` and
     ``n_global`` count blocks, not tokens.
     """
-    n = check_int("n", n, low=1, high=MAX_SIDE)
-    window = check_int("window", window, low=1, high=MAX_SIDE)
-    n_global = check_int("n_global", n_global, low=0, high=MAX_SIDE)
-    n_random = check_int("n_random", n_random, low=0, high=MAX_SIDE)
+    n, window = check_ints(n=n, window=window, low=1, high=MAX_SIDE)
+    n_global, n_random = check_ints(n_global=n_global, n_random=n_random, low=0, high=MAX_SIDE)
     block = check_int("block", block, low=1, high=MAX_SIDE)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
     padded = math.ceil(n / FLEX_BLOCK) * FLEX_BLOCK  # the length FlexAttention works on
@@ -220,8 +218,7 @@ def check_pattern(mask_mod: object, n_q: int, n_k: int) -> tuple[int, int]:
     """Check a mask function and the sizes it is asked for; return ``(n_q, n_k)``."""
     if not callable(mask_mod):
         raise ValueError(f"mask_mod must be a function (b, h, q_idx, kv_idx) -> bool tensor, got {mask_mod!r}")
-    n_q = check_int("n_q", n_q, low=1, high=MAX_SIDE)
-    n_k = check_int("n_k", n_k, low=1, high=MAX_SIDE)
+    n_q, n_k = check_ints(n_q=n_q, n_k=n_k, low=1, high=MAX_SIDE)
     length = getattr(mask_mod, "max_length", None)  # set by bigbird (and combinations of it)
     if length is not None and max(n_q, n_k) > length:
         raise ValueError(

@@ -12,14 +12,13 @@ from torch.nn import functional as F
 from ..attention import stable_softmax
 from ..device import new_tensor_device
 from ..layers import xavier_std
-from ..validation import check_float, check_int
+from ..validation import check_float, check_int, check_ints
 from ._sampling import MAX_D_K, MAX_KEYS, _generator, entropy_pct
 
 
 def named_init_stds(d_model: int, d_k: int) -> dict[str, float]:
     """The usual initial stds of W_q, W_k ``(d_model, d_k)``: 1/√d_model (LeCun), Xavier, 0.01, 0.5."""
-    d_model = check_int("d_model", d_model, low=1, high=MAX_D_K)
-    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    d_model, d_k = check_ints(d_model=d_model, d_k=d_k, low=1, high=MAX_D_K)
     return {"1/√d_model": 1.0 / math.sqrt(d_model), "Xavier": xavier_std(d_model, d_k), "0.01": 0.01, "0.5": 0.5}
 
 
@@ -35,8 +34,7 @@ def init_effects(
     ``score_var_unscaled``, ``score_var_theory``, ``score_var_scaled`` (÷√d_k), ``optimal_divisor`` (the scores'
     std), ``entropy_pct_scaled`` (softmax over all tokens, ÷√d_k).
     """
-    d_model = check_int("d_model", d_model, low=1, high=MAX_D_K)
-    d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
+    d_model, d_k = check_ints(d_model=d_model, d_k=d_k, low=1, high=MAX_D_K)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     n_tokens = check_int("n_tokens", n_tokens, low=2, high=MAX_KEYS)
     if not isinstance(stds, Mapping) or not stds:

@@ -11,7 +11,7 @@ import torch
 
 from ..device import new_tensor_device
 from ..optim import OPTIMIZERS, Optimizer
-from ..validation import check_choice, check_float, check_int
+from ..validation import check_choice, check_float, check_int, check_ints
 from ._sampling import MAX_D_K, MAX_KEYS, _generator, _small_op_mode
 
 DEFAULT_LR = {"adam": 1e-2, "sgd": 0.3}
@@ -39,10 +39,8 @@ def train_toy(
     is), and ``loss_smooth``, ``grad_scores_smooth``, averages over the last :data:`SMOOTH` steps.
     """
     d_k = check_int("d_k", d_k, low=1, high=MAX_D_K)
-    d_model = check_int("d_model", d_model, low=1, high=4096)
+    d_model, d_v, batch = check_ints(d_model=d_model, d_v=d_v, batch=batch, low=1, high=4096)
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
-    d_v = check_int("d_v", d_v, low=1, high=4096)
-    batch = check_int("batch", batch, low=1, high=4096)
     steps = check_int("steps", steps, low=1, high=100_000)
     optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
     lr = DEFAULT_LR[optimizer] if lr is None else check_float("lr", lr, low=0.0, low_open=True, high=100.0)
