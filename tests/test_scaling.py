@@ -281,12 +281,11 @@ def test_overflow_limits_are_log_of_the_largest_number() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_naive_softmax_overflows_where_the_stable_one_does_not(dtype: str, device: torch.device) -> None:
     rows = softmax_overflow(torch.tensor([100.0, 1.0, -3.0], dtype=torch.float64, device=device), dtype)
-    assert not rows["naive_finite"].all()
     assert rows["naive"].isna().iloc[0]
-    assert rows["stable_finite"].all()
+    assert np.isfinite(rows["stable"]).all()
     assert np.allclose(rows["stable"], rows["reference"], atol=1e-3)
     small = softmax_overflow(torch.tensor([3.0, 1.0, -3.0], device=device), dtype)
-    assert small["naive_finite"].all()
+    assert np.isfinite(small["naive"]).all()
     assert np.allclose(small["naive"], small["reference"], atol=1e-3)
 
 
@@ -294,7 +293,7 @@ def test_float16_overflows_long_before_float32() -> None:
     logits = overflow_logits(12.0, 8)
     half = softmax_overflow(logits, "float16").iloc[0]
     assert np.isinf(half["exp_naive"]) and np.isnan(half["naive"])
-    assert softmax_overflow(logits, "float32")["naive_finite"].all()
+    assert np.isfinite(softmax_overflow(logits, "float32")["naive"]).all()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -302,8 +301,9 @@ def test_overflow_sweep_breaks_exactly_past_the_limit(dtype: str) -> None:
     limit = overflow_limit(dtype)
     mags = [limit * 0.9, limit * 0.99, limit * 1.01, limit * 2]
     s = overflow_sweep(mags, dtype)
-    assert list(s["naive_nan"]) == [False, False, True, True]
-    assert list(s["exp_overflow"]) == [False, False, True, True]
+    assert list(s["naive_error"].isna()) == [False, False, True, True]
+    exp_overflows = [bool(np.isinf(softmax_overflow(overflow_logits(m), dtype)["exp_naive"]).any()) for m in mags]
+    assert exp_overflows == [False, False, True, True]
     assert s["stable_error"].max() < (1e-2 if dtype == "float16" else 1e-5)
 
 

@@ -90,14 +90,14 @@ def sample_row(d_k: int, n_keys: int = 16, seed: int = 0, *, device: str | torch
 
 
 def gradient_table(
-    dims: Sequence[int], n_keys: int = 4, n_trials: int = 512, seed: int = 0, *, dead_below: float = 0.01,
-    device: str | torch.device | None = None,
+    dims: Sequence[int], n_keys: int = 4, n_trials: int = 512, seed: int = 0,
+    *, device: str | torch.device | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """How much gradient flows back through softmax, per d_k, unscaled and ÷√d_k: on ``n_trials`` rows (those of
     :func:`saturation_table`), autograd pulls a random g ~ N(0, I) back through it: (diag(s) − ssᵀ) g.
 
     Columns, each for ``unscaled`` and ``scaled``: ``jac_diag_*`` (mean s(1 − s)), ``grad_*`` and ``grad_median_*``
-    (mean and median ‖∂L/∂z‖ at the softmax input z), ``dead_*`` (share of rows passing < ``dead_below``); the
+    (mean and median ‖∂L/∂z‖ at the softmax input z), ``dead_*`` (share of rows passing < 0.01); the
     median ‖∂L/∂(q·k)‖ ``grad_qk_median_*`` (the scaled model's is its ‖∂L/∂z‖ ÷ √d_k, the division's chain rule);
     and the ratios scaled / unscaled ``grad_ratio``, ``grad_median_ratio``, ``grad_qk_median_ratio``.
     """
@@ -105,7 +105,6 @@ def gradient_table(
     n_keys = check_int("n_keys", n_keys, low=2, high=MAX_KEYS)
     n_trials = check_int("n_trials", n_trials, low=2, high=MAX_SAMPLES)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
-    dead_below = check_float("dead_below", dead_below, low=0.0, low_open=True)
     dev = new_tensor_device(device)
     out = []
     for d in dims:
@@ -124,7 +123,7 @@ def gradient_table(
             row[f"jac_diag_{name}"] = float((s * (1 - s)).mean())
             row[f"grad_{name}"] = float(norms.mean())
             row[f"grad_median_{name}"] = float(norms.median())
-            row[f"dead_{name}"] = float((norms < dead_below).double().mean())
+            row[f"dead_{name}"] = float((norms < 0.01).double().mean())
             row[f"grad_qk_median_{name}"] = float(qk.grad.norm(dim=-1).median())
         out.append(row)
     t = pd.DataFrame(out)

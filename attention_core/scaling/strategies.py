@@ -62,15 +62,12 @@ def scaling_strategies(
     scores, cos = _row_scores(d_k, n_rows, n, seed, new_tensor_device(device), cosine=True)  # (n_rows, n) each
     assert cos is not None
     half = n_rows // 2
-    fit_s, test_s, fit_c, test_c = scores[:half], scores[half:], cos[:half], cos[half:]
-    with _small_op_mode(scores.device):  # hundreds of tiny steps: one thread is several times faster
-        tau, reached = _fit_temperature(fit_s, target, fit_steps, 0.1)
-        tau_c, reached_c = _fit_temperature(fit_c, target, fit_steps, 0.1)
     fit_note = f"{fit_steps} Adam steps on log τ from τ = 1 to a {target:g}% entropy target on {half} rows"
-    out = [{"strategy": name, "divisor": divisor(d_k), **_softmax_stats(test_s / divisor(d_k)), "how": how}
+    out = [{"strategy": name, "divisor": divisor(d_k), **_softmax_stats(scores[half:] / divisor(d_k)), "how": how}
            for name, (divisor, how) in _FIXED.items()]  # fmt: skip
-    out.append({"strategy": "learned τ", "divisor": tau, **_softmax_stats(test_s / tau),
-                "how": f"q·k / τ; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
-    out.append({"strategy": "cosine / τ", "divisor": tau_c, **_softmax_stats(test_c / tau_c),
-                "how": f"q̂·k̂ / τ, q and k L2-normalised; {fit_note} (reached {reached_c:.1f}%)"})  # fmt: skip
+    for name, rows, how in (("learned τ", scores, "q·k / τ"), ("cosine / τ", cos, "q̂·k̂ / τ, q and k L2-normalised")):
+        with _small_op_mode(rows.device):  # hundreds of tiny steps: one thread is several times faster
+            tau, reached = _fit_temperature(rows[:half], target, fit_steps, 0.1)
+        out.append({"strategy": name, "divisor": tau, **_softmax_stats(rows[half:] / tau),
+                    "how": f"{how}; {fit_note} (reached {reached:.1f}%)"})  # fmt: skip
     return pd.DataFrame(out)

@@ -69,10 +69,9 @@ def variance_table(
 ) -> pd.DataFrame:  # fmt: skip
     """Var(q·k) measured against its theory, d_k, before and after ÷√d_k.
 
-    Columns: ``d_k``, ``theoretical_var`` (= d_k), ``empirical_var``, ``empirical_std``,
-    ``rel_error`` (empirical / theory − 1), ``scaled_var`` (of q·k/√d_k, theory 1),
-    ``scaled_std``, ``abs_p95`` (95% of |q·k| lie below it) and ``scaled_abs_p95``.
-    Every width comes from one draw of the widest (:func:`prefix_dot_products`).
+    Columns: ``d_k``, ``theoretical_var`` (= d_k), ``empirical_var``, ``empirical_std``, ``rel_error`` (empirical /
+    theory − 1), ``scaled_var`` (of q·k/√d_k, theory 1), ``abs_p95`` (95% of |q·k| lie below it) and
+    ``scaled_abs_p95``. Every width comes from one draw of the widest (:func:`prefix_dot_products`).
     """
     dims = check_int_list("dims", dims, low=1, high=MAX_D_K)
     samples = prefix_dot_products(dims, n_samples, seed, init=init, device=device).double().cpu()  # (n, len(dims))
@@ -80,7 +79,7 @@ def variance_table(
     var = torch.stack([x.var() for x in samples.T])  # (len(dims),); column by column, as each width alone gives
     p95 = torch.quantile(samples.abs(), 0.95, dim=0)  # (len(dims),)
     columns = {"theoretical_var": d, "empirical_var": var, "empirical_std": var.sqrt(), "rel_error": var / d - 1.0,
-               "scaled_var": var / d, "scaled_std": (var / d).sqrt(), "abs_p95": p95, "scaled_abs_p95": p95 / d.sqrt()}
+               "scaled_var": var / d, "abs_p95": p95, "scaled_abs_p95": p95 / d.sqrt()}
     return pd.DataFrame({"d_k": dims, **{name: column.numpy() for name, column in columns.items()}})
 
 
