@@ -23,10 +23,10 @@ def headline() -> Callable[[], DeltaGenerator]:
 
 def lead(
     figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None],
-    title: str | None = None,
+    title: str | None = None, verdict: str | None = None,
 ) -> None:
     """A tab's first figure, or its panels side by side (:func:`ui.draw.panels`), and its headline numbers
-    (:func:`headline`); ``title`` in bold right above the figure, where a phone wraps it."""
+    (:func:`headline`), after ``verdict``; ``title`` in bold right above the figure, where a phone wraps it."""
     above = headline()
     if title:
         st.markdown(f"**{title}**")
@@ -35,6 +35,8 @@ def lead(
     else:
         draw.panels(figs, list(key), fit)
     with above():
+        if verdict:
+            st.markdown(verdict)
         draw.metrics(*numbers)
 
 

@@ -67,11 +67,7 @@ def saturation_tab(sh: Shared) -> None:
         f"{float(entropy_pct(row.weights_scaled)):.0f}% after ÷√d_k; at τ = {tau:g} it has "
         f"{float(entropy_pct(row.weights_at(tau))):.0f}%.",
     )
-    c = st.columns(2)
-    with c[0]:
-        draw.chart(draw.figure(figure, "tau_bars", *key, tau), "sc_tau_bars")
-    with c[1]:
-        draw.chart(draw.figure(figure, "tau_curve", *key, tau), "sc_tau_curve")
+    draw.panels([draw.figure(figure, k, *key, tau) for k in ("tau_bars", "tau_curve")], ["sc_tau_bars", "sc_tau_curve"])
     draw.numbers(s, {
         "d_k": NUMBER("d_k"), **both("entropy_pct", "entropy %", "%.1f"), **both("max_weight", "max weight", "%.3f"),
         **both("score_var", "score var", "%.4g", "%.3f"), **both("score_range", "max − min", "%.3g"),

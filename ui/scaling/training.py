@@ -12,7 +12,7 @@ from attention_core.scaling import DEFAULT_LR
 from figures.scaling import training_figure
 from ui import draw
 from ui.draw import NUMBER
-from ui.scaling import headline
+from ui.scaling import lead
 from ui.scaling.cached import training_runs
 from ui.scaling.settings import STEP_CHOICES, THRESHOLD, TOY_D_MODEL, Shared, step_choices, toy_batch
 
@@ -84,18 +84,13 @@ def training_tab(sh: Shared) -> None:
     optimizer, lr, init, steps = training_controls(sh.d_k)
     run_key = (sh.d_k, sh.n_keys, optimizer, lr, init, steps, sh.seed)
     t = training_runs(*run_key).table
-    above = headline()  # the verdict and the numbers
-    for col, kind in zip(st.columns(2), ("loss", "grad"), strict=True):
-        with col:
-            draw.chart(draw.figure(figure, kind, run_key, sh.talk), f"sc_train_{kind}", fit="scaling.Training")
-    with above():
-        st.markdown(f"**What this run shows.** {_verdict(t, steps)}")
-        draw.metrics(
-            ("Final loss, ÷√d_k", f"{t.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-            ("Final loss, unscaled", f"{t.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
-            ("Logit std at step 0, ÷√d_k", f"{t.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
-            ("Logit std at step 0, unscaled", f"{t.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
-        )
+    lead([draw.figure(figure, k, run_key, sh.talk) for k in ("loss", "grad")], ["sc_train_loss", "sc_train_grad"],
+         "scaling.Training",
+         ("Final loss, ÷√d_k", f"{t.loc['scaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+         ("Final loss, unscaled", f"{t.loc['unscaled', 'end_loss']:.3f}", "mean of the last 10% of steps"),
+         ("Logit std at step 0, ÷√d_k", f"{t.loc['scaled', 'start_logit_std']:.2f}", "the softmax's input"),
+         ("Logit std at step 0, unscaled", f"{t.loc['unscaled', 'start_logit_std']:.2f}", "the softmax's input"),
+         verdict=f"**What this run shows.** {_verdict(t, steps)}")  # fmt: skip
     draw.prose(
         "What a sweep of this model shows (benchmarks/scaling_training.py, 3 seeds, 200 steps, 16 keys): the "
         "unscaled model always starts worse, and the gap grows with d_k and with the initial std. With Adam it "
