@@ -26,8 +26,7 @@ RUNS = (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k"))  # a 
 
 
 def _panel(fig: go.Figure, title: str, talk: bool, height: int, grid: bool = True) -> go.Figure:
-    """One panel of a pair the page sets side by side (``st.columns``, stacked on a phone): its title a size above the
-    figure's text, as the pair's titles were when they shared one figure."""
+    """One of a pair of panels set side by side (stacked on a phone): its title a size above the figure's text."""
     base_layout(fig, talk=talk, height=height, grid=grid)
     return fig.update_layout(title={"text": title, "font": {"size": font_size(talk) + 1}})
 
@@ -64,14 +63,11 @@ def _weight_bars(
     return base_layout(fig, title=title, talk=talk, height=height)
 
 
-VARIANCE_TITLE = "Variance of q·k grows like d_k; ÷√d_k holds it at 1"  # the page writes it above the figure
-
-
 def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool = False) -> go.Figure:
     """Var(q·k) and Var(q·k/√d_k) against d_k on log axes: measured points over the theory lines.
 
-    Untitled: the page writes :data:`VARIANCE_TITLE` above it, where a phone wraps it (a plotly title does not, and
-    ran over the legend)."""
+    Untitled: the page writes its title above it, where a phone wraps it (a plotly title does not, and ran over the
+    legend)."""
     d, size = table["d_k"], 13 if talk else 10
     fig = go.Figure()
     for theory, column, name, marker in (("d_k", "empirical_var", "q·k", {"color": UNSCALED}),
@@ -89,15 +85,9 @@ def variance_figure(table: pd.DataFrame, d_k: int | None = None, *, talk: bool =
     return fig.update_layout(margin={"t": 50})
 
 
-HISTOGRAM_TITLE = "Histogram of the measured scores (bars) and the normal approximation (line)"  # over both panels
-
-
 def histogram_figure(table: pd.DataFrame, panel: int, d_k: int, *, talk: bool = False) -> go.Figure:
-    """A histogram of q·k (``panel`` 0) or of q·k/√d_k (``panel`` 1), with its normal approximation.
-
-    ``table`` is that run's ``histogram_table`` frame (with ``normal_pdf``); the page sets the two panels side by
-    side under :data:`HISTOGRAM_TITLE`. Each has its own x range.
-    """
+    """A ``histogram_table`` of q·k (``panel`` 0) or of q·k/√d_k (``panel`` 1) with its normal approximation, on
+    its own x range; the page sets the two panels side by side under one title."""
     _, color, name = RUNS[panel]
     width = float(table["center"].iloc[1] - table["center"].iloc[0])  # histogram_table has at least 2 bins
     fig = go.Figure()

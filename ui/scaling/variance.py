@@ -7,7 +7,7 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from figures.scaling import HISTOGRAM_TITLE, VARIANCE_TITLE, histogram_figure, variance_figure
+from figures.scaling import histogram_figure, variance_figure
 from ui import draw
 from ui.draw import NUMBER
 from ui.scaling import lead
@@ -44,8 +44,8 @@ def variance_tab(sh: Shared) -> None:
          ("Typical score, ±1σ", f"±{at['empirical_std']:.1f}", f"theory: ±√{sh.d_k} = ±{math.sqrt(sh.d_k):.1f}"),
          ("95% of scores within", f"±{at['abs_p95']:.1f}", "about ±2σ"),
          ("After ÷√d_k, 95% within", f"±{at['scaled_abs_p95']:.2f}", "about ±2, at any d_k"),
-         title=VARIANCE_TITLE)  # fmt: skip
-    st.markdown(f"**{HISTOGRAM_TITLE}**")
+         title="Variance of q·k grows like d_k; ÷√d_k holds it at 1")  # fmt: skip
+    st.markdown("**Histogram of the measured scores (bars) and the normal approximation (line)**")
     draw.panels([draw.figure(figure, k, *key) for k in ("histogram", "histogram_scaled")],
            ["sc_histogram", "sc_histogram_scaled"])
     draw.prose(
