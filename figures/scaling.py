@@ -21,7 +21,6 @@ NAIVE = "#CC79A7"  # exp(x)/Σexp(x) (Okabe-Ito reddish purple)
 STABLE = "#009E73"  # max-subtracted softmax (Okabe-Ito bluish green)
 POW2_TICKS = [1, 4, 16, 64, 256, 1024, 4096]
 LOG_FLOOR = 1e-18  # zero errors are drawn here on log axes (hover gives the true value)
-RUN_COLORS = {"scaled": SCALED, "unscaled": UNSCALED}
 RUNS = (("unscaled", UNSCALED, "q·k"), ("scaled", SCALED, "q·k/√d_k"))  # a table's column suffix, colour, name
 
 
@@ -301,7 +300,7 @@ def training_figure(
     moving average ``<column>_smooth``; ``uniform`` (the loss of uniform weights), a dotted line."""
     fig = go.Figure()
     for name, h in histories.items():
-        color = RUN_COLORS.get(name, NEUTRAL)
+        color = {"scaled": SCALED, "unscaled": UNSCALED}.get(name, NEUTRAL)
         fig.add_trace(go.Scatter(x=h["step"], y=h[column], mode="lines", line={"color": color, "width": 1},
                                  opacity=0.3, showlegend=False, hoverinfo="skip"))  # fmt: skip
         fig.add_trace(go.Scatter(x=h["step"], y=h[f"{column}_smooth"], mode="lines", name=name,

@@ -10,7 +10,6 @@ and without the scaling. Every function is seeded (one d_k's samples never depen
 for) and takes a ``device``, by default torch's default device, as ``torch.ones`` does.
 """
 
-from ..optim import OPTIMIZERS
 from ._sampling import MAX_D_K, MAX_KEYS, MAX_SAMPLES, entropy_pct, row_entropy, softmax_jacobian
 from .initialisation import init_effects, named_init_stds
 from .saturation import RowSample, gradient_table, sample_row, saturation_table, temperature_sweep

@@ -1,7 +1,4 @@
-"""What the √d_k explorer's measurements share: limits, seeded generators, random rows, softmax stats.
-
-Private to :mod:`attention_core.scaling`, which re-exports the public names.
-"""
+"""What the √d_k explorer's measurements share: limits, seeded generators, random rows, softmax stats."""
 
 from __future__ import annotations
 
@@ -61,10 +58,8 @@ def _fill(buf: torch.Tensor, init: str, g: torch.Generator) -> torch.Tensor:
 def _row_scores(
     d_k: int, n_rows: int, n_keys: int, seed: int, device: torch.device, *, cosine: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Raw scores of ``n_rows`` independent queries against their own ``n_keys`` keys, all N(0, 1).
-
-    Returns float64 ``scores (n_rows, n_keys)`` and, when asked, the cosine similarities ``(n_rows, n_keys)``.
-    """
+    """Float64 raw scores ``(n_rows, n_keys)`` of ``n_rows`` independent queries against their own ``n_keys`` keys, all
+    N(0, 1), and with ``cosine`` their cosine similarities ``(n_rows, n_keys)``."""
     g = _generator(seed, "rows", d_k, n_keys, device=device)
     per_block = max(1, min(n_rows, _CHUNK // ((n_keys + 1) * d_k)))
     # One pair of buffers refilled block after block: allocating fresh multi-MB tensors per block

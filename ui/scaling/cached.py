@@ -54,7 +54,6 @@ def saturation_data(n_keys: int, seed: int) -> pd.DataFrame:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def sweep_data(d_k: int, n_keys: int, seed: int) -> pd.DataFrame:
-    """Mean entropy and largest weight at each τ of TAU_CHOICES: the temperature figure's curve."""
     return temperature_sweep(d_k, n_keys, TAU_CHOICES, seed, n_rows=rows_for(n_keys), device=DEVICE)
 
 
@@ -89,7 +88,6 @@ def overflow_data(magnitude: int, dtype: str) -> pd.DataFrame:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def overflow_sweep_data(dtype: str) -> pd.DataFrame:
-    """The largest error of each softmax at every magnitude the slider offers."""
     return overflow_sweep([float(m) for m in MAG_CHOICES], dtype)
 
 
