@@ -25,8 +25,8 @@ def lead(
     figs: go.Figure | Sequence[go.Figure], key: str | Sequence[str], fit: str, *numbers: tuple[str, str, str | None],
     title: str | None = None, verdict: str | None = None,
 ) -> None:
-    """A tab's first figure, or its panels side by side (:func:`ui.draw.panels`), and its headline numbers
-    (:func:`headline`), after ``verdict``; ``title`` in bold right above the figure, where a phone wraps it."""
+    """A tab's first figure, or its panels side by side (:func:`ui.draw.panels`), and its headline (:func:`headline`):
+    the ``verdict`` sentence if any, then the numbers; ``title`` in bold right above the figure (a phone wraps it)."""
     above = headline()
     if title:
         st.markdown(f"**{title}**")
