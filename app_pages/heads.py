@@ -7,7 +7,7 @@ from streamlit.delta_generator import DeltaGenerator
 from ui import draw, links
 from ui.heads.calculator import CONTEXTS, calculator_tab
 from ui.heads.decode import decode_tab
-from ui.heads.examples import D_MODELS, HeadSettings
+from ui.heads.examples import HeadSettings
 from ui.heads.gqa import gqa_tab, heads_tab
 from ui.heads.split import split_tab
 from ui.page import tabbed_page
@@ -16,7 +16,6 @@ TABS = {
     "Split": split_tab, "Heads side by side": heads_tab, "MHA → GQA → MQA": gqa_tab,
     "KV-cache calculator": calculator_tab, "Decode": decode_tab,
 }  # fmt: skip
-HEAD_CHOICES = (1, 2, 4, 8)
 INTRO = (
     "Real models run many heads at once, share keys and values between them, and generate text one token at a "
     "time from a cache. Each tab computes one of these live on the walkthrough's sentence."
@@ -28,9 +27,9 @@ def shared_controls(box: DeltaGenerator, tab: str) -> HeadSettings:
     off = tab == "KV-cache calculator"
     (c,) = draw.settings([2, 2, 1, 1.3], box=box)
     return HeadSettings(
-        c[0].select_slider("Model width d_model", D_MODELS, 32, key="hd_dm", bind="query-params", disabled=off,
+        c[0].select_slider("Model width d_model", (16, 32, 64), 32, key="hd_dm", bind="query-params", disabled=off,
                            help="The width of each token vector, and of Q, K and V before the split."),
-        c[1].select_slider("Query heads h", HEAD_CHOICES, 4, key="hd_h", bind="query-params", disabled=off,
+        c[1].select_slider("Query heads h", (1, 2, 4, 8), 4, key="hd_h", bind="query-params", disabled=off,
                            help="d_model is cut into h heads of d_k = d_model / h features each."),
         c[2].number_input("Seed", 0, 9999, 0, key="hd_seed", bind="query-params", disabled=off,
                           help="Seeds the word vectors and the random projections."),

@@ -31,7 +31,6 @@ VIEW_NAMES = {
 }  # fmt: skip
 # The mask table's rows; a DataFrame is built only when its expander opens (pandas costs ~0.4 s
 # to import, which a cold visit should not pay for a table it may never open).
-MASK_COLUMNS = ("kind of attention", "mask", "what it blocks")
 MASK_ROWS = [
     ("Encoder self-attention", "none", "nothing: every token sees every token"),
     ("Decoder self-attention", "causal", "the future: token i sees tokens 0…i"),
@@ -131,7 +130,7 @@ def walkthrough_page() -> None:
     if masks.open:
         import pandas as pd
 
-        styled = pd.DataFrame(MASK_ROWS, columns=MASK_COLUMNS).style.apply(
+        styled = pd.DataFrame(MASK_ROWS, columns=("kind of attention", "mask", "what it blocks")).style.apply(
             lambda row: ["background-color: #FFE9B3" if row["mask"] == params.mask else "" for _ in row], axis=1
         )
         masks.dataframe(styled, hide_index=True, width="stretch")

@@ -164,8 +164,6 @@ def decode_with_cache(
 
 # ---- timing a step, cached against recomputed -----------------------------------------------
 
-DECODE_CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
-DECODE_BUDGET_S = 3.5  # recomputing stops at the context that would overrun this
 HARD_STOP = 1.25  # × the budget: past it no context is started, cached or not (a very busy machine)
 FIT_POINTS = 3  # the slopes are fitted over this many of the largest measured contexts
 
@@ -215,9 +213,9 @@ def _fastest_time(fn: Callable[[], object], repeats: int, min_total_s: float) ->
 
 
 def time_decode_steps(
-    contexts: Sequence[int] = DECODE_CONTEXTS,
+    contexts: Sequence[int] = (128, 256, 512, 1024, 2048, 4096, 8192),
     *, d_model: int = 128, n_heads: int = 4, n_kv_heads: int | None = None, seed: int = 0, repeats: int = 3,
-    min_time_per_point: float = 0.02, budget_s: float = DECODE_BUDGET_S, device: str | torch.device | None = "cpu",
+    min_time_per_point: float = 0.02, budget_s: float = 3.5, device: str | torch.device | None = "cpu",
 ) -> DecodeTiming:  # fmt: skip
     """Time one decoding step at each context length t, with a cache and by recomputing everything.
 

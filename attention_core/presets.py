@@ -26,11 +26,11 @@ MAX_DIM = 64
 
 SENTENCE = ["The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"]
 # A French rendering for the cross-attention variant: 13 query tokens over 11 keys.
+SENTENCE_FR = ["L'", "animal", "n'", "a", "pas", "traversé", "la", "rue", "car", "il", "était", "trop", "fatigué"]
 MODEL_TEXT = "The animal didn't cross the street because it was too tired."
 MODEL_LAYER, MODEL_HEAD = 3, 1  # the head that links "it" to "animal" in MODEL_TEXT
 DECODER_LAYER, DECODER_HEAD = 5, 0  # gemma-3-270m's first global layer
 DECODER_MAX_TOKENS = 128  # the walkthrough writes every number of a head's n × n matrices
-SENTENCE_FR = ["L'", "animal", "n'", "a", "pas", "traversé", "la", "rue", "car", "il", "était", "trop", "fatigué"]
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from .presets import (
 from .validation import check_choice, check_float, check_int
 
 MASK_KINDS = ("none", "causal", "padding", "cross")
-UPSTREAM = ("row", "ones", "random")  # dO: ones on one output row, ones everywhere, seeded Gaussian
+UPSTREAM = ("row", "ones", "random")  # the upstream gradient dO: see walkthrough_backward
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,8 @@ class WalkthroughResult:
 
 
 def build_mask(kind: str, n_q: int, n_k: int, pad: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
-    """The boolean mask (``True`` = may attend) of one kind of attention, and the valid key count.
-
-    ``pad`` is how many keys at the end are padding (``padding`` and ``cross`` only).
-    """
+    """The boolean mask (``True`` = may attend) of one kind of attention, and the valid key count; ``pad`` is how many
+    keys at the end are padding (``padding`` and ``cross`` only)."""
     check_choice("mask", kind, MASK_KINDS)
     pad = check_int("pad", pad, low=0, high=n_k)
     if kind == "none":
@@ -90,7 +88,6 @@ def run_walkthrough(
     cross-attention inputs (n_q ≠ n_k) with the last ``pad`` source keys padded. With ``scaled=False``
     the scale is 1, to show the raw scores. Dropout (when ``dropout_p > 0``) is seeded by ``seed``.
     """
-    check_choice("mask", mask, MASK_KINDS)
     dropout_p = check_float("dropout_p", dropout_p, low=0.0, high=1.0, high_open=True)
     check_choice("preset", preset, PRESETS)
     cross = mask == "cross"
@@ -124,26 +121,22 @@ def run_walkthrough(
     )  # fmt: skip
 
 
-def upstream_gradient(kind: str, result: WalkthroughResult, *, row: int = 0) -> torch.Tensor:
-    """dO ``(L, Ev)`` for the walkthrough's backward pass: 1 on output ``row`` only (``"row"``), 1 everywhere
-    (``"ones"``, the gradient of the outputs' sum) or seeded Gaussian numbers (``"random"``)."""
-    check_choice("kind", kind, UPSTREAM)
-    out = result.trace.output
-    row = check_int("row", row, low=0, high=out.shape[-2] - 1)
-    if kind == "random":
-        gen = torch.Generator().manual_seed(result.seed)
-        return torch.randn(out.shape, generator=gen, dtype=out.dtype).to(out.device)
-    grad = torch.ones_like(out) if kind == "ones" else torch.zeros_like(out)
-    grad[..., row, :] = 1.0
-    return grad
-
-
-def walkthrough_backward(result: WalkthroughResult, grad_output: torch.Tensor) -> tuple[BackwardTrace, float]:
+def walkthrough_backward(result: WalkthroughResult, upstream: str, *, row: int = 0) -> tuple[BackwardTrace, float]:
     """The backward pass of the walkthrough's trace in steps, and its largest difference from autograd.
 
-    Autograd differentiates the same five steps (same mask, scale and dropout pattern) on its own.
+    The upstream gradient dO ``(L, Ev)`` is 1 on output ``row`` only (``"row"``), 1 everywhere (``"ones"``, the
+    gradient of the outputs' sum) or seeded Gaussian numbers (``"random"``). Autograd differentiates the same five
+    steps (same mask, scale and dropout pattern) on its own.
     """
+    check_choice("upstream", upstream, UPSTREAM)
     inp, tr = result.inputs, result.trace
+    row = check_int("row", row, low=0, high=tr.output.shape[-2] - 1)
+    if upstream == "random":
+        gen = torch.Generator().manual_seed(result.seed)
+        grad_output = torch.randn(tr.output.shape, generator=gen, dtype=tr.output.dtype).to(tr.output.device)
+    else:
+        grad_output = torch.ones_like(tr.output) if upstream == "ones" else torch.zeros_like(tr.output)
+        grad_output[..., row, :] = 1.0
     back = attention_backward(inp.q, inp.k, inp.v, tr, grad_output)
     q, k, v = (t.detach().clone().requires_grad_(True) for t in (inp.q, inp.k, inp.v))
     gen = torch.Generator(device=q.device).manual_seed(result.seed)

@@ -59,11 +59,9 @@ def head_heatmap(
     colorbar: bool = False, numbers: bool = False, row_labels: bool = True, height: int | None = None,
     talk: bool = False,
 ) -> go.Figure:
-    """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with
-    ``· K/V j`` when ``grouped``) in its K/V group's colour. The page draws one per head in columns, which
-    sit side by side on a wide screen and stack on a phone; ``colorbar`` draws the shared scale's bar,
-    ``numbers`` writes each weight in its cell (room for it: two heads or fewer); ``row_labels=False`` leaves
-    the query tokens to the panel on the left (in a row that never stacks)."""
+    """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with ``· K/V j`` when
+    ``grouped``) in its K/V group's colour; ``colorbar`` draws the shared scale's bar, ``numbers`` writes each weight
+    in its cell (up to 12 tokens); ``row_labels=False`` leaves the query tokens to the panel on the left."""
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2 or w.shape[0] != len(tokens) or w.shape[1] != len(tokens):
         raise ValueError(f"weights must be (L, S) with one token per row and column, got {w.shape} for {len(tokens)}")
@@ -127,9 +125,9 @@ def _log_log(fig: go.Figure, ticks: Sequence[int], x_title: str, y_title: str, h
 
 def kv_cache_figure(
     contexts: Sequence[int], mha_bytes: Sequence[int], gqa_bytes: Sequence[int], *, chosen: int,
-    budget_bytes: float | None, model: str, n_heads: int, n_kv_heads: int, talk: bool = False,
+    budget_bytes: float, model: str, n_heads: int, n_kv_heads: int, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
-    """Cache size against context (log-log) for the MHA twin and the model itself, with the memory left."""
+    """Cache size against context (log-log) for the MHA twin and the model itself, with the memory left (if any)."""
     gib, x = 2**30, list(contexts)
     fig = go.Figure()
     fig.add_scatter(x=x, y=[b / gib for b in mha_bytes], mode="lines+markers", name=f"MHA: {n_heads} K/V heads",
@@ -137,7 +135,7 @@ def kv_cache_figure(
     if n_kv_heads != n_heads:
         fig.add_scatter(x=x, y=[b / gib for b in gqa_bytes], mode="lines+markers",
                         name=f"{model}: {n_kv_heads} K/V heads", line={"color": SAVING, "width": 3})  # fmt: skip
-    if budget_bytes is not None and budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
+    if budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
         fig.add_scatter(x=[x[0], x[-1]], y=[budget_bytes / gib] * 2, mode="lines", name="memory left for the cache",
                         line={"color": THEORY, "dash": "dash", "width": 2}, hoverinfo="skip")  # fmt: skip
     if chosen in x:

@@ -20,12 +20,11 @@ def head_label(layer: int, head: int) -> str:
 
 def layer_head_grid(
     weights: np.ndarray, tokens: Sequence[str], *, selected: tuple[int, int] | None = None, talk: bool = False,
-    max_side: int = 32,
 ) -> go.Figure:  # fmt: skip
     """Every head's L×L tile of ``weights (n_layers, H, L, L)`` in one heatmap, layers down, heads across, with a
     gap of about a sixth of a tile between tiles; the ``selected`` (layer, head) framed in the highlight colour.
 
-    A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most ``max_side`` cells a
+    A tile is about 50 px wide on screen, so a long sentence's tiles are shrunk to at most 32 cells a
     side (each cell the mean of a k×k block). A transparent marker sits at each tile's centre, one per head in
     layer-major order (point ``i`` is head ``divmod(i, H)``): a click anywhere on a tile selects that head.
     """
@@ -34,7 +33,7 @@ def layer_head_grid(
         raise ValueError(f"weights must be (n_layers, H, L, L), got shape {w.shape}")
     if len(tokens) != w.shape[-1]:
         raise ValueError(f"{len(tokens)} token labels for {w.shape[-1]} tokens")
-    w, block = shrink(w, max_side)
+    w, block = shrink(w, 32)
     n_layers, n_heads, n, _ = w.shape
     gap = max(1, n // 6)  # blank rows/columns between tiles, in cells
     step = n + gap

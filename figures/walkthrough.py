@@ -23,16 +23,6 @@ LABEL_EVERY_BAR_UP_TO = 10
 CROWDED_LABELS = 3
 # Okabe-Ito, one colour per key (figures.heads: per K/V group); grey last, apart from the near-black output
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555")
-
-
-def _colour(kind: str, shown: np.ndarray) -> dict:
-    if kind == "weights":
-        return {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
-    finite = shown[np.isfinite(shown)]
-    bound = float(np.abs(finite).max()) if finite.size else 1.0
-    return {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
-
-
 MAX_NAMED_COLUMNS = 64  # past this, the column labels would be too small to read: they show on hover only
 
 
@@ -76,7 +66,12 @@ def matrix_heatmap(
     if dropped is not None:
         text = np.where(as_array(dropped, bool), "×", text)
     hover = np.vectorize(hover_label, otypes=[object])(z)
-    colour = _colour(kind, shown)
+    if kind == "weights":
+        colour = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
+    else:
+        finite = shown[np.isfinite(shown)]
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
+        colour = {"colorscale": DIVERGING, "zmin": -bound or -1.0, "zmax": bound or 1.0, "zmid": 0.0}
     bar_labels = [cell_label(colour["zmin"]), cell_label(colour["zmax"]), "−0.00" if colour["zmin"] < 0 else "0.0"]
     size = font_size(talk)
     everything = [*text.ravel().tolist(), *([blocked_text] if blocked_cells.any() else [])]
@@ -140,12 +135,8 @@ def query_scores(
 def query_weights(
     weights: np.ndarray, key_labels: Sequence[str], *, blocked: np.ndarray | None = None, talk: bool = False
 ) -> go.Figure:
-    """One query's softmax weights as bars, labelled in percent; masked keys marked.
-
-    Up to :data:`LABEL_EVERY_BAR_UP_TO` keys every bar gets its label. With more keys the labels
-    would run into each other, so only the :data:`CROWDED_LABELS` largest weights are labelled
-    (hover shows every value) and a masked key is marked ``✕``, explained above the plot.
-    """
+    """One query's softmax weights as bars, labelled in percent (past :data:`LABEL_EVERY_BAR_UP_TO` keys only the
+    :data:`CROWDED_LABELS` largest; hover shows every value); masked keys marked ("✕" when crowded)."""
     w = as_array(weights, float)
     mask = np.zeros(w.shape, bool) if blocked is None else as_array(blocked, bool)
     if mask.shape != w.shape:

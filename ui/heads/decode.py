@@ -14,7 +14,6 @@ from ui.heads.examples import HeadSettings
 from ui.heads.gqa import kv_heads_control
 
 MEASURE_MAX = {kilo(t): t for t in (2048, 4096, 8192, 16384)}  # by what the slider shows
-MEASURE_DM = (64, 128, 256)
 
 
 def steps_figure(d_model: int, n_heads: int, g: int, seed: int, step: int, head: int, talk: bool) -> go.Figure:
@@ -67,7 +66,7 @@ def decode_tab(sh: HeadSettings) -> None:
     c = st.columns([3, 2, 1.4], vertical_alignment="bottom")
     t_max = MEASURE_MAX[c[0].select_slider("Longest context measured", tuple(MEASURE_MAX), "8k", key="hd_tmax",
                                            bind="query-params")]  # fmt: skip
-    t_dm = c[1].select_slider("d_model of the measured layer", MEASURE_DM, 128, key="hd_tdm", bind="query-params")
+    t_dm = c[1].select_slider("d_model of the measured layer", (64, 128, 256), 128, key="hd_tdm", bind="query-params")
     run = st.session_state.get("hd_run", 0)
     c[2].button("Measure again", key="hd_measure", icon=":material/refresh:", width="stretch",
                 on_click=lambda: st.session_state.update(hd_run=run + 1))  # fmt: skip

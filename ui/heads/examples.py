@@ -21,8 +21,6 @@ from attention_core.kv_cache import decode_with_cache
 from attention_core.presets import sentence_example
 from attention_core.validation import check_int
 
-D_MODELS = (16, 32, 64)
-
 
 @dataclass(frozen=True)
 class HeadSettings:

@@ -24,9 +24,8 @@ def per_row(n_heads: int, talk: bool) -> int:
 def head_figure(
     d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, head: int, height: int, talk: bool
 ) -> go.Figure:
-    """One head's weights (after the GQA conversion to g K/V heads: with g = h, plain MHA), titled by K/V group;
-    the last of each row carries the colour bar all of them share. In talk mode (a projector: the row
-    never stacks) only the first column names the query tokens, which leaves the heatmaps their room."""
+    """One head's weights after the GQA conversion to g K/V heads (with g = h, plain MHA): only the last of its row
+    carries the colour bar, and in talk mode (a row that never stacks) only the first names the query tokens."""
     d, cols = example_data(d_model, n_heads, n_kv_heads, seed, causal), per_row(n_heads, talk)
     return head_heatmap(d.weights_gqa[head], d.tokens, head, kv_head_of(head, n_heads, n_kv_heads),
                         grouped=n_kv_heads < n_heads, colorbar=head % cols == cols - 1, numbers=n_heads <= 2,

@@ -1,7 +1,5 @@
-"""The pretrained encoder, loaded once per server and shared by every page and session that uses it.
-
-Only pages that show the model call :func:`encoder`, so the others never read its weights.
-"""
+"""The pretrained encoder, loaded once per server and shared by every session; only the pages that show the model
+call :func:`encoder`, so the others never read its weights."""
 
 from __future__ import annotations
 

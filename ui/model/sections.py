@@ -15,11 +15,6 @@ from .data import SentenceReading, grid_figure, map_figure, pair_data, token_fig
 WALKTHROUGH = "app_pages/walkthrough.py"
 TRAINED = "Trained model"  # the walkthrough's name for its model preset (its PRESET_NAMES["model"]), as links write it
 N_LAYERS, N_HEADS = 6, 12
-SINK = (
-    "An **attention sink** is a token that collects the weight a head has no use for: softmax must hand out "
-    "a total of 1 in every row, so a head with nothing relevant to pick up parks its weight on a token such "
-    "as [SEP] or [CLS], whose value then changes the output little."
-)
 
 
 def token_labels(tokens: list[str]) -> tuple[list[str], int]:
@@ -104,7 +99,11 @@ def pair_section() -> None:
 
 def sink_section(text: str, d: SentenceReading) -> None:
     st.subheader("Attention sinks")
-    st.markdown(SINK)
+    st.markdown(
+        "An **attention sink** is a token that collects the weight a head has no use for: softmax must hand out "
+        "a total of 1 in every row, so a head with nothing relevant to pick up parks its weight on a token such "
+        "as [SEP] or [CLS], whose value then changes the output little."
+    )
     n, both = len(d.tokens), d.cls + d.sep
     sink = "[CLS]" if d.cls.max() >= d.sep.max() else "[SEP]"
     shares = d.cls if sink == "[CLS]" else d.sep

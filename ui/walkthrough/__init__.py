@@ -1,2 +1,1 @@
-"""The walkthrough page's parts: its cached result and the figures built from it (:mod:`.data`), and the views
-that show them (:mod:`.views`)."""
+"""The walkthrough page's parts: its cached result and figures (:mod:`.data`), and the views (:mod:`.views`)."""

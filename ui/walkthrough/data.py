@@ -1,7 +1,5 @@
-"""The walkthrough's numbers: the controls' values (:class:`Settings`), the core's result for them
-(:func:`walkthrough_data`) and its backward pass (:func:`backward_data`), cached on those values, and the figures
-built from them (keyed on those plain values, so ``draw.figure`` keeps each built figure without hashing anything
-big)."""
+"""The walkthrough's numbers: the core's result (:func:`walkthrough_data`) and backward pass (:func:`backward_data`)
+cached on the controls' values (:class:`Settings`), and the figures built from them, keyed on the same values."""
 
 from __future__ import annotations
 
@@ -14,12 +12,7 @@ import torch
 
 from attention_core.backward import BackwardTrace
 from attention_core.presets import MODEL_HEAD, MODEL_LAYER, MODEL_TEXT, WalkthroughInputs
-from attention_core.walkthrough import (
-    WalkthroughResult,
-    run_walkthrough,
-    upstream_gradient,
-    walkthrough_backward,
-)
+from attention_core.walkthrough import WalkthroughResult, run_walkthrough, walkthrough_backward
 from figures.walkthrough import matrix_heatmap, output_blend, query_scores, query_weights
 from ui.decoder.snippet import decoder_head_snippet
 from ui.device import DEVICE
@@ -139,8 +132,7 @@ def walkthrough_data(s: Settings) -> Walkthrough:
 @st.cache_data(max_entries=64, show_spinner=False)
 def backward_data(upstream: str, row: int, s: Settings) -> Backward:
     """The backward pass of the walkthrough's trace for one upstream gradient, and its check against autograd."""
-    r = walkthrough_data(s).result
-    return Backward(*walkthrough_backward(r, upstream_gradient(upstream, r, row=row)))
+    return Backward(*walkthrough_backward(walkthrough_data(s).result, upstream, row=row))
 
 # The backward pass's steps: (matrix, its formula, rows, columns, what it says).
 BACKWARD = [
