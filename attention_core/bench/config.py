@@ -102,8 +102,7 @@ class BenchConfig(Shape):
         return self.mode != "fwd"
 
     def input_bytes(self) -> int:
-        """q, k and v together (k and v with ``kv_heads`` heads), and the upstream gradient dO when the
-        mode runs the backward."""
+        """Bytes of q, k and v (k and v with ``kv_heads`` heads), and of the upstream gradient dO in a backward mode."""
         tensors = self.heads + 2 * self.kv_heads + (self.heads if self.backward else 0)
         return tensors * self.batch * self.n * self.d * self.itemsize
 

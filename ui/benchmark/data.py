@@ -15,7 +15,6 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 
 @st.cache_data(show_spinner=False)
 def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> list[dict]:
-    """One row per n: one score matrix's size, and whether it and each baseline's peak fit."""
     return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
 
 

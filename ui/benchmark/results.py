@@ -35,7 +35,6 @@ GRAD_HELP = (
 
 
 def time_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], what: str = "") -> go.Figure:
-    """Time against n, each implementation's fitted power law (slope, intercept, n_from, n_to) drawn over it."""
     fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
             if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
     return figs.time_figure([asdict(r) for r in rows], fits, talk=is_talk, what=what)
