@@ -71,10 +71,9 @@ def show_results() -> None:
         if not talk():
             st.caption(
                 f"Median of {bench.MIN_SAMPLES} or more timed calls after a warm-up (the table says how many); "
-                "bars span the inter-quartile range. "
-                f"Slopes are fitted over each implementation's three largest n ≥ {bench.FIT_MIN_N} where the time "
-                "grows at least as fast as n: 2 means the time grows as n². Where doubling n less than doubles "
-                "the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
+                "bars span the inter-quartile range. Slopes are fitted over each implementation's three largest "
+                f"n ≥ {bench.FIT_MIN_N} where the time grows at least as fast as n. Where doubling n less than "
+                "doubles the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
             )
         no_law = [f.describe() for f in bench.scaling_fits(rows).values() if f.time_slope is None]
         if no_law:
