@@ -140,11 +140,10 @@ def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fa
     Softmax counts 5 per score (max, subtract, exp, sum, divide). The backward is FlashAttention-2's: QKᵀ
     recomputed, P rebuilt from each row's log-sum-exp, four matmuls and softmax's backward.
     """
-    n, d = check_ints(n=n, d=d, low=1)
-    bh = check_int("batch", batch, low=1) * check_int("heads", heads, low=1)
+    n, d, batch, heads = check_ints(n=n, d=d, batch=batch, heads=heads, low=1)
     mode = check_choice("mode", mode, MODES)
     half = 0.5 if causal else 1.0
-    matmul, square = 2 * bh * n * n * d, bh * n * n
+    matmul, square = 2 * batch * heads * n * n * d, batch * heads * n * n
     forward = [
         ("QKᵀ", "2·B·H·n²·d", matmul),
         ("scale ÷√d", "B·H·n²", square),

@@ -18,12 +18,11 @@ from ui.frame import talk
 MIB = 2**20
 NUMBER = draw.NUMBER
 MEMORY_NOTE = (
-    "the growth over the memory in use before the call, output included. Dashes: the analytic prediction. On the "
-    "CPU the figure is the whole server process's resident set, so it is only as exact as the C allocator lets it be: "
-    "once one n×n matrix reaches 32 MiB (n ≥ 1024 at 8 heads, float32) it is usually within a few per cent of the "
-    "live tensors, but memory freed earlier can be reused or kept, so a point can be off by one n×n matrix, more "
-    "often at small n. The models are checked in a fresh process, where they hold to 3 % (20 runs each for the "
-    "forward, 10 for each mode with a backward)."
+    "the growth over the memory in use before the call, output included. On the CPU the figure is the whole server "
+    "process's resident set, so it is only as exact as the C allocator lets it be: once one n×n matrix reaches 32 MiB "
+    "(n ≥ 1024 at 8 heads, float32) it is usually within a few per cent of the live tensors, but memory freed earlier "
+    "can be reused or kept, so a point can be off by one n×n matrix, more often at small n. The predictions' models "
+    "are checked in a fresh process, where they hold to 3 % (20 runs each for the forward, 10 per backward mode)."
 )
 
 GRAD_HELP = (
