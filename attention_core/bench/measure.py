@@ -89,9 +89,7 @@ def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int 
 
 def guard_reason(needed_bytes: int, cap_bytes: int) -> str | None:
     """``None`` if the configuration fits under the cap, else why it is skipped."""
-    if needed_bytes > cap_bytes:
-        return f"needs {format_bytes(needed_bytes)} > cap {format_bytes(cap_bytes)}"
-    return None
+    return f"needs {format_bytes(needed_bytes)} > cap {format_bytes(cap_bytes)}" if needed_bytes > cap_bytes else None
 
 
 # ---- the n × n matrix and the FLOPs --------------------------------------------------------

@@ -20,7 +20,6 @@ def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int,
 
 @st.cache_data(show_spinner=False)
 def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> list[dict]:
-    """One row per step of the timed passes: its formula, its GFLOP and its share of the whole."""
     return [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
             for r in bench.flop_table(n, d, batch, heads, causal, mode)]
 
