@@ -39,10 +39,10 @@ def _line(fig: go.Figure, impl: str, rs: Sequence[Row], ys: Sequence[float], hov
                     hovertemplate=f"{impl}<br>n = %{{x}}<br>{hover}<extra></extra>", **(style | kw))  # fmt: skip
 
 
-def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y_title: str, title: str, *,
-            talk: bool, empty: str, log_y: bool = True) -> go.Figure:  # fmt: skip
-    """Log axes over n (ticks at the measured n), the y axis titled, the shared layout; without rows, ``empty``
-    says why there is nothing to draw."""
+def _finish(fig: go.Figure, groups: dict[str, list[Row]], y_title: str, title: str, *, talk: bool, empty: str,
+            log_y: bool = True) -> go.Figure:  # fmt: skip
+    """Log axes over n (ticks at the measured n, the y ticks fitted to what is drawn), the y axis titled, the shared
+    layout; without rows, ``empty`` says why there is nothing to draw."""
     if not groups:
         fig.add_annotation(text=empty, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                            font={"size": font_size(talk)})  # fmt: skip
@@ -51,7 +51,7 @@ def _finish(fig: go.Figure, groups: dict[str, list[Row]], ys: Sequence[float], y
     fig.update_xaxes(type="log", title_text="sequence length n", tickvals=ticks, ticktext=[str(t) for t in ticks],
                      tickfont=size, title_font=size)  # set here: Streamlit's theme would make them smaller
     fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, tickfont=size, title_font=size)
-    positive = [y for y in ys if y and y > 0]
+    positive = [y for trace in fig.data for y in trace.y or () if y and y > 0]
     if log_y and positive:
         # Label the decades only (0.1, 1, 10) over a wide range, else 1-2-5 steps written in full (plotly's
         # "D2" writes 0.5 as "5"): never every digit.
@@ -85,8 +85,7 @@ def time_figure(
                             line={"color": _color(impl), "dash": "dot", "width": 2}, legendgroup=impl,
                             showlegend=False, hoverinfo="skip")  # fmt: skip
     title = f"Time per {what} call (log-log: slope 2 means n²)".replace("  ", " ")
-    ys = [r["median_ms"] for rs in groups.values() for r in rs]
-    return _finish(fig, groups, ys, "median time per call (ms)", title, talk=talk, empty="No timed configuration yet")
+    return _finish(fig, groups, "median time per call (ms)", title, talk=talk, empty="No timed configuration yet")
 
 
 def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
@@ -99,8 +98,7 @@ def memory_figure(rows: Sequence[Row], *, talk: bool = False) -> go.Figure:
         if measured:
             _line(fig, impl, measured, [r["peak_bytes"] / MIB for r in measured], "measured %{y:.3g} MiB",
                   mode="markers", name=f"{impl} measured", marker={"color": _color(impl), "size": 12})  # fmt: skip
-    ys = [b / MIB for rs in groups.values() for r in rs for b in (r["predicted_bytes"], r.get("peak_bytes") or 0)]
-    return _finish(fig, groups, ys, "peak extra memory (MiB)", "Peak memory beyond the inputs: measured (dots) and "
+    return _finish(fig, groups, "peak extra memory (MiB)", "Peak memory beyond the inputs: measured (dots) and "
                    "predicted (dashes)", talk=talk, empty="No measured configuration yet")  # fmt: skip
 
 
@@ -119,7 +117,7 @@ def rate_figure(rows: Sequence[Row], peak_gflops: float | None = None, *, talk: 
             annotation_font={"size": font_size(talk) - 2},
         )  # fmt: skip
     fig.update_yaxes(rangemode="tozero")
-    return _finish(fig, groups, [], f"GFLOP/s ({flops} per call)", "Achieved FLOP rate",
+    return _finish(fig, groups, f"GFLOP/s ({flops} per call)", "Achieved FLOP rate",
                    talk=talk, empty="No timed configuration yet", log_y=False)  # fmt: skip
 
 
@@ -130,6 +128,5 @@ def speedup_figure(speedups: Sequence[Row], *, baseline: str = "textbook", talk:
         _line(fig, impl, rs, [r["speedup"] for r in rs], f"%{{y:.3g}}× faster than {baseline}")
     if groups:
         fig.add_hline(y=1.0, line={"color": _color(baseline), "dash": "dot", "width": 2})
-    ys = [r["speedup"] for rs in groups.values() for r in rs]
-    return _finish(fig, groups, ys, f"× faster than {baseline}", f"Speed-up over {baseline} (above 1 = faster)",
+    return _finish(fig, groups, f"× faster than {baseline}", f"Speed-up over {baseline} (above 1 = faster)",
                    talk=talk, empty=f"Include {baseline} and another implementation to see speed-ups")  # fmt: skip

@@ -12,7 +12,7 @@ import torch
 
 from ..device import resolve_device
 from ..heads import check_head_counts, repeat_kv
-from ..validation import check_bool, check_choice, check_int
+from ..validation import check_bool, check_choice, check_int, check_ints
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -53,8 +53,7 @@ class Shape:
     mode: str = "fwd"
 
     def __post_init__(self) -> None:
-        check_int("d", self.d, low=1, high=1024)
-        check_int("heads", self.heads, low=1, high=1024)
+        check_ints(d=self.d, heads=self.heads, low=1, high=1024)
         object.__setattr__(self, "kv_heads", check_head_counts(self.heads, self.kv_heads)[1])
         check_int("batch", self.batch, low=1, high=1 << 16)
         check_choice("dtype", self.dtype, DTYPES)
@@ -102,8 +101,7 @@ class BenchConfig(Shape):
         return self.mode != "fwd"
 
     def input_bytes(self) -> int:
-        """q, k and v together (k and v with ``kv_heads`` heads), and the upstream gradient dO when the
-        mode runs the backward."""
+        """Bytes of q, k and v (k and v with ``kv_heads`` heads), and of the upstream gradient dO in a backward mode."""
         tensors = self.heads + 2 * self.kv_heads + (self.heads if self.backward else 0)
         return tensors * self.batch * self.n * self.d * self.itemsize
 

@@ -37,7 +37,6 @@ def fresh_process_peak(config: BenchConfig, *, timeout_s: float = 300.0) -> int 
 
 
 def _worker() -> None:
-    """In the fresh process: make the inputs, warm up once, measure one call, print JSON."""
     from . import measure
     from .passes import config_call
 

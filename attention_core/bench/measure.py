@@ -89,9 +89,7 @@ def default_cap_bytes(device: str | torch.device | None = None, *, ceiling: int 
 
 def guard_reason(needed_bytes: int, cap_bytes: int) -> str | None:
     """``None`` if the configuration fits under the cap, else why it is skipped."""
-    if needed_bytes > cap_bytes:
-        return f"needs {format_bytes(needed_bytes)} > cap {format_bytes(cap_bytes)}"
-    return None
+    return f"needs {format_bytes(needed_bytes)} > cap {format_bytes(cap_bytes)}" if needed_bytes > cap_bytes else None
 
 
 # ---- the n × n matrix and the FLOPs --------------------------------------------------------
@@ -140,11 +138,10 @@ def flop_table(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fa
     Softmax counts 5 per score (max, subtract, exp, sum, divide). The backward is FlashAttention-2's: QKᵀ
     recomputed, P rebuilt from each row's log-sum-exp, four matmuls and softmax's backward.
     """
-    n, d = check_ints(n=n, d=d, low=1)
-    bh = check_int("batch", batch, low=1) * check_int("heads", heads, low=1)
+    n, d, batch, heads = check_ints(n=n, d=d, batch=batch, heads=heads, low=1)
     mode = check_choice("mode", mode, MODES)
     half = 0.5 if causal else 1.0
-    matmul, square = 2 * bh * n * n * d, bh * n * n
+    matmul, square = 2 * batch * heads * n * n * d, batch * heads * n * n
     forward = [
         ("QKᵀ", "2·B·H·n²·d", matmul),
         ("scale ÷√d", "B·H·n²", square),

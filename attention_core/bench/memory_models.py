@@ -100,14 +100,10 @@ def _math_itemsize(c: BenchConfig) -> int:
 
 
 def math_extra_bytes(c: BenchConfig) -> int:
-    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13.
-
-    It upcasts 16-bit q, k and v to float32 (three copies), scales q (and k, for the matmul),
-    computes the scores, then ``_safe_softmax``: the softmax as a second n×n tensor plus a boolean
-    n×n "is −inf" tensor, the fully masked rows zeroed in place. That is the peak: two n×n squares
-    in the accumulation dtype and one of bools. Under the causal flag it also holds an additive
-    (n, n) mask. Checked against the CUDA allocator on an H100 (fp16, n = 4096, 16 heads: 2.3 GiB,
-    i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
+    """torch's math backend, as ``_scaled_dot_product_attention_math`` computes it in torch 2.11 to 2.13: its peak
+    is in ``_safe_softmax``, which holds the scores, their softmax and a boolean n×n "is −inf" tensor (the fully
+    masked rows zeroed in place), beside what the comments below name. Checked against the CUDA allocator on an H100
+    (fp16, n = 4096, 16 heads: 2.3 GiB, i.e. 2 float32 squares + 1 bool square) and against the peak RSS on the CPU.
     """
     acc = _math_itemsize(c)
     upcast = 3 * _rows(c, acc) if acc != c.itemsize else 0  # float32 copies of q, k, v
@@ -130,13 +126,9 @@ def math_training_bytes(c: BenchConfig) -> int:
 
 
 def fused_training_bytes(c: BenchConfig) -> int:
-    """A fused kernel keeps the output and each row's log-sum-exp, O(B·H·n), and its backward rebuilds
-    the weights tile by tile. On the CPU (torch's flash kernel) the backward holds dQ, dK, dV, a
-    contiguous copy of dO in the kernel's layout, and per thread two float32 tiles of
-    (256 or 64 or 32) × 512 (and their 16-bit copies for 16-bit inputs). On CUDA, FlashAttention-2's
-    backward holds dQ, dK, dV, a float32 dQ accumulator and D = rowsum(dO ∘ O) per row, and with GQA
-    dK and dV per query head before they are summed (a model from its source, not yet checked against
-    the allocator). The CPU kernel writes dK and dV of the shared K/V heads directly."""
+    """A fused kernel keeps the output and each row's log-sum-exp, O(B·H·n), and its backward rebuilds the weights
+    tile by tile, holding dQ, dK, dV and the buffers named below: torch's CPU flash kernel's, and on CUDA
+    FlashAttention-2's (a model from its source, not yet checked against the allocator)."""
     grads = (c.heads + 2 * c.kv_heads) * c.batch * c.n * c.d * c.itemsize  # dQ, and dK, dV of the shared heads
     if c.device == "cpu":
         q_split = 256 if c.n >= 768 else 64 if c.n >= 192 else 32  # torch's split sizes for the CPU kernel
@@ -164,12 +156,9 @@ def tiled_config_bytes(c: BenchConfig) -> int:
 
 
 def tiled_training_bytes(c: BenchConfig) -> int:
-    """``TiledAttentionFunction`` keeps the output (float32 for 16-bit inputs) and each row's
-    log-sum-exp (:func:`.tiled_saved_bytes`), and returns the output in the inputs' dtype. Its backward
-    (``_backward`` in tiled.py) holds q·scale in the accumulators' dtype, float32 copies of k, v and
-    dO for 16-bit inputs, D per row, the dQ, dK, dV accumulators (and their casts back), and per tile
-    the scores (which become P in place) and dP, dQ's tile buffer, and dK and dV of one key block:
-    O(n·block), never n×n."""
+    """``TiledAttentionFunction`` keeps the output (float32 for 16-bit inputs) and each row's log-sum-exp
+    (:func:`.tiled_saved_bytes`), and returns the output in the inputs' dtype. Its backward (``_backward`` in
+    tiled.py) holds what the comments below name, D per row among them: O(n·block), never n×n."""
     acc = max(c.itemsize, 4)
     widened = acc != c.itemsize
     bh = c.batch_heads

@@ -21,7 +21,7 @@ from ..efficient.linear import linear_attention
 from ..efficient.lowrank import linformer_attention, linformer_projections
 from ..efficient.patterns import and_masks, causal, dense_mask, sliding_window
 from ..efficient.performer import orthogonal_features, performer_attention
-from ..validation import check_choice, check_int
+from ..validation import check_choice, check_int, check_ints
 from .config import Impl, Inputs, shared_kv
 from .memory_models import route_extra_bytes
 
@@ -39,9 +39,8 @@ class RouteParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_int("window", self.window, low=1, high=1 << 20)
+        check_ints(window=self.window, rank=self.rank, low=1, high=1 << 20)
         check_int("features", self.features, low=1, high=1 << 16)
-        check_int("rank", self.rank, low=1, high=1 << 20)
         check_int("seed", self.seed, low=0, high=2**63 - 1)
 
     def label(self, route: str) -> str:

@@ -17,11 +17,6 @@ def _old_impls(old: str) -> str | list[str] | None:
 
 
 DEVICE_NAMES = {d: "CPU" if d == "cpu" else f"CUDA ({d})" for d in DEVICES}
-MODE_HELP = (
-    "**forward**: the forward pass. **backward**: the backward pass alone; the forward runs once, outside the "
-    "timing, as FlashAttention's and Triton's benchmarks do. **forward + backward**: one training step. "
-    "numpy has no backward."
-)
 
 
 def sweep_controls() -> bench.SweepSpec:
@@ -30,7 +25,9 @@ def sweep_controls() -> bench.SweepSpec:
     described = "\n".join(f"- **{name}**: {bench.IMPLEMENTATIONS[name].description}" for name in bench.EXACT)
     mode = st.segmented_control("Timed pass", bench.MODES, default=DEFAULT.mode, required=True,
                                 format_func=bench.MODE_NAMES.__getitem__, key="bm_mode", bind="query-params",
-                                help=MODE_HELP)
+                                help="**forward**: the forward pass. **backward**: the backward pass alone; the "
+                                "forward runs once, outside the timing, as FlashAttention's and Triton's benchmarks "
+                                "do. **forward + backward**: one training step. numpy has no backward.")
     top, row = st.columns([4, 2, 2]), st.columns([2, 2, 2, 2, 3, 2], vertical_alignment="bottom")
     impls = top[0].multiselect("Implementations", bench.EXACT, DEFAULT.impls, key="bm_impl",
                                bind="query-params", help=described)

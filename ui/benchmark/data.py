@@ -15,13 +15,11 @@ def cap_and_free(device: str) -> tuple[int, int | None]:
 
 @st.cache_data(show_spinner=False)
 def memory_table(dtype: str, batch: int, heads: int, free: int | None, cap: int, mode: str) -> list[dict]:
-    """One row per n: one score matrix's size, and whether it and each baseline's peak fit."""
     return bench.memory_table(dtype, batch, heads, free_bytes=free, cap_bytes=cap, mode=mode)
 
 
 @st.cache_data(show_spinner=False)
 def flop_table(n: int, d: int, batch: int, heads: int, causal: bool, mode: str) -> list[dict]:
-    """One row per step of the timed passes: its formula, its GFLOP and its share of the whole."""
     return [{"step": r["operation"], "formula": r["formula"], "GFLOP": r["flops"] / 1e9, "share": r["share"]}
             for r in bench.flop_table(n, d, batch, heads, causal, mode)]
 

@@ -18,12 +18,11 @@ from ui.frame import talk
 MIB = 2**20
 NUMBER = draw.NUMBER
 MEMORY_NOTE = (
-    "the growth over the memory in use before the call, output included. Dashes: the analytic prediction. On the "
-    "CPU the figure is the whole server process's resident set, so it is only as exact as the C allocator lets it be: "
-    "once one n×n matrix reaches 32 MiB (n ≥ 1024 at 8 heads, float32) it is usually within a few per cent of the "
-    "live tensors, but memory freed earlier can be reused or kept, so a point can be off by one n×n matrix, more "
-    "often at small n. The models are checked in a fresh process, where they hold to 3 % (20 runs each for the "
-    "forward, 10 for each mode with a backward)."
+    "the growth over the memory in use before the call, output included. On the CPU the figure is the whole server "
+    "process's resident set, so it is only as exact as the C allocator lets it be: once one n×n matrix reaches 32 MiB "
+    "(n ≥ 1024 at 8 heads, float32) it is usually within a few per cent of the live tensors, but memory freed earlier "
+    "can be reused or kept, so a point can be off by one n×n matrix, more often at small n. The predictions' models "
+    "are checked in a fresh process, where they hold to 3 % (20 runs each for the forward, 10 per backward mode)."
 )
 
 GRAD_HELP = (
@@ -35,7 +34,6 @@ GRAD_HELP = (
 
 
 def time_figure(is_talk: bool, rows: tuple[bench.BenchResult, ...], what: str = "") -> go.Figure:
-    """Time against n, each implementation's fitted power law (slope, intercept, n_from, n_to) drawn over it."""
     fits = {f.impl: (f.time_slope, f.time_intercept, f.n_from, f.n_to) for f in bench.scaling_fits(rows).values()
             if f.time_slope is not None and f.time_intercept is not None}  # fmt: skip
     return figs.time_figure([asdict(r) for r in rows], fits, talk=is_talk, what=what)
@@ -72,10 +70,9 @@ def show_results() -> None:
         if not talk():
             st.caption(
                 f"Median of {bench.MIN_SAMPLES} or more timed calls after a warm-up (the table says how many); "
-                "bars span the inter-quartile range. "
-                f"Slopes are fitted over each implementation's three largest n ≥ {bench.FIT_MIN_N} where the time "
-                "grows at least as fast as n: 2 means the time grows as n². Where doubling n less than doubles "
-                "the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
+                "bars span the inter-quartile range. Slopes are fitted over each implementation's three largest "
+                f"n ≥ {bench.FIT_MIN_N} where the time grows at least as fast as n. Where doubling n less than "
+                "doubles the time, a fixed cost per call (kernel launches, Python) sets it: launch-bound, no exponent."
             )
         no_law = [f.describe() for f in bench.scaling_fits(rows).values() if f.time_slope is None]
         if no_law:

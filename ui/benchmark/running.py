@@ -28,7 +28,6 @@ class ResultStore:
 
 @st.cache_resource(show_spinner=False)
 def results() -> ResultStore:
-    """This server's store, shared by every session."""
     return ResultStore()
 
 

@@ -15,10 +15,6 @@ from ui.frame import talk
 
 TICK = st.column_config.CheckboxColumn
 WORDS = {2: "two", 3: "three", 6: "six", 7: "seven"}
-BACKWARD_FLOPS = (
-    " The backward counts five matmuls to the forward's two (2.5×), as FlashAttention's and Triton's benchmarks "
-    "count: FlashAttention's backward recomputes QKᵀ; the textbook backward keeps P and does four."
-)
 EXPECT = {  # on a 2-core CPU, fp32, 8 heads, d = 64, n = 1024 to 4096
     "fwd": "expect roughly: textbook ≈ 3–4× the time of SDPA, trace ≈ 10–13×, tiled ≈ 1–1.6×.",
     "bwd": "SDPA's backward takes 2–3× its forward; tiled's backward ≈ 1.1–1.3× SDPA's.",
@@ -72,7 +68,9 @@ def show_theory(spec: bench.SweepSpec, cap: int, free: int | None) -> None:
             st.caption(
                 "The matmuls do almost all the arithmetic; scaling and softmax are cheap in FLOPs "
                 "but read and write the whole n×n matrix, which is where the textbook code loses time."
-                + (BACKWARD_FLOPS if spec.mode != "fwd" else "")
+                + (" The backward counts five matmuls to the forward's two, as FlashAttention's and Triton's "
+                   "benchmarks do (QKᵀ recomputed; the textbook backward keeps P and does four)."
+                   if spec.mode != "fwd" else "")
             )
         draw.prose(f"**On a 2-core CPU** (fp32, 8 heads, d = 64, n = 1024 to 4096) {EXPECT[spec.mode]} "
                    "`python benchmarks/report.py` measures them side by side on your machine.")  # fmt: skip
