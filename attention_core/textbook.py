@@ -43,14 +43,11 @@ def _textbook_attention(
 ) -> torch.Tensor:
     """The body, unchecked: the benchmark times it as ``textbook``, since checks are not what people write."""
     scores = q @ k.transpose(-2, -1) * scale  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    if is_causal:
-        allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))  # (N, ..., L, S)
-    elif attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))  # (N, ..., L, S)
-        else:
-            scores = scores + attn_mask.to(scores.dtype)  # (N, ..., L, S)
+    mask = causal_mask(q.shape[-2], k.shape[-2], device=q.device) if is_causal else attn_mask  # (L, S) or the caller's
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))  # (N, ..., L, S)
+    elif mask is not None:
+        scores = scores + mask.to(scores.dtype)  # (N, ..., L, S)
     weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
     if attn_mask is not None:  # a fully masked row: softmax of all −inf is NaN, the answer is 0
         is_bool = attn_mask.dtype == torch.bool
