@@ -1,11 +1,7 @@
-"""The attention people write, and its float64 answer.
-
-:func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on
-their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule (:mod:`.accuracy`).
-:func:`reference_attention` is the same in float64, the answer every implementation is checked against.
-Arguments, shapes and the two departures from torch (a fully masked row gives zeros, an overflow raises) as
-:mod:`.attention`'s, without dropout: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` →
-``(N, ..., L, Ev)``.
+"""The attention people write, the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule
+(:mod:`.accuracy`), and its float64 answer. Arguments, shapes and the two departures from torch (a fully masked
+row gives zeros, an overflow raises) as :mod:`.attention`'s, without dropout: ``q (N, ..., L, E)``,
+``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``, in the inputs' dtype and on their device.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ def reference_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attn_mask: torch.Tensor | None = None, is_causal: bool = False, *, scale: float | None = None,
 ) -> torch.Tensor:  # fmt: skip
-    """:func:`textbook_attention` in float64 on the inputs' device: the answer to check others against."""
+    """:func:`textbook_attention` in float64 on the inputs' device: what every implementation is checked against."""
     check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)  # the inputs as given, before the cast
     return textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, scale=scale)
 
