@@ -128,8 +128,7 @@ def attention_grads(
         out = attention(*leaves, attn_mask=attn_mask, is_causal=is_causal, scale=scale)  # (N, ..., L, Ev)
         if out.shape != grad_out.shape:
             raise ValueError(f"grad_out must have the output's shape {tuple(out.shape)}, got {tuple(grad_out.shape)}")
-        dq, dk, dv = torch.autograd.grad(out, leaves, grad_out.to(dtype))
-    return dq, dk, dv
+        return torch.autograd.grad(out, leaves, grad_out.to(dtype))  # (dQ, dK, dV)
 
 
 class GradientCheck(NamedTuple):

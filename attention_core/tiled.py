@@ -136,9 +136,7 @@ def tiled_attention(
             lse[..., i0:i1] = torch.where(l_sum > 0, m + l_sum.log(), float("inf")).squeeze(-1)  # (N, ..., Bq)
     if holds_data(out) and not (bool(finite) and all_finite(out)):
         raise overflow_error(acc_dtype)
-    if lse is not None:
-        return out, lse
-    return out
+    return out if lse is None else (out, lse)
 
 
 def _mask_tile(

@@ -31,7 +31,7 @@ class RunLock:
         if self._lock.locked() and owner is not None and not owner.is_alive():
             self._owner = None
             self._lock.release()
-        got = self._lock.acquire(timeout=timeout) if timeout > 0 else self._lock.acquire(blocking=False)
+        got = self._lock.acquire(timeout=timeout)  # 0: do not wait
         if got:  # set before any Streamlit call a rerun could interrupt, so a ``finally`` knows the lock is ours
             self._owner = threading.current_thread()
             self.running, self.since = "a run", time.perf_counter()
