@@ -88,12 +88,11 @@ class SelfAttention(nn.Module):
         )  # (d_model (+1), d_model)
         args = (x, w_q, w_k, w_v, self.w_o.weight.T, self.n_heads)
         kw = {"attn_mask": attn_mask, "is_causal": self.is_causal, "dropout_p": self.dropout if self.training else 0.0}
-        trace: AttentionTrace | None = None
         if need_weights:
             mh = multi_head_trace(*args, **kw)  # type: ignore[arg-type]
             y, trace = mh.output, mh.heads  # (N, L, d_model); weights (N, nh, L, L)
         else:
-            y = multi_head_attention(*args, **kw)  # type: ignore[arg-type]  # (N, L, d_model)
+            y, trace = multi_head_attention(*args, **kw), None  # type: ignore[arg-type]  # (N, L, d_model)
         return (y + self.w_o.bias if biased else y), trace
 
     def extra_repr(self) -> str:
