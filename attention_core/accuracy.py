@@ -148,8 +148,7 @@ class GradientCheck(NamedTuple):
         return {"err_dq": self.dq.error, "err_dk": self.dk.error, "err_dv": self.dv.error}
 
     def passes_beside(self, fused: GradientCheck) -> bool:
-        """The rule, or in float32 its exception (module note): each error within 2× the larger
-        of textbook attention's error and ``fused``'s (torch SDPA's gradients on the same inputs)."""
+        """The rule, or in float32 its exception (module note); ``fused``: torch SDPA's gradients on these inputs."""
         if self.passes:
             return True
         if self.dq.dtype != "float32":

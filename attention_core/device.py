@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform  # already loaded by torch
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -103,15 +104,10 @@ def device_info(device: str | torch.device | None = None) -> DeviceInfo:
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine() or "CPU"
 
 
