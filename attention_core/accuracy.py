@@ -128,8 +128,7 @@ def attention_grads(
         out = attention(*leaves, attn_mask=attn_mask, is_causal=is_causal, scale=scale)  # (N, ..., L, Ev)
         if out.shape != grad_out.shape:
             raise ValueError(f"grad_out must have the output's shape {tuple(out.shape)}, got {tuple(grad_out.shape)}")
-        dq, dk, dv = torch.autograd.grad(out, leaves, grad_out.to(dtype))
-    return dq, dk, dv
+        return torch.autograd.grad(out, leaves, grad_out.to(dtype))  # (dQ, dK, dV)
 
 
 class GradientCheck(NamedTuple):
@@ -149,8 +148,7 @@ class GradientCheck(NamedTuple):
         return {"err_dq": self.dq.error, "err_dk": self.dk.error, "err_dv": self.dv.error}
 
     def passes_beside(self, fused: GradientCheck) -> bool:
-        """The rule, or in float32 its exception (module note): each error within 2× the larger
-        of textbook attention's error and ``fused``'s (torch SDPA's gradients on the same inputs)."""
+        """The rule, or in float32 its exception (module note); ``fused``: torch SDPA's gradients on these inputs."""
         if self.passes:
             return True
         if self.dq.dtype != "float32":

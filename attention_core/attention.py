@@ -168,8 +168,7 @@ def attention_trace(
     keep: torch.Tensor | None = None
     dropped = weights
     if p > 0.0:
-        draw = torch.rand(weights.shape, generator=generator, device=weights.device)
-        keep = draw >= p  # (N, ..., L, S)
+        keep = torch.rand(weights.shape, generator=generator, device=weights.device) >= p  # (N, ..., L, S)
         dropped = weights * keep * keep_scale(p)  # survivors rescaled so the expectation is unchanged
     output = dropped @ v  # (N, ..., L, S) @ (N, ..., S, Ev) -> (N, ..., L, Ev)
     return AttentionTrace(scores, scaled, masked, weights, output, s, mask, p, keep, dropped)

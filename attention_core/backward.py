@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import AttentionTrace
+from .attention import AttentionTrace, keep_scale
 from .validation import check_tensor
 
 
@@ -50,12 +50,10 @@ def attention_backward(
         )
     if grad_output.dtype != trace.output.dtype or grad_output.device != trace.output.device:
         raise ValueError("grad_output must have the output's dtype and device")
-    kept = trace.dropped  # (N, ..., L, S): what multiplied V
-    grad_v = kept.transpose(-2, -1) @ grad_output  # (N, ..., S, L) @ (N, ..., L, Ev) -> (N, ..., S, Ev)
-    grad_kept = grad_output @ v.transpose(-2, -1)  # (N, ..., L, Ev) @ (N, ..., Ev, S) -> (N, ..., L, S)
-    grad_weights = grad_kept  # dP: dropout scales it by keep / (1 − p) on its way back to the softmax
-    if trace.dropout_keep is not None:
-        grad_weights = grad_kept * trace.dropout_keep / (1.0 - trace.dropout_p)  # (N, ..., L, S)
+    grad_v = trace.dropped.transpose(-2, -1) @ grad_output  # (N, ..., S, L) @ (N, ..., L, Ev) -> (N, ..., S, Ev)
+    grad_weights = grad_output @ v.transpose(-2, -1)  # (N, ..., L, Ev) @ (N, ..., Ev, S) -> (N, ..., L, S)
+    if trace.dropout_keep is not None:  # dropout scales dP by keep / (1 − p) on its way back to the softmax
+        grad_weights = grad_weights * trace.dropout_keep * keep_scale(trace.dropout_p)  # (N, ..., L, S)
     row_dot = (grad_output * trace.output).sum(dim=-1, keepdim=True)  # (N, ..., L, 1)
     grad_scores = trace.weights * (grad_weights - row_dot)  # (N, ..., L, S)
     grad_q = grad_scores @ k * trace.scale  # (N, ..., L, S) @ (N, ..., S, E) -> (N, ..., L, E)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform  # already loaded by torch
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,27 +96,19 @@ def device_info(device: str | torch.device | None = None) -> DeviceInfo:
         return DeviceInfo(str(dev), props.name, total_memory_bytes=int(props.total_memory), **common,
                           cuda_version=torch.version.cuda, cudnn_version=cudnn,
                           tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32))  # fmt: skip
-    return DeviceInfo("cpu", _cpu_name(), total_memory_bytes=_total_ram_bytes(), **common)
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not every OS names these
+        ram = None
+    return DeviceInfo("cpu", _cpu_name(), total_memory_bytes=ram, **common)
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine() or "CPU"
-
-
-def _total_ram_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def format_bytes(n: float | None) -> str:

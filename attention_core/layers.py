@@ -82,21 +82,18 @@ class SelfAttention(nn.Module):
         biased = self.w_q.bias is not None
         if biased:
             x = torch.cat([x, x.new_ones(*x.shape[:-1], 1)], dim=-1)  # (N, L, d_model + 1)
-        w_q, w_k, w_v = (self._columns(lin) for lin in (self.w_q, self.w_k, self.w_v))  # (d_model (+1), d_model)
+        w_q, w_k, w_v = (  # x @ W form: each weight transposed, its bias as a last row (for x's column of ones)
+            torch.cat([lin.weight.T, lin.bias[None]]) if biased else lin.weight.T
+            for lin in (self.w_q, self.w_k, self.w_v)
+        )  # (d_model (+1), d_model)
         args = (x, w_q, w_k, w_v, self.w_o.weight.T, self.n_heads)
         kw = {"attn_mask": attn_mask, "is_causal": self.is_causal, "dropout_p": self.dropout if self.training else 0.0}
-        trace: AttentionTrace | None = None
         if need_weights:
             mh = multi_head_trace(*args, **kw)  # type: ignore[arg-type]
             y, trace = mh.output, mh.heads  # (N, L, d_model); weights (N, nh, L, L)
         else:
-            y = multi_head_attention(*args, **kw)  # type: ignore[arg-type]  # (N, L, d_model)
+            y, trace = multi_head_attention(*args, **kw), None  # type: ignore[arg-type]  # (N, L, d_model)
         return (y + self.w_o.bias if biased else y), trace
-
-    @staticmethod
-    def _columns(lin: nn.Linear) -> torch.Tensor:
-        """``x @ W`` form of a linear layer: its weight transposed, with its bias as a last row."""
-        return lin.weight.T if lin.bias is None else torch.cat([lin.weight.T, lin.bias[None]])  # (d_in (+1), d_out)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}, is_causal={self.is_causal}"

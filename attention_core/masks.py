@@ -33,9 +33,9 @@ def padding_mask(
     """
     n_k = check_int("n_k", n_k, low=1, high=_MAX_SIDE)
     if isinstance(lengths, torch.Tensor):
-        if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        if lengths.dim() != 1 or not lengths.numel() or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
             raise ValueError(
-                f"lengths must be a 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}"
+                f"lengths must be a non-empty 1-D integer tensor, got {lengths.dtype} of shape {tuple(lengths.shape)}"
             )
         device = lengths.device if device is None else device  # a function that takes a tensor computes on its device
         if holds_data(lengths):  # checked as a list's values; a fake or meta tensor has none to read
@@ -45,7 +45,5 @@ def padding_mask(
             raise ValueError(f"lengths must be a non-empty sequence of integers, got {lengths!r}")
         lens = [check_int(f"lengths[{i}]", n, low=0, high=n_k) for i, n in enumerate(lengths)]
         lengths = torch.tensor(lens, device="cpu")  # (B,): made on the CPU, then moved
-    elif lengths.numel() == 0:
-        raise ValueError("lengths must be a non-empty sequence of integers")
     dev = new_tensor_device(device)
     return (torch.arange(n_k, device=dev) < lengths.to(dev).unsqueeze(-1)).unsqueeze(1)  # (B, 1, n_k)

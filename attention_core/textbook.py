@@ -1,11 +1,7 @@
-"""The attention people write, and its float64 answer.
-
-:func:`textbook_attention` is softmax(Q Kᵀ · scale + mask) V in plain torch ops, in the inputs' dtype and on
-their device: the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule (:mod:`.accuracy`).
-:func:`reference_attention` is the same in float64, the answer every implementation is checked against.
-Arguments, shapes and the two departures from torch (a fully masked row gives zeros, an overflow raises) as
-:mod:`.attention`'s, without dropout: ``q (N, ..., L, E)``, ``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` →
-``(N, ..., L, Ev)``.
+"""The attention people write, the benchmark's ``textbook`` entry and the baseline of FlashAttention's rule
+(:mod:`.accuracy`), and its float64 answer. Arguments, shapes and the two departures from torch (a fully masked
+row gives zeros, an overflow raises) as :mod:`.attention`'s, without dropout: ``q (N, ..., L, E)``,
+``k (N, ..., S, E)``, ``v (N, ..., S, Ev)`` → ``(N, ..., L, Ev)``, in the inputs' dtype and on their device.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ def reference_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attn_mask: torch.Tensor | None = None, is_causal: bool = False, *, scale: float | None = None,
 ) -> torch.Tensor:  # fmt: skip
-    """:func:`textbook_attention` in float64 on the inputs' device: the answer to check others against."""
+    """:func:`textbook_attention` in float64 on the inputs' device: what every implementation is checked against."""
     check_attention_args(q, k, v, attn_mask, 0.0, is_causal, scale)  # the inputs as given, before the cast
     return textbook_attention(q.double(), k.double(), v.double(), attn_mask, is_causal, scale=scale)
 
@@ -43,14 +39,11 @@ def _textbook_attention(
 ) -> torch.Tensor:
     """The body, unchecked: the benchmark times it as ``textbook``, since checks are not what people write."""
     scores = q @ k.transpose(-2, -1) * scale  # (N, ..., L, E) @ (N, ..., E, S) -> (N, ..., L, S)
-    if is_causal:
-        allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (L, S)
-        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))  # (N, ..., L, S)
-    elif attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))  # (N, ..., L, S)
-        else:
-            scores = scores + attn_mask.to(scores.dtype)  # (N, ..., L, S)
+    mask = causal_mask(q.shape[-2], k.shape[-2], device=q.device) if is_causal else attn_mask  # (L, S) or the caller's
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))  # (N, ..., L, S)
+    elif mask is not None:
+        scores = scores + mask.to(scores.dtype)  # (N, ..., L, S)
     weights = torch.softmax(scores, dim=-1)  # (N, ..., L, S)
     if attn_mask is not None:  # a fully masked row: softmax of all −inf is NaN, the answer is 0
         is_bool = attn_mask.dtype == torch.bool

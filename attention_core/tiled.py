@@ -130,15 +130,12 @@ def tiled_attention(
 
         # l = 0 only when every key of the row was masked: the row's output is 0. Otherwise l ≥ 1 (the
         # row's largest score contributes exp(0)), and a NaN from an overflow stays NaN, to be caught below.
-        done = torch.where(l_sum == 0, 0.0, o / l_sum)  # (N, ..., Bq, Ev)
-        out[..., i0:i1, :] = done
+        out[..., i0:i1, :] = torch.where(l_sum == 0, 0.0, o / l_sum)  # (N, ..., Bq, Ev)
         if lse is not None:  # log Σ exp(score) = m + log l; +inf on an empty row, so the backward's P is 0 there
             lse[..., i0:i1] = torch.where(l_sum > 0, m + l_sum.log(), float("inf")).squeeze(-1)  # (N, ..., Bq)
     if holds_data(out) and not (bool(finite) and all_finite(out)):
         raise overflow_error(acc_dtype)
-    if lse is not None:
-        return out, lse
-    return out
+    return out if lse is None else (out, lse)
 
 
 def _mask_tile(

@@ -11,14 +11,12 @@ import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
 
 def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True) -> torch.Tensor:
     """A floating-point tensor with at least ``min_dim`` dims and (by default) no NaN/inf."""
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dtype not in FLOAT_DTYPES:
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         raise ValueError(
             f"{name} must have a floating dtype (float16, bfloat16, float32 or float64), got {x.dtype}"
         )
@@ -144,10 +142,8 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
 
 
 def broadcast_shapes(*shapes: Iterable[int]) -> tuple[int, ...]:
-    """The shape ``shapes`` broadcast to, by torch's rules; ``ValueError`` when they do not broadcast.
-
-    numpy's, not ``torch.broadcast_shapes``: torch's imports sympy on its first call (0.8 s of a cold page's start).
-    """
+    """The shape ``shapes`` broadcast to, by torch's rules, else a ``ValueError``. numpy's, not
+    ``torch.broadcast_shapes``: torch's imports sympy on its first call (0.8 s of a cold page's start)."""
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
     except ValueError:

@@ -35,7 +35,6 @@ DIVERGING = "RdBu_r"  # signed scores, centred on 0
 
 BASE_FONT = 15
 TALK_FONT = 22
-FONT_FAMILY = "Inter, 'Source Sans Pro', 'DejaVu Sans', sans-serif"
 
 
 def font_size(talk: bool) -> int:
@@ -51,7 +50,7 @@ def base_layout(
     size = font_size(talk)
     fig.update_layout(
         title={"text": title, "font": {"size": size + 3}} if title else None,
-        font={"family": FONT_FAMILY, "size": size, "color": "#111111"},
+        font={"family": "Inter, 'Source Sans Pro', 'DejaVu Sans', sans-serif", "size": size, "color": "#111111"},
         paper_bgcolor="white",
         plot_bgcolor="white",
         margin={"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},

@@ -95,7 +95,7 @@ def test_the_same_sweep_again_comes_from_the_servers_cache():
 
 
 def test_a_busy_server_queues_the_run_and_gives_up_without_an_exception(monkeypatch):
-    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0: False)
+    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0, what="": False)
     monkeypatch.setattr(RunLock, "wait_s", 0.2)
     at = forget(open_page(TINY))
     at.button(key="bm_run").click().run()

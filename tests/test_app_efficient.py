@@ -176,7 +176,7 @@ def test_run_measures_every_route_beside_sdpa_with_the_dense_fallback_labelled()
 
 
 def test_a_busy_server_queues_the_run_and_gives_up_without_an_exception(monkeypatch) -> None:
-    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0: False)
+    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0, what="": False)
     monkeypatch.setattr(RunLock, "wait_s", 0.2)
     at = open_page(TINY)
     at.button(key="ef_run").click().run()

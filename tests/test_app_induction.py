@@ -87,7 +87,7 @@ def test_stop_is_harmless_when_nothing_trains() -> None:
 
 
 def test_a_busy_server_queues_the_training_and_gives_up_without_an_exception(monkeypatch) -> None:
-    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0: False)
+    monkeypatch.setattr(RunLock, "try_acquire", lambda self, timeout=0.0, what="": False)
     monkeypatch.setattr(RunLock, "wait_s", 0.2)
     at = open_page({"in_steps": "20"})
     at.button(key="in_train").click().run()

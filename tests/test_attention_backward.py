@@ -45,7 +45,7 @@ def test_masked_rows_dropout_and_batches_match_autograd() -> None:
     grad_output = torch.randn(2, 3, 5, 4, generator=g, dtype=torch.float64)
     allowed = torch.rand(2, 1, 5, 5, generator=g) > 0.4
     allowed[0, 0, 2] = False  # a query that may see no key: zero weights, zero gradient
-    for kwargs in ({"attn_mask": allowed}, {"dropout_p": 0.3}):
+    for kwargs in ({"attn_mask": allowed}, {"dropout_p": 0.3}, {"dropout_p": 1.0}):  # p = 1: every weight dropped, 0
         ours = stepwise(q, k, v, grad_output, generator=torch.Generator().manual_seed(1), **kwargs)
         ref = autograd_grads(q, k, v, grad_output, generator=torch.Generator().manual_seed(1), **kwargs)
         for a, b in zip(ours, ref, strict=True):

@@ -24,17 +24,17 @@ class RunLock:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _owner: threading.Thread | None = field(default=None, repr=False)
 
-    def try_acquire(self, timeout: float = 0.0) -> bool:
-        """Take the lock, waiting up to ``timeout`` seconds; False if another run still holds it. A lock whose
-        owner thread ended without releasing it is freed, so a server never stays blocked."""
+    def try_acquire(self, timeout: float = 0.0, what: str = "a run") -> bool:
+        """Take the lock for a run described as ``what``, waiting up to ``timeout`` seconds; False if another run
+        holds it. A lock whose owner thread ended without releasing it is freed, so a server never stays blocked."""
         owner = self._owner
         if self._lock.locked() and owner is not None and not owner.is_alive():
             self._owner = None
             self._lock.release()
-        got = self._lock.acquire(timeout=timeout) if timeout > 0 else self._lock.acquire(blocking=False)
+        got = self._lock.acquire(timeout=timeout)  # 0: do not wait
         if got:  # set before any Streamlit call a rerun could interrupt, so a ``finally`` knows the lock is ours
             self._owner = threading.current_thread()
-            self.running, self.since = "a run", time.perf_counter()
+            self.running, self.since = what, time.perf_counter()
         return got
 
     def release(self) -> None:
@@ -63,10 +63,7 @@ def turn(what: str) -> Iterator[bool]:
     when the wait ran out. The lock is released however the block ends, Cancel (a rerun) included."""
     server = server_lock()
     try:
-        ours = _wait(server)
-        if ours:
-            server.running = what
-        yield ours
+        yield _wait(server, what)
     finally:
         server.release()
 
@@ -82,13 +79,13 @@ def _raise_flag(key: str) -> None:
     st.session_state[f"{key}_asked"] = True
 
 
-def _wait(server: RunLock) -> bool:
-    if server.try_acquire():
+def _wait(server: RunLock, what: str) -> bool:
+    if server.try_acquire(what=what):
         return True
     start = time.perf_counter()
     with st.status("Busy, queued: another viewer's measurement is running…", state="running") as status:
         while time.perf_counter() - start < server.wait_s:
-            if server.try_acquire(timeout=0.5):
+            if server.try_acquire(timeout=0.5, what=what):
                 status.update(label="Our turn: starting.", state="complete", expanded=False)
                 return True
             status.update(label=f"Busy, queued behind {server.running} (running for {server.busy_for():.0f} s)…")

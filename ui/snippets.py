@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from attention_core.heads import check_head_counts, head_size
-from attention_core.validation import check_int
+from attention_core.validation import check_ints
 from attention_core.walkthrough import WalkthroughResult
 
 
@@ -54,8 +54,7 @@ def walkthrough_snippet(result: WalkthroughResult) -> str:
 
 def split_snippet(n_tokens: int, d_model: int, n_heads: int, n_kv_heads: int | None = None) -> str:
     """The split into heads as code, nanoGPT's way, with this setting's shape after each line."""
-    T = check_int("n_tokens", n_tokens, low=1)
-    C = check_int("d_model", d_model, low=1)
+    T, C = check_ints(n_tokens=n_tokens, d_model=d_model, low=1)
     h, g = check_head_counts(n_heads, n_kv_heads)
     hs = head_size(C, h)
     kv, r = ("nh", 1) if g == h else ("n_kv", h // g)
