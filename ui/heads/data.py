@@ -43,11 +43,10 @@ def timing_data(t_max: int, d_model: int, run: int) -> Timing:
     """
     contexts = tuple(t for t in (128, 256, 512, 1024, 2048, 4096, 8192, 16384) if t <= t_max)
     server = server_lock()
-    if not server.try_acquire(timeout=RunLock.wait_s):
+    if not server.try_acquire(timeout=RunLock.wait_s, what="a decoding-time measurement"):
         raise ValueError(f"another viewer's measurement kept the server busy for {RunLock.wait_s:.0f} s; "
                          "press Measure again later")  # fmt: skip
     try:
-        server.running = "a decoding-time measurement"
         return Timing(time_decode_steps(contexts, d_model=d_model, n_heads=4), time.strftime("%H:%M:%S"))
     finally:
         server.release()
