@@ -94,11 +94,8 @@ class FlexBlockMask:
 
 
 def flex_block_mask(mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu") -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached).
-
-    Tiles on the ragged edge are never marked full, as ``create_block_mask`` (which pads with blocked
-    entries) would not, so the kernel applies the pattern there.
-    """
+    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached); tiles on the
+    ragged edge are never full, as with ``create_block_mask`` (it pads with blocked entries)."""
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
     return _block_mask(mask_mod, n_q, n_k, str(torch.device(device)))
 

@@ -33,9 +33,6 @@ from ..device import new_tensor_device
 from ..validation import all_finite, check_choice, check_int, check_tensor
 from .linear import DEFAULT_CHUNK, _attend, _check_features
 
-MAX_FEATURES = 1 << 16
-LENGTHS = ("fixed", "chi")  # the random vectors' lengths: √E each, or a Gaussian vector's (module docstring)
-
 
 def orthogonal_features(
     features: int,
@@ -50,10 +47,10 @@ def orthogonal_features(
     of ``dim`` rows, each of length √dim (``lengths="fixed"``) or as long as a standard Gaussian vector
     (``"chi"``; module docstring). Drawn on the CPU in float64 from ``seed``, so a seed gives the same
     features on every device."""
-    m = check_int("features", features, low=1, high=MAX_FEATURES)
+    m = check_int("features", features, low=1, high=1 << 16)
     d = check_int("dim", dim, low=1, high=1 << 14)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    lengths = check_choice("lengths", lengths, LENGTHS)
+    lengths = check_choice("lengths", lengths, ("fixed", "chi"))
     gen = torch.Generator(device="cpu").manual_seed(seed)
     blocks = math.ceil(m / d)
     gaussian = torch.randn(blocks, d, d, generator=gen, dtype=torch.float64)  # (blocks, d, d)
