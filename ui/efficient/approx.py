@@ -43,7 +43,6 @@ class ErrorCurves:
 
 @st.cache_data(show_spinner="Measuring each route against exact attention on random inputs…")
 def error_curves(spread: str) -> ErrorCurves:
-    """Each route's relative error over seeds, at each size; linear's, which has no size."""
     std = STD[spread]
     common = {"n": N, "d": D, "heads": HEADS, "seeds": SEEDS, "std": std}
     curves = {PERFORMER: ("performer", error_curve("performer", FEATURES, **common)),
