@@ -14,9 +14,6 @@ in O(n·m) time and memory, and the estimate tightens as ``m`` grows, its error 
   unbiased but heavy-tailed. With scaled ``|q|² ≈ 1.4`` (n = 256, E = 32, q, k ~ N(0, 0.25)) chi's error
   falls only 2.9× from 16 to 256 features (its 1/√m law holds past about 4,000); fixed lengths' falls 3.8×,
   lower at every m shown, at the price of a small bias (an error that levels off near 3 % past 16,000).
-- The scale ``1/√E`` goes half to q and half to k (``x · E^(−1/4)``), as in softmax attention.
-- Stabilised: the exponent of each query's features is shifted by that query's largest, and the
-  keys' by the largest over all keys; each shift cancels between numerator and denominator.
 
 The error is small when ``|q|`` and ``|k|`` (after the scale) are small, i.e. when attention is
 spread out; for peaked attention the estimate's variance, which grows as exp(|q + k|²), wins.
