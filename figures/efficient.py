@@ -1,8 +1,7 @@
 """Figures of the Beyond n² page: a sparse pattern at token and tile level, the error of the kernel and
 low-rank routes against their size, the spectrum of trained attention, and a panel of attention weights.
 
-Each builder takes plain numbers (numpy arrays, lists) and returns a ``go.Figure``. A route keeps its
-colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``).
+A route keeps its colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``).
 """
 
 from __future__ import annotations
