@@ -1,9 +1,7 @@
 """Figures of the Beyond n² page: a sparse pattern at token and tile level, the error of the kernel and
-low-rank routes against their size, the spectrum of trained attention, and a panel of weights (the page sets exact
-softmax beside a route's, in columns that stack on a phone).
+low-rank routes against their size, the spectrum of trained attention, and a panel of attention weights.
 
-Each builder takes plain numbers (numpy arrays, lists) and returns a ``go.Figure``. A route keeps its
-colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``).
+A route keeps its colour from ``IMPL_COLORS`` here and on the cost figures (``figures.benchmark``).
 """
 
 from __future__ import annotations
@@ -27,8 +25,7 @@ def _square_axes(fig: go.Figure, x_title: str, y_title: str) -> None:
 
 
 def _titled(fig: go.Figure, title: str, *, talk: bool, height: int) -> go.Figure:
-    """:func:`chart_layout` with a panel's title over its plot, in the labels' size (the page sets panels side by
-    side in columns, which stack on a phone)."""
+    """:func:`chart_layout` with a panel's title over its plot, in the labels' size."""
     chart_layout(fig, talk=talk, height=height, top=50)
     return fig.update_layout(title={"text": title, "font": {"size": font_size(talk)}, "x": 0.5, "xanchor": "center"})
 
@@ -59,8 +56,7 @@ def tiles_figure(states: np.ndarray, n: int, tile: int, *, talk: bool = False) -
     if states.ndim != 2:
         raise ValueError(f"states must be 2-D, got shape {states.shape}")
     skipped = float(np.mean(states == 0))
-    third = 1 / 3
-    scale = [[0, SKIPPED], [third, SKIPPED], [third, PARTIAL], [2 * third, PARTIAL], [2 * third, SCALED], [1, SCALED]]
+    scale = [[0, SKIPPED], [1 / 3, SKIPPED], [1 / 3, PARTIAL], [2 / 3, PARTIAL], [2 / 3, SCALED], [1, SCALED]]
     gap = 1 if states.shape[0] <= 32 else 0
     fig = go.Figure()
     fig.add_heatmap(z=states, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=gap, ygap=gap,

@@ -27,7 +27,7 @@ def test_the_exact_side_is_the_layer_the_model_ran(bert):
 def test_a_window_wider_than_the_sentence_changes_nothing(bert):
     swap = swap_layer(bert, TIRED, 3, "window", window=64)
     assert swap.accuracy.relative_error < 1e-6
-    torch.testing.assert_close(swap.output, swap.exact.output)  # every head
+    torch.testing.assert_close(swap.swapped.output, swap.exact.output)  # every head
     reading = swap.attends_most("it", "animal")
     assert reading.exact_top == reading.variant_top
 
@@ -38,14 +38,14 @@ def test_a_window_narrower_than_the_distance_cuts_it_from_animal(bert):
     assert reading.key - reading.query == -8  # "animal" sits 8 tokens before "it"
     assert reading.exact_heads >= 1  # some head of this layer looks at "animal" most
     assert reading.variant_heads == 0
-    assert not swap.weights[0, :, reading.query, reading.key].any()  # every head: no weight on "animal"
+    assert not swap.swapped.weights[0, :, reading.query, reading.key].any()  # every head: no weight on "animal"
     assert bool(torch.isinf(swap.accuracy.kl).any())  # weight dropped: KL(exact ‖ window) is infinite there
 
 
 def test_linear_attention_keeps_some_weight_on_animal(bert):
     swap = swap_layer(bert, TIRED, 3, "linear")
     reading = swap.attends_most("it", "animal")
-    assert bool((swap.weights[0, :, reading.query, reading.key] > 0).all())
+    assert bool((swap.swapped.weights[0, :, reading.query, reading.key] > 0).all())
     assert swap.accuracy.kl is not None and 0 < float(swap.accuracy.kl.mean()) < float("inf")
 
 

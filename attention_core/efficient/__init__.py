@@ -1,7 +1,5 @@
-"""Beyond n²: the efficient-attention routes, compared with exact attention, one concept per module (sparse
-patterns, FlexAttention, attention under a pattern, linear attention, the Performer, low rank, accuracy, every
-route as one call, a trained layer with its softmax swapped, the published LRA figures). Their time and memory
-are measured by the benchmark, :mod:`attention_core.bench.routes`, which imports this package: never the reverse.
+"""Beyond n²: the efficient-attention routes beside exact attention, one concept per module. The benchmark
+(:mod:`attention_core.bench.routes`) measures their time and memory and imports this package: never the reverse.
 """
 
 from .accuracy import Accuracy, ErrorCurve, compare, random_qkv, relative_error, row_kl

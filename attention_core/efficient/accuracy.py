@@ -78,8 +78,7 @@ def row_kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"p {tuple(p.shape)} and q {tuple(q.shape)} must have one shape")
     p = p / p.sum(dim=-1, keepdim=True).clamp_min(1e-300)  # (..., L, S)
     q = q / q.sum(dim=-1, keepdim=True).clamp_min(1e-300)  # (..., L, S)
-    terms = torch.where(p > 0, p * (p.log() - q.log()), torch.zeros_like(p))  # log 0 = −inf → +∞ where q = 0
-    return terms.sum(dim=-1)  # (..., L)
+    return (torch.special.xlogy(p, p) - torch.special.xlogy(p, q)).sum(dim=-1)  # (..., L); xlogy(0, ·) = 0
 
 
 @dataclass(frozen=True)

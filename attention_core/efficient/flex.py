@@ -10,13 +10,11 @@ tile of the mask. Two things cost time once and are cached here (a planned call 
   recompile is a new kind of pattern, head count, head size, dtype or device: a *compile key*.
   The first call of a key takes seconds (≈ 20 s the first time on a 2-core CPU, a few seconds
   once inductor's on-disk cache is warm); :func:`flex_plan` reports it.
-- **the block mask**: which 128 × 128 tiles are empty, partial or full, built from the pattern a
-  band of tiles at a time (:func:`.patterns.block_summary`), never as an n × n tensor. Cached
-  per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
+- **the block mask**: which 128 × 128 tiles are empty, partial or full (:func:`.patterns.block_summary`,
+  never an n × n tensor), cached per (pattern, n_q, n_k, device), at most :data:`BLOCK_MASK_CACHE` of them.
 
 Where it cannot compile (no C++ compiler for inductor, as on some Streamlit Community Cloud images, say),
-:func:`flex_available` says why in a sentence and :func:`flex_plan` raises :class:`FlexUnavailable` with
-it. Callers run the dense path instead and say so.
+:func:`flex_available` says why in a sentence and :func:`flex_plan` raises :class:`FlexUnavailable` with it.
 """
 
 from __future__ import annotations
@@ -94,11 +92,8 @@ class FlexBlockMask:
 
 
 def flex_block_mask(mask_mod: MaskMod, n_q: int, n_k: int, *, device: str | torch.device = "cpu") -> FlexBlockMask:
-    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached).
-
-    Tiles on the ragged edge are never marked full, as ``create_block_mask`` (which pads with blocked
-    entries) would not, so the kernel applies the pattern there.
-    """
+    """FlexAttention's ``BlockMask`` for the pattern, from :func:`.patterns.block_summary` (cached); tiles on the
+    ragged edge are never full, as with ``create_block_mask`` (it pads with blocked entries)."""
     n_q, n_k = check_pattern(mask_mod, n_q, n_k)
     return _block_mask(mask_mod, n_q, n_k, str(torch.device(device)))
 

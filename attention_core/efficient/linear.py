@@ -11,8 +11,7 @@ is a different function from softmax attention, not an approximation of it.
 - :func:`linear_attention`: the parallel form; with ``is_causal`` the sums run over ``j ≤ i``,
   taken chunk by chunk: a running state across chunks (an exclusive cumulative sum of each
   chunk's ``φ(k)ᵀv``) plus the small masked square inside each chunk;
-- :func:`linear_attention_recurrent`: the causal form as an RNN, one token at a time, carrying
-  ``S`` and ``z = Σ φ(k)``: what makes decoding O(1) per token;
+- :func:`linear_attention_recurrent`: the causal form as an RNN, what makes decoding O(1) per token;
 - :func:`feature_attention`: the same arithmetic for any positive features, shared with the
   Performer (:mod:`.performer`).
 

@@ -9,11 +9,9 @@ that on any weights, e.g. a trained model's.
 
 Linformer *learns* E and F. Untrained, two choices are offered:
 
-- ``"gaussian"``: random Gaussian entries of variance 1/rank (a Johnson–Lindenstrauss
-  projection, the one its theorem uses). Seeded. Even at rank = n it is not the identity, so
-  the error does not vanish;
-- ``"pool"``: each row averages a run of consecutive tokens (as a pooling layer would); at
-  rank = n it is the identity and the result is exact.
+- ``"gaussian"``: a Johnson–Lindenstrauss projection, the one its theorem uses; even at rank = n it is not
+  the identity, so the error does not vanish;
+- ``"pool"``: each row averages a run of tokens, as a pooling layer would: exact at rank = n.
 """
 
 from __future__ import annotations

@@ -93,8 +93,7 @@ def dilated_window(window: int, dilation: int) -> MaskMod:
     """Longformer's dilated window: ``window`` keys on each side, ``dilation`` tokens apart, so the
     reach is ``window · dilation`` for the cost of ``window``. ``dilation = 1`` is
     :func:`sliding_window`."""
-    w = check_int("window", window, low=1, high=MAX_SIDE)
-    d = check_int("dilation", dilation, low=1, high=MAX_SIDE)
+    w, d = check_ints(window=window, dilation=dilation, low=1, high=MAX_SIDE)
     reach, step = _scalar(w * d), _scalar(d)
 
     def dilated_window_mask(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor):
@@ -140,9 +139,8 @@ def bigbird(
     is copied per call); the pattern refuses a longer sequence. Units: ``window`` and
     ``n_global`` count blocks, not tokens.
     """
-    n, window = check_ints(n=n, window=window, low=1, high=MAX_SIDE)
+    n, window, block = check_ints(n=n, window=window, block=block, low=1, high=MAX_SIDE)
     n_global, n_random = check_ints(n_global=n_global, n_random=n_random, low=0, high=MAX_SIDE)
-    block = check_int("block", block, low=1, high=MAX_SIDE)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
     padded = math.ceil(n / FLEX_BLOCK) * FLEX_BLOCK  # the length FlexAttention works on
     if padded % block:
@@ -299,8 +297,7 @@ def block_summary(
         start, stop = first * block, min((first + tiles_per_band) * block, n_q)
         rows = _rows(mask_mod, start, stop, n_k, dev)  # (rows, n_k)
         allowed += int(rows.sum())
-        tiles = stop - start
-        pad_q = math.ceil(tiles / block) * block - tiles
+        pad_q = -(stop - start) % block  # up to a whole tile
         # Padding: False for "any" (no key there), True for "all" (nothing there to block).
         grid_any = torch.nn.functional.pad(rows, (0, pad_k, 0, pad_q), value=False)  # (rows', n_k')
         grid_all = torch.nn.functional.pad(rows, (0, pad_k, 0, pad_q), value=True)  # (rows', n_k')

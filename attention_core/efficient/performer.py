@@ -14,9 +14,6 @@ in O(n·m) time and memory, and the estimate tightens as ``m`` grows, its error 
   unbiased but heavy-tailed. With scaled ``|q|² ≈ 1.4`` (n = 256, E = 32, q, k ~ N(0, 0.25)) chi's error
   falls only 2.9× from 16 to 256 features (its 1/√m law holds past about 4,000); fixed lengths' falls 3.8×,
   lower at every m shown, at the price of a small bias (an error that levels off near 3 % past 16,000).
-- The scale ``1/√E`` goes half to q and half to k (``x · E^(−1/4)``), as in softmax attention.
-- Stabilised: the exponent of each query's features is shifted by that query's largest, and the
-  keys' by the largest over all keys; each shift cancels between numerator and denominator.
 
 The error is small when ``|q|`` and ``|k|`` (after the scale) are small, i.e. when attention is
 spread out; for peaked attention the estimate's variance, which grows as exp(|q + k|²), wins.
@@ -33,9 +30,6 @@ from ..device import new_tensor_device
 from ..validation import all_finite, check_choice, check_int, check_tensor
 from .linear import DEFAULT_CHUNK, _attend, _check_features
 
-MAX_FEATURES = 1 << 16
-LENGTHS = ("fixed", "chi")  # the random vectors' lengths: √E each, or a Gaussian vector's (module docstring)
-
 
 def orthogonal_features(
     features: int,
@@ -50,10 +44,10 @@ def orthogonal_features(
     of ``dim`` rows, each of length √dim (``lengths="fixed"``) or as long as a standard Gaussian vector
     (``"chi"``; module docstring). Drawn on the CPU in float64 from ``seed``, so a seed gives the same
     features on every device."""
-    m = check_int("features", features, low=1, high=MAX_FEATURES)
+    m = check_int("features", features, low=1, high=1 << 16)
     d = check_int("dim", dim, low=1, high=1 << 14)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    lengths = check_choice("lengths", lengths, LENGTHS)
+    lengths = check_choice("lengths", lengths, ("fixed", "chi"))
     gen = torch.Generator(device="cpu").manual_seed(seed)
     blocks = math.ceil(m / d)
     gaussian = torch.randn(blocks, d, d, generator=gen, dtype=torch.float64)  # (blocks, d, d)

@@ -19,7 +19,7 @@ import torch
 from ..bert import Bert, LayerAttention, encode
 from ..validation import check_int
 from .accuracy import Accuracy, compare
-from .variants import variant_attention
+from .variants import VariantOutput, variant_attention
 
 
 @dataclass(frozen=True)
@@ -47,15 +47,13 @@ class AttendsMost:
 class LayerSwap:
     """A layer run with a variant in place of softmax attention, against the exact layer, for one sentence.
 
-    ``exact``: the layer as the model ran it, every head (batch of one); ``weights``: the variant's
-    ``(1, H, L, L)`` weights (``None`` where it has none that form a distribution); ``output``: its attention
-    output ``(1, H, L, d_head)``. ``accuracy`` covers every head together (``kl`` is ``(1, H, L)``).
+    ``exact``: the layer as the model ran it, every head (batch of one); ``swapped``: the variant's attention
+    output ``(1, H, L, d_head)`` and weights ``(1, H, L, L)``. ``accuracy`` covers every head (``kl`` is ``(1, H, L)``).
     """
 
     tokens: tuple[str, ...]
     exact: LayerAttention
-    weights: torch.Tensor | None
-    output: torch.Tensor
+    swapped: VariantOutput
     accuracy: Accuracy
 
     def attends_most(self, query: str, key: str) -> AttendsMost:
@@ -75,7 +73,7 @@ class LayerSwap:
             row = w[0, :, qi, :].detach().to("cpu", torch.float64).masked_fill(~candidates, -1.0)  # (H, L)
             return tuple(int(i) for i in row.argmax(dim=-1))
 
-        exact, swapped = self.exact.weights, self.weights  # (1, H, L, L); swapped is None where the variant has none
+        exact, swapped = self.exact.weights, self.swapped.weights  # (1, H, L, L); swapped None: the variant has none
         return AttendsMost(qi, ki, top(exact), (-1,) * exact.shape[1] if swapped is None else top(swapped))
 
 
@@ -88,4 +86,4 @@ def swap_layer(bert: Bert, text: str, layer: int, variant: str, **params: object
     with torch.inference_mode():
         result = variant_attention(exact.q, exact.k, exact.v, variant, **params)  # type: ignore[arg-type]
     accuracy = compare(result.output, exact.output, result.weights, exact.weights, note=result.note)
-    return LayerSwap(batch.items[0].tokens, exact, result.weights, result.output, accuracy)
+    return LayerSwap(batch.items[0].tokens, exact, result, accuracy)

@@ -54,7 +54,7 @@ def model_data(text: str, layer: int, variant: str, params: tuple[tuple[str, int
     s = swap_layer(encoder(), text, layer, variant, **dict(params))
     # Two words: never [CLS], [SEP] or the same position.
     it = s.attends_most("it", "animal") if {"it", "animal"} <= set(s.tokens) else None
-    return RouteReading(list(s.tokens), _plain(s.exact.weights), _plain(s.weights), s.accuracy, it)
+    return RouteReading(list(s.tokens), _plain(s.exact.weights), _plain(s.swapped.weights), s.accuracy, it)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)  # ≤ 6 MiB each (12 heads of 256², twice): fits on Cloud

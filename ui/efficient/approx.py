@@ -43,7 +43,6 @@ class ErrorCurves:
 
 @st.cache_data(show_spinner="Measuring each route against exact attention on random inputs…")
 def error_curves(spread: str) -> ErrorCurves:
-    """Each route's relative error over seeds, at each size; linear's, which has no size."""
     std = STD[spread]
     common = {"n": N, "d": D, "heads": HEADS, "seeds": SEEDS, "std": std}
     curves = {PERFORMER: ("performer", error_curve("performer", FEATURES, **common)),
@@ -93,12 +92,9 @@ def approx_tab() -> None:
         "not shrink. The **Performer** picks random features whose dot product *estimates* exp(q·k): its error "
         "falls as 1/√m with m features. **Linformer** projects the n keys and values to k rows.",
     )
-    left, right = st.columns(2, gap="medium")
-    with left:
-        draw.chart(draw.figure(_errors, talk(), spread), "ef_errors", fit="efficient.Kernels & low rank")
+    draw.panels([draw.figure(_errors, talk(), spread), draw.figure(_spectrum, talk(), k)], ["ef_errors", "ef_spectrum"],
+                fit="efficient.Kernels & low rank")
     energy, n_tokens = spectrum()
-    with right:
-        draw.chart(draw.figure(_spectrum, talk(), k), "ef_spectrum", fit="efficient.Kernels & low rank")
     perf, chi = d.curves[PERFORMER][1], d.curves[CHI][1]
     draw.metrics(
         ("Performer, 16 → 256 features", f"{perf.ratio(16, 256):.1f}× smaller", f"log-log slope "

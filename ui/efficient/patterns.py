@@ -52,7 +52,6 @@ def pattern_data(variant: str, causal: bool, n: int, *params: int) -> PatternRea
 
 
 def _figure(is_talk: bool, panel: int, *key: Any) -> Any:
-    """Panel 0: the first tokens; panel 1: the whole pattern's tiles."""
     d = pattern_data(*key)
     if panel == 0:
         return tokens_figure(d.allowed, FLEX_BLOCK, talk=is_talk)
