@@ -125,7 +125,7 @@ def _log_log(fig: go.Figure, ticks: Sequence[int], x_title: str, y_title: str, h
 
 def kv_cache_figure(
     contexts: Sequence[int], mha_bytes: Sequence[int], gqa_bytes: Sequence[int], *, chosen: int,
-    budget_bytes: float, model: str, n_heads: int, n_kv_heads: int, talk: bool = False,
+    budget_bytes: float | None, model: str, n_heads: int, n_kv_heads: int, talk: bool = False,
 ) -> go.Figure:  # fmt: skip
     """Cache size against context (log-log) for the MHA twin and the model itself, with the memory left (if any)."""
     gib, x = 2**30, list(contexts)
@@ -135,7 +135,7 @@ def kv_cache_figure(
     if n_kv_heads != n_heads:
         fig.add_scatter(x=x, y=[b / gib for b in gqa_bytes], mode="lines+markers",
                         name=f"{model}: {n_kv_heads} K/V heads", line={"color": SAVING, "width": 3})  # fmt: skip
-    if budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
+    if budget_bytes is not None and budget_bytes > 0:  # traces, not shapes: shapes on log axes take log10 values
         fig.add_scatter(x=[x[0], x[-1]], y=[budget_bytes / gib] * 2, mode="lines", name="memory left for the cache",
                         line={"color": THEORY, "dash": "dash", "width": 2}, hoverinfo="skip")  # fmt: skip
     if chosen in x:
