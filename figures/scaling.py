@@ -230,16 +230,18 @@ def strategies_figure(table: pd.DataFrame, column: str, *, talk: bool = False) -
 
 
 def init_figure(table: pd.DataFrame, *, talk: bool = False) -> go.Figure:
-    """Score variance per initial std, unscaled and ÷√d_k, on a log axis, with the target 1 marked."""
+    """Score variance per initial std, unscaled and ÷√d_k, as horizontal bars on a log axis (the std's names fit
+    a phone beside the bars, where under them they slanted), with the target 1 marked."""
     fig = go.Figure()
-    labels = [f"{i} (σ={s:.3g})" for i, s in zip(table["init"], table["std"], strict=True)]
+    labels = [f"{i}<br>σ = {s:.3g}" for i, s in zip(table["init"], table["std"], strict=True)]
     for run, color, name in RUNS:
-        fig.add_trace(go.Bar(x=labels, y=table[f"score_var_{run}"], name=f"Var({name})", marker={"color": color},
-                             hovertemplate="%{x}<br>Var(" + name + ") = %{y:.3g}<extra></extra>"))  # fmt: skip
-    fig.add_hline(y=1.0, line={"color": THEORY, "dash": "dash", "width": 2}, name="variance 1, the goal",
+        fig.add_trace(go.Bar(y=labels, x=table[f"score_var_{run}"], orientation="h", name=f"Var({name})",
+                             marker={"color": color},
+                             hovertemplate="%{y}<br>Var(" + name + ") = %{x:.3g}<extra></extra>"))  # fmt: skip
+    fig.add_vline(x=1.0, line={"color": THEORY, "dash": "dash", "width": 2}, name="variance 1, the goal",
                   showlegend=True)  # fmt: skip
-    _log_y(fig, title_text="variance of the scores")
-    fig.update_xaxes(title_text="initial std of W_q, W_k")
+    fig.update_xaxes(type="log", dtick=2, exponentformat="power", title_text="variance of the scores")
+    fig.update_yaxes(autorange="reversed", title_text="initial std of W_q, W_k")
     base_layout(fig, talk=talk, height=420)
     _legend(fig)
     return fig.update_layout(barmode="group", margin={"t": 60})
