@@ -111,7 +111,8 @@ def token_across_heads(rows: np.ndarray, tokens: Sequence[str], query: int, *, t
 
 
 def layer_head_map(values: np.ndarray, *, title: str, talk: bool = False) -> go.Figure:
-    """A ``(n_layers, H)`` table of shares in [0, 1], each cell written out."""
+    """A ``(n_layers, H)`` table of shares in [0, 1], each cell written out; the heads numbered across the top
+    (bare numbers, which stay level on a phone, where "H10" turned on end and ran into the title)."""
     v = np.asarray(values, dtype=float)
     if v.ndim != 2:
         raise ValueError(f"values must be (n_layers, H), got shape {v.shape}")
@@ -121,14 +122,15 @@ def layer_head_map(values: np.ndarray, *, title: str, talk: bool = False) -> go.
     size = font_size(talk)
     fig = go.Figure(
         go.Heatmap(
-            z=v, x=[f"H{h}" for h in range(n_heads)], y=[f"L{layer}" for layer in range(n_layers)],
+            z=v, x=[str(h) for h in range(n_heads)], y=[f"L{layer}" for layer in range(n_layers)],
             text=cell_labels(v), texttemplate="%{text}", textfont={"size": size - (2 if talk else 3)},
             colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, xgap=2, ygap=2, showscale=False,
-            hovertemplate="%{y}·%{x}: %{z:.3f}<extra></extra>",
+            hovertemplate="%{y}·H%{x}: %{z:.3f}<extra></extra>",
         )
     )  # fmt: skip
     fig.update_yaxes(autorange="reversed", type="category", showgrid=False, fixedrange=True, tickfont={"size": size})
-    fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True, tickfont={"size": size})
-    base_layout(fig, title=title, talk=talk, height=420 if talk else 300)
-    fig.update_layout(margin={"t": 110 if talk else 80})  # the title clears the head labels
+    fig.update_xaxes(type="category", side="top", showgrid=False, fixedrange=True, tickfont={"size": size},
+                     tickangle=0, title={"text": "head", "font": {"size": size - 2}, "standoff": 4})  # fmt: skip
+    base_layout(fig, title=title, talk=talk, height=445 if talk else 325)
+    fig.update_layout(margin={"t": 135 if talk else 105})  # the title clears the heads axis
     return fig
