@@ -56,12 +56,13 @@ def split_figure(q: np.ndarray, tokens: Sequence[str], n_heads: int, *, talk: bo
 
 def head_heatmap(
     weights: np.ndarray, tokens: Sequence[str], head: int, kv_head: int, *, grouped: bool = False,
-    colorbar: bool = False, numbers: bool = False, row_labels: bool = True, height: int | None = None,
-    talk: bool = False,
+    colorbar: bool = False, numbers: bool = False, row_labels: bool = True, col_labels: bool = True,
+    height: int | None = None, talk: bool = False,
 ) -> go.Figure:
     """One head's ``(L, S)`` weights on the 0…1 colour scale all heads share, titled ``head i`` (with ``· K/V j`` when
     ``grouped``) in its K/V group's colour; ``colorbar`` draws the shared scale's bar, ``numbers`` writes each weight
-    in its cell (up to 12 tokens); ``row_labels=False`` leaves the query tokens to the panel on the left."""
+    in its cell (up to 12 tokens); ``row_labels=False`` leaves the query tokens to the panel on the left,
+    ``col_labels=False`` the keys to the panel below."""
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2 or w.shape[0] != len(tokens) or w.shape[1] != len(tokens):
         raise ValueError(f"weights must be (L, S) with one token per row and column, got {w.shape} for {len(tokens)}")
@@ -79,7 +80,7 @@ def head_heatmap(
     every = {} if (height or 300) < 260 else {"tickvals": list(tokens)}
     ticks = {"tickfont": {"size": size - (4 if talk else 3)}} | every
     fig.update_yaxes(autorange="reversed", type="category", showgrid=False, showticklabels=row_labels, **ticks)
-    fig.update_xaxes(type="category", showgrid=False, tickangle=-60, **ticks)
+    fig.update_xaxes(type="category", showgrid=False, showticklabels=col_labels, tickangle=-60, **ticks)
     base_layout(fig, talk=talk, height=height or (440 if talk else 380), grid=False)
     return fig.update_layout(title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": size}},
                              margin={"t": 40, "l": 10, "r": 10})  # fmt: skip

@@ -16,6 +16,7 @@ from streamlit.testing.v1.element_tree import Widget
 
 from attention_core.kv_cache import MODEL_SHAPES, kv_cache_bytes
 from tests.support.shown import metrics, notice
+from ui import draw
 from ui.heads.calculator import CACHE_DTYPES, MODELS
 from ui.heads.examples import heads_example
 
@@ -98,6 +99,15 @@ def test_each_head_is_its_own_figure_so_that_a_phone_stacks_them() -> None:
     assert [f["layout"]["title"]["text"].count(f"head {i}<") for i, f in enumerate(specs)] == [1] * 8
     bars = [i for i, f in enumerate(specs) if f["data"][0]["showscale"]]
     assert bars == [1, 3, 5, 7]  # one shared 0…1 scale, its bar at the end of each row of two
+
+
+def test_on_a_projector_two_rows_of_heads_name_the_keys_once_and_fit_the_window() -> None:
+    """Talk mode, h = 8: four heads a row; only the lower row names the keys, so both rows fit 720 px."""
+    specs = [json.loads(c.proto.spec) for c in open_tab("Heads side by side", {"hd_h": "8", "talk": "true"})
+             .get("plotly_chart")]  # fmt: skip
+    assert [f["layout"]["xaxis"].get("showticklabels", True) for f in specs] == [False] * 4 + [True] * 4
+    top, bottom = specs[0]["layout"]["height"], specs[4]["layout"]["height"]
+    assert top + bottom + 16 <= 720 - draw.TALK_ABOVE["heads.Heads side by side"] - 16 and bottom > top
 
 
 def test_gqa_numbers_come_from_the_core() -> None:

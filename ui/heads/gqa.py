@@ -14,6 +14,8 @@ from ui.frame import talk
 from ui.heads.data import example_data, fmt_int
 from ui.heads.examples import HeadSettings
 
+KEY_NAMES = 85  # px the slanted key names take under a heatmap in talk mode
+
 
 def per_row(n_heads: int, talk: bool) -> int:
     """Heads in a row: four on a projector, as the talk layout is made for; two on a laptop, where four columns
@@ -22,14 +24,15 @@ def per_row(n_heads: int, talk: bool) -> int:
 
 
 def head_figure(
-    d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, head: int, height: int, talk: bool
+    d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, head: int, height: int, keys: bool,
+    talk: bool,
 ) -> go.Figure:
     """One head's weights after the GQA conversion to g K/V heads (with g = h, plain MHA): only the last of its row
     carries the colour bar, and in talk mode (a row that never stacks) only the first names the query tokens."""
     d, cols = example_data(d_model, n_heads, n_kv_heads, seed, causal), per_row(n_heads, talk)
     return head_heatmap(d.weights_gqa[head], d.tokens, head, kv_head_of(head, n_heads, n_kv_heads),
                         grouped=n_kv_heads < n_heads, colorbar=head % cols == cols - 1, numbers=n_heads <= 2,
-                        row_labels=not talk or head % cols == 0, height=height, talk=talk)  # fmt: skip
+                        row_labels=not talk or head % cols == 0, col_labels=keys, height=height, talk=talk)  # fmt: skip
 
 
 def head_grid(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bool, key: str,
@@ -38,17 +41,19 @@ def head_grid(d_model: int, n_heads: int, n_kv_heads: int, seed: int, causal: bo
     projector, stacked on a phone. In talk mode one row fills the window's rest (``fit``); two rows share it."""
     cols = per_row(n_heads, talk())
     rows = -(-n_heads // cols)
-    height = 360
-    if talk() and fit:
-        height = draw.room(fit, 440) if rows == 1 else max(200, draw.room(fit, 900) // rows)
+    heights = [360] * rows
+    if talk() and fit:  # the keys are named under the last row only (a row never stacks on a projector)
+        plot = (draw.room(fit, 900) - 16 - KEY_NAMES) // rows  # 16: the gap between the rows
+        heights = [draw.room(fit, 440)] if rows == 1 else [plot] * (rows - 1) + [plot + KEY_NAMES]
     # The last column holds the colour bar and, in talk mode, only the first the token names: those are wider, so
     # the heatmaps come out the same size.
     widths = ([1.3, *[1] * (cols - 2), 1.2] if talk() else [1, 1.15]) if cols > 1 else cols
-    for r in range(rows):
+    for r, height in enumerate(heights):
+        keys = not talk() or r == rows - 1
         for c, col in enumerate(st.columns(widths)):
             head = r * cols + c
             with col:
-                fig = draw.figure(head_figure, d_model, n_heads, n_kv_heads, seed, causal, head, height, talk())
+                fig = draw.figure(head_figure, d_model, n_heads, n_kv_heads, seed, causal, head, height, keys, talk())
                 draw.chart(fig, f"{key}{head}", fit=fit if rows == 1 else None)
 
 
