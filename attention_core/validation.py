@@ -29,7 +29,7 @@ def check_tensor(name: str, x: object, *, min_dim: int = 1, finite: bool = True)
 
 def holds_data(x: torch.Tensor) -> bool:
     """Whether ``x``'s values can be read: not for meta tensors and ``FakeTensorMode``'s fakes (``torch.compile``'s,
-    and the device tests' "cuda" that is not there). Every value check goes through this seam; shape checks run."""
+    and the device tests' GPU that is not there). Every value check goes through this seam; shape checks run."""
     return x.device.type != "meta" and not is_fake(x)
 
 
